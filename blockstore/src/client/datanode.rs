@@ -1,0 +1,460 @@
+//! Pooled connections to datanodes and the block requests over them.
+//!
+//! Each datanode address keeps a few idle TCP connections. A request takes
+//! one out (the pool's lock is held only for the pop and the push, never
+//! across I/O), does one request/reply exchange and puts it back. A
+//! connection that saw any error is dropped instead.
+
+use super::{ClientConfig, ClientError};
+use crate::checksum::{self, ChecksumError};
+use crate::ids::BlockKey;
+use crate::protocol::{
+    self, ErrorCode, ErrorReply, ProtocolError, ReadData, Reply, Request, WriteChunks,
+};
+use bytes::{Bytes, BytesMut};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::io::ErrorKind;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tokio::net::TcpStream;
+
+/// Idle connections kept per datanode; more are closed when returned.
+const MAX_IDLE_PER_DATANODE: usize = 16;
+/// Largest range asked for in one read request, so that the widened reply
+/// stays well under the frame payload limit.
+const MAX_READ_PIECE: u64 = 32 * 1024 * 1024;
+/// Largest read buffer reserved up front (a default block); longer reads,
+/// which do not happen with default settings, grow it.
+const MAX_PREALLOCATED_READ: u64 = 256 * 1024 * 1024;
+/// Largest write payload sent in one request (rounded down to whole chunks).
+const MAX_WRITE_PIECE: usize = 32 * 1024 * 1024;
+/// Below this size checksums are computed on the executor thread; above it
+/// they go to the blocking pool (CRC32C runs at several GB/s with SSE 4.2).
+const INLINE_CHECKSUM_LIMIT: usize = 4 * 1024 * 1024;
+
+/// Connections to datanodes, reused across streams; shared by a whole process.
+pub struct DatanodePool {
+    config: ClientConfig,
+    idle: Mutex<HashMap<String, Vec<TcpStream>>>,
+    next_request_id: AtomicU64,
+}
+
+/// How one exchange failed, before it becomes a [`ClientError`].
+enum Failure {
+    /// A reused connection turned out to be closed before any reply byte
+    /// arrived: the datanode never saw the request, so it is safe to resend.
+    Stale(std::io::Error),
+    Io(std::io::Error),
+    Protocol(String),
+}
+
+impl Failure {
+    fn from_protocol(e: ProtocolError) -> Self {
+        match e {
+            ProtocolError::Io(e) => Self::Io(e),
+            other => Self::Protocol(other.to_string()),
+        }
+    }
+
+    fn into_client_error(self, addr: &str) -> ClientError {
+        match self {
+            Self::Stale(e) | Self::Io(e) => ClientError::Io {
+                addr: addr.to_string(),
+                message: e.to_string(),
+            },
+            Self::Protocol(message) => ClientError::Protocol {
+                addr: addr.to_string(),
+                message,
+            },
+        }
+    }
+}
+
+fn is_closed_connection(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::BrokenPipe
+            | ErrorKind::ConnectionReset
+            | ErrorKind::ConnectionAborted
+            | ErrorKind::NotConnected
+            | ErrorKind::UnexpectedEof
+    )
+}
+
+fn protocol_error(addr: &str, message: impl Into<String>) -> ClientError {
+    ClientError::Protocol {
+        addr: addr.to_string(),
+        message: message.into(),
+    }
+}
+
+/// The client-side meaning of a datanode's refusal.
+fn remote_error(addr: &str, key: BlockKey, e: ErrorReply) -> ClientError {
+    match (e.code, e.offset) {
+        (ErrorCode::ChecksumMismatch, Some(offset)) => ClientError::Checksum { block: key, offset },
+        _ => ClientError::Remote {
+            addr: addr.to_string(),
+            message: format!("{}: {}", e.code, e.message),
+        },
+    }
+}
+
+fn checksum_error(addr: &str, key: BlockKey, e: ChecksumError) -> ClientError {
+    match e {
+        ChecksumError::Mismatch { offset, .. } => ClientError::Checksum { block: key, offset },
+        other => protocol_error(addr, other.to_string()),
+    }
+}
+
+impl DatanodePool {
+    /// An empty pool.
+    pub fn new(config: ClientConfig) -> Self {
+        Self {
+            config,
+            idle: Mutex::new(HashMap::new()),
+            next_request_id: AtomicU64::new(1),
+        }
+    }
+
+    /// The settings this pool was made with.
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+
+    /// Idle connections currently pooled for `addr`.
+    pub fn idle_connections(&self, addr: &str) -> usize {
+        self.idle.lock().get(addr).map_or(0, Vec::len)
+    }
+
+    /// Appends `data` at `offset` of the (uncommitted) block file `key` on the
+    /// datanode at `addr`, with CRC32C checksums computed here per
+    /// `bytes_per_checksum` chunk. `offset` must be chunk-aligned.
+    pub async fn write_chunks(
+        &self,
+        addr: &str,
+        key: BlockKey,
+        offset: u64,
+        data: Bytes,
+    ) -> Result<(), ClientError> {
+        let bpc = self.config.bytes_per_checksum;
+        checksum::validate_bytes_per_checksum(bpc)
+            .map_err(|e| protocol_error(addr, e.to_string()))?;
+        let crcs = compute_checksums(data.clone(), bpc).await;
+        self.write_chunks_with_checksums(addr, key, offset, bpc, crcs, data)
+            .await
+    }
+
+    /// Like [`write_chunks`](Self::write_chunks) with checksums the caller
+    /// already has (one CRC32C per `bytes_per_checksum` chunk of `data`); the
+    /// datanode verifies them on arrival.
+    pub async fn write_chunks_with_checksums(
+        &self,
+        addr: &str,
+        key: BlockKey,
+        offset: u64,
+        bytes_per_checksum: u32,
+        crcs: Vec<u32>,
+        data: Bytes,
+    ) -> Result<(), ClientError> {
+        checksum::validate_bytes_per_checksum(bytes_per_checksum)
+            .map_err(|e| protocol_error(addr, e.to_string()))?;
+        let bpc = bytes_per_checksum as usize;
+        if !offset.is_multiple_of(u64::from(bytes_per_checksum)) {
+            return Err(protocol_error(
+                addr,
+                format!("write offset {offset} is not a multiple of {bytes_per_checksum}"),
+            ));
+        }
+        if crcs.len() as u64 != checksum::chunk_count(data.len() as u64, bytes_per_checksum) {
+            return Err(protocol_error(
+                addr,
+                format!("{} checksums for {} bytes", crcs.len(), data.len()),
+            ));
+        }
+        let piece = (MAX_WRITE_PIECE / bpc).max(1) * bpc;
+        let mut pos = 0;
+        loop {
+            let end = (pos + piece).min(data.len());
+            let request = Request::WriteChunks(WriteChunks {
+                key,
+                offset: offset + pos as u64,
+                bytes_per_checksum,
+                crcs: crcs[pos / bpc..end.div_ceil(bpc)].to_vec(),
+            });
+            let reply = self.call(addr, &request, &data[pos..end], None).await?;
+            expect_ok(addr, key, reply)?;
+            pos = end;
+            if pos >= data.len() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Makes block `key` durable (fsync) at `length` bytes and visible to reads.
+    pub async fn commit_block(
+        &self,
+        addr: &str,
+        key: BlockKey,
+        length: u64,
+    ) -> Result<(), ClientError> {
+        let reply = self
+            .call(addr, &Request::CommitBlock { key, length }, &[], None)
+            .await?;
+        expect_ok(addr, key, reply)
+    }
+
+    /// Reads `len` bytes at `offset` of block `key`, verifying every checksum.
+    ///
+    /// The datanode sends a chunk-aligned superset of the range; it lands in
+    /// one buffer (no second copy), all its chunks are verified in one call,
+    /// and the exact range is returned as a slice of that buffer.
+    pub async fn read_block(
+        &self,
+        addr: &str,
+        key: BlockKey,
+        offset: u64,
+        len: u64,
+    ) -> Result<Bytes, ClientError> {
+        let end = offset
+            .checked_add(len)
+            .ok_or_else(|| protocol_error(addr, "read range overflows"))?;
+        // One allocation for the whole widened range (a chunk of slack each
+        // side), bounded so that an absurd length cannot reserve absurd memory.
+        let slack = 2 * u64::from(self.config.bytes_per_checksum);
+        let capacity = len.min(MAX_PREALLOCATED_READ) + slack;
+        let mut buf = BytesMut::with_capacity(capacity as usize);
+        let mut crcs = Vec::new();
+        // Aligned block offset of buf[0], and the block's chunk size, once known.
+        let mut base_and_bpc: Option<(u64, u32)> = None;
+        let mut next = offset;
+        loop {
+            let piece_end = end.min(next.saturating_add(MAX_READ_PIECE));
+            let request = Request::ReadBlock {
+                key,
+                offset: next,
+                length: piece_end - next,
+            };
+            let reply = match self.call(addr, &request, &[], Some(&mut buf)).await? {
+                Reply::ReadData(data) => data,
+                other => return Err(unexpected_reply(addr, key, other)),
+            };
+            check_read_reply(addr, &reply, next, piece_end, base_and_bpc)?;
+            base_and_bpc.get_or_insert((reply.offset, reply.bytes_per_checksum));
+            crcs.extend_from_slice(&reply.crcs);
+            next = reply.offset + reply.length;
+            if next >= end {
+                break;
+            }
+        }
+        let (base, bpc) = base_and_bpc.expect("at least one reply was read");
+        let data = verify_checksums(buf.freeze(), base, bpc, crcs)
+            .await
+            .map_err(|e| checksum_error(addr, key, e))?;
+        Ok(data.slice((offset - base) as usize..(end - base) as usize))
+    }
+
+    /// Deletes block `key` (committed or not); no error when absent.
+    pub async fn delete_block(&self, addr: &str, key: BlockKey) -> Result<(), ClientError> {
+        let reply = self
+            .call(addr, &Request::DeleteBlock { key }, &[], None)
+            .await?;
+        expect_ok(addr, key, reply)
+    }
+
+    /// One request/reply exchange with the datanode at `addr`, within the
+    /// I/O deadline. A read reply's data is appended to `sink`. A pooled
+    /// connection found closed is replaced by a fresh one, once.
+    async fn call(
+        &self,
+        addr: &str,
+        request: &Request,
+        payload: &[u8],
+        mut sink: Option<&mut BytesMut>,
+    ) -> Result<Reply, ClientError> {
+        let mut pooled = self.take_idle(addr);
+        loop {
+            let reused = pooled.is_some();
+            let mut stream = match pooled.take() {
+                Some(stream) => stream,
+                None => self.connect(addr).await?,
+            };
+            let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
+            let exchange = exchange(
+                &mut stream,
+                request_id,
+                request,
+                payload,
+                sink.as_deref_mut(),
+            );
+            let outcome = tokio::time::timeout(self.config.io_timeout, exchange).await;
+            match outcome {
+                Err(_elapsed) => {
+                    return Err(ClientError::Timeout {
+                        addr: addr.to_string(),
+                    })
+                }
+                Ok(Ok(Reply::Error(e))) => return Err(remote_error(addr, request.key(), e)),
+                Ok(Ok(reply)) => {
+                    self.put_idle(addr, stream);
+                    return Ok(reply);
+                }
+                Ok(Err(Failure::Stale(e))) if reused => {
+                    // The datanode closed it (restart, shutdown): the other
+                    // idle connections to it are most likely closed too.
+                    tracing::debug!(addr, error = %e, "pooled datanode connection was closed; reconnecting");
+                    self.idle.lock().remove(addr);
+                }
+                Ok(Err(failure)) => return Err(failure.into_client_error(addr)),
+            }
+        }
+    }
+
+    fn take_idle(&self, addr: &str) -> Option<TcpStream> {
+        self.idle.lock().get_mut(addr).and_then(Vec::pop)
+    }
+
+    fn put_idle(&self, addr: &str, stream: TcpStream) {
+        let mut idle = self.idle.lock();
+        let conns = idle.entry(addr.to_string()).or_default();
+        if conns.len() < MAX_IDLE_PER_DATANODE {
+            conns.push(stream);
+        }
+    }
+
+    async fn connect(&self, addr: &str) -> Result<TcpStream, ClientError> {
+        let stream = tokio::time::timeout(self.config.connect_timeout, TcpStream::connect(addr))
+            .await
+            .map_err(|_| ClientError::Timeout {
+                addr: addr.to_string(),
+            })?
+            .map_err(|e| ClientError::Io {
+                addr: addr.to_string(),
+                message: format!("connect: {e}"),
+            })?;
+        stream.set_nodelay(true).map_err(|e| ClientError::Io {
+            addr: addr.to_string(),
+            message: format!("set TCP_NODELAY: {e}"),
+        })?;
+        Ok(stream)
+    }
+}
+
+/// Sends `request` and reads its reply; a read reply's data goes to `sink`.
+async fn exchange(
+    stream: &mut TcpStream,
+    request_id: u64,
+    request: &Request,
+    payload: &[u8],
+    sink: Option<&mut BytesMut>,
+) -> Result<Reply, Failure> {
+    let head = protocol::encode_request_head(request_id, request, payload.len())
+        .map_err(|e| Failure::Protocol(e.to_string()))?;
+    if let Err(e) = protocol::write_frame(stream, &head, payload).await {
+        return Err(if is_closed_connection(&e) {
+            Failure::Stale(e)
+        } else {
+            Failure::Io(e)
+        });
+    }
+    let incoming = match protocol::read_reply(stream).await {
+        Ok(incoming) => incoming,
+        Err(ProtocolError::Closed) => {
+            return Err(Failure::Stale(ErrorKind::UnexpectedEof.into()));
+        }
+        Err(ProtocolError::Io(e)) if is_closed_connection(&e) => return Err(Failure::Stale(e)),
+        Err(e) => return Err(Failure::from_protocol(e)),
+    };
+    if let (0, Reply::Error(e)) = (incoming.request_id, &incoming.message) {
+        // Request id 0: the datanode could not decode our frame at all.
+        return Err(Failure::Protocol(format!(
+            "datanode refused the frame: {}",
+            e.message
+        )));
+    }
+    if incoming.request_id != request_id {
+        return Err(Failure::Protocol(format!(
+            "reply to request {} while waiting for {request_id}",
+            incoming.request_id
+        )));
+    }
+    if incoming.payload_len > 0 {
+        let Some(sink) = sink else {
+            return Err(Failure::Protocol("unexpected data in reply".into()));
+        };
+        protocol::read_payload_into(stream, incoming.payload_len, sink)
+            .await
+            .map_err(Failure::from_protocol)?;
+    }
+    Ok(incoming.message)
+}
+
+fn expect_ok(addr: &str, key: BlockKey, reply: Reply) -> Result<(), ClientError> {
+    match reply {
+        Reply::Ok => Ok(()),
+        other => Err(unexpected_reply(addr, key, other)),
+    }
+}
+
+fn unexpected_reply(addr: &str, key: BlockKey, reply: Reply) -> ClientError {
+    match reply {
+        Reply::Error(e) => remote_error(addr, key, e),
+        other => protocol_error(addr, format!("unexpected {:?} reply", other.kind())),
+    }
+}
+
+/// Checks that a read reply covers the piece `[want, want_end)` asked for and
+/// continues the previous pieces (same chunk size, contiguous).
+fn check_read_reply(
+    addr: &str,
+    reply: &ReadData,
+    want: u64,
+    want_end: u64,
+    base_and_bpc: Option<(u64, u32)>,
+) -> Result<(), ClientError> {
+    let reply_end = reply
+        .offset
+        .checked_add(reply.length)
+        .ok_or_else(|| protocol_error(addr, "read reply range overflows"))?;
+    let covers = reply.offset <= want
+        && want - reply.offset < u64::from(reply.bytes_per_checksum)
+        && reply_end >= want_end;
+    let continues = match base_and_bpc {
+        None => true,
+        Some((_, bpc)) => bpc == reply.bytes_per_checksum && reply.offset == want,
+    };
+    if !covers || !continues {
+        return Err(protocol_error(
+            addr,
+            format!(
+                "read reply [{}, {reply_end}) does not match the range [{want}, {want_end}) asked for",
+                reply.offset
+            ),
+        ));
+    }
+    Ok(())
+}
+
+async fn compute_checksums(data: Bytes, bytes_per_checksum: u32) -> Vec<u32> {
+    if data.len() <= INLINE_CHECKSUM_LIMIT {
+        return checksum::compute(&data, bytes_per_checksum);
+    }
+    tokio::task::spawn_blocking(move || checksum::compute(&data, bytes_per_checksum))
+        .await
+        .expect("checksum task panicked")
+}
+
+async fn verify_checksums(
+    data: Bytes,
+    start: u64,
+    bytes_per_checksum: u32,
+    crcs: Vec<u32>,
+) -> Result<Bytes, ChecksumError> {
+    if data.len() <= INLINE_CHECKSUM_LIMIT {
+        return checksum::verify(&data, start, bytes_per_checksum, &crcs).map(|()| data);
+    }
+    tokio::task::spawn_blocking(move || {
+        checksum::verify(&data, start, bytes_per_checksum, &crcs).map(|()| data)
+    })
+    .await
+    .expect("checksum task panicked")
+}

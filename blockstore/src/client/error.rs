@@ -1,0 +1,33 @@
+//! Errors of the client streams.
+
+use crate::ids::BlockKey;
+use crate::meta::MetaError;
+
+/// Why a read or write through the client failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// Connecting to or talking with a datanode failed.
+    #[error("datanode {addr}: {message}")]
+    Io { addr: String, message: String },
+    /// A datanode did not answer within the deadline.
+    #[error("datanode {addr} timed out")]
+    Timeout { addr: String },
+    /// A frame from a datanode was malformed.
+    #[error("datanode {addr} protocol error: {message}")]
+    Protocol { addr: String, message: String },
+    /// Data failed its CRC32C check.
+    #[error("checksum mismatch in {block} at offset {offset}")]
+    Checksum { block: BlockKey, offset: u64 },
+    /// The datanode refused the request.
+    #[error("datanode {addr} refused: {message}")]
+    Remote { addr: String, message: String },
+    /// Too many replicas or cells failed to serve or store the data.
+    #[error("data unavailable: {0}")]
+    Unavailable(String),
+    /// The stream was closed.
+    #[error("stream closed")]
+    Closed,
+    /// Meta refused or failed.
+    #[error(transparent)]
+    Meta(#[from] MetaError),
+}

@@ -1,0 +1,277 @@
+//! Replication configs and the EC stripe layout: where each byte of a block
+//! group lives (internal block, offset) and how long each internal block is.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// Default size of one block (of one internal block for EC), as in Ozone.
+pub const DEFAULT_BLOCK_SIZE: u64 = 256 * 1024 * 1024;
+
+/// How an object's bytes are protected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ReplicationConfig {
+    /// Reed-Solomon with `data` data cells and `parity` parity cells per stripe.
+    Ec(EcLayout),
+    /// Whole copies of each block on `replicas` distinct datanodes.
+    Replicated { replicas: u8 },
+}
+
+/// Why a replication config string was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("unknown replication config {0:?}: use rs-3-2-1024k, rs-6-3-1024k, replicated-3 or replicated-1")]
+pub struct UnknownReplication(pub String);
+
+impl ReplicationConfig {
+    /// rs-3-2-1024k: the default when at least five datanodes are live.
+    pub const RS_3_2: Self = Self::Ec(EcLayout {
+        data: 3,
+        parity: 2,
+        cell_size: 1024 * 1024,
+    });
+    /// rs-6-3-1024k.
+    pub const RS_6_3: Self = Self::Ec(EcLayout {
+        data: 6,
+        parity: 3,
+        cell_size: 1024 * 1024,
+    });
+    /// replicated-3.
+    pub const REPLICATED_3: Self = Self::Replicated { replicas: 3 };
+    /// replicated-1: no redundancy.
+    pub const REPLICATED_1: Self = Self::Replicated { replicas: 1 };
+
+    /// Every config a user may ask for, in the order of preference for defaults.
+    pub const ALL: [Self; 4] = [
+        Self::RS_3_2,
+        Self::RS_6_3,
+        Self::REPLICATED_3,
+        Self::REPLICATED_1,
+    ];
+
+    /// Number of distinct datanodes a block (group) of this config needs.
+    pub fn width(&self) -> usize {
+        match self {
+            Self::Ec(l) => l.width(),
+            Self::Replicated { replicas } => *replicas as usize,
+        }
+    }
+
+    /// Bytes of object data one block (group) holds when `block_size` is the
+    /// size of one block file.
+    pub fn group_capacity(&self, block_size: u64) -> u64 {
+        match self {
+            Self::Ec(l) => {
+                // Whole stripes only, so a group boundary never splits a stripe.
+                let stripes = (block_size / l.cell_size as u64).max(1);
+                stripes * l.stripe_width()
+            }
+            Self::Replicated { .. } => block_size,
+        }
+    }
+
+    /// The config to use when nothing is asked: rs-3-2 with five or more live
+    /// datanodes, else the widest replication that fits.
+    pub fn default_for(live_datanodes: usize) -> Self {
+        if live_datanodes >= Self::RS_3_2.width() {
+            Self::RS_3_2
+        } else if live_datanodes >= 3 {
+            Self::REPLICATED_3
+        } else {
+            Self::REPLICATED_1
+        }
+    }
+}
+
+impl fmt::Display for ReplicationConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Ec(l) => write!(f, "rs-{}-{}-{}k", l.data, l.parity, l.cell_size / 1024),
+            Self::Replicated { replicas } => write!(f, "replicated-{replicas}"),
+        }
+    }
+}
+
+impl FromStr for ReplicationConfig {
+    type Err = UnknownReplication;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let wanted = s.trim().to_ascii_lowercase();
+        Self::ALL
+            .into_iter()
+            .find(|c| c.to_string() == wanted)
+            .ok_or_else(|| UnknownReplication(s.to_string()))
+    }
+}
+
+/// Geometry of a Reed-Solomon block group: stripe `s` puts data cell `i` in
+/// internal block `i` and parity cell `j` in internal block `data + j`, each at
+/// offset `s * cell_size` of its internal block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct EcLayout {
+    pub data: u8,
+    pub parity: u8,
+    pub cell_size: u32,
+}
+
+/// Where one byte of a block group lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CellPosition {
+    /// Stripe number within the group.
+    pub stripe: u64,
+    /// Data cell index within the stripe (= internal block index).
+    pub cell: usize,
+    /// Offset within the cell.
+    pub offset_in_cell: u64,
+}
+
+impl CellPosition {
+    /// Offset of this byte within its internal block.
+    pub fn internal_offset(&self, layout: &EcLayout) -> u64 {
+        self.stripe * layout.cell_size as u64 + self.offset_in_cell
+    }
+}
+
+impl EcLayout {
+    /// Internal blocks per group: data plus parity.
+    pub fn width(&self) -> usize {
+        self.data as usize + self.parity as usize
+    }
+
+    /// Object bytes per full stripe.
+    pub fn stripe_width(&self) -> u64 {
+        self.data as u64 * self.cell_size as u64
+    }
+
+    /// Position of byte `offset` of a block group.
+    pub fn locate(&self, offset: u64) -> CellPosition {
+        let stripe = offset / self.stripe_width();
+        let within = offset % self.stripe_width();
+        CellPosition {
+            stripe,
+            cell: (within / self.cell_size as u64) as usize,
+            offset_in_cell: within % self.cell_size as u64,
+        }
+    }
+
+    /// Length in bytes of internal block `index` of a group holding
+    /// `group_len` bytes of data. Parity blocks are as long as data block 0,
+    /// because a partial last stripe's parity covers its longest (first) cell.
+    pub fn internal_block_len(&self, group_len: u64, index: usize) -> u64 {
+        let index = if index >= self.data as usize {
+            0
+        } else {
+            index
+        };
+        let cell = self.cell_size as u64;
+        let full_stripes = group_len / self.stripe_width();
+        let rest = group_len % self.stripe_width();
+        let in_last = rest.saturating_sub(index as u64 * cell).min(cell);
+        full_stripes * cell + in_last
+    }
+
+    /// Length of data cell `index` in stripe `stripe` of a group of `group_len` bytes
+    /// (0 for cells past the end of a partial last stripe).
+    pub fn cell_len(&self, group_len: u64, stripe: u64, index: usize) -> u64 {
+        let start = stripe * self.stripe_width() + index as u64 * self.cell_size as u64;
+        group_len.saturating_sub(start).min(self.cell_size as u64)
+    }
+
+    /// Number of stripes, the last possibly partial, in a group of `group_len` bytes.
+    pub fn stripe_count(&self, group_len: u64) -> u64 {
+        group_len.div_ceil(self.stripe_width())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_prints_every_config() {
+        for c in ReplicationConfig::ALL {
+            assert_eq!(c.to_string().parse::<ReplicationConfig>(), Ok(c));
+        }
+        assert_eq!("RS-6-3-1024K".parse(), Ok(ReplicationConfig::RS_6_3));
+        assert!("rs-4-2-1024k".parse::<ReplicationConfig>().is_err());
+        assert!("".parse::<ReplicationConfig>().is_err());
+    }
+
+    #[test]
+    fn default_follows_live_datanodes() {
+        assert_eq!(ReplicationConfig::default_for(5), ReplicationConfig::RS_3_2);
+        assert_eq!(
+            ReplicationConfig::default_for(4),
+            ReplicationConfig::REPLICATED_3
+        );
+        assert_eq!(
+            ReplicationConfig::default_for(1),
+            ReplicationConfig::REPLICATED_1
+        );
+    }
+
+    #[test]
+    fn locate_maps_round_robin_cells() {
+        let l = EcLayout {
+            data: 3,
+            parity: 2,
+            cell_size: 10,
+        };
+        assert_eq!(
+            l.locate(0),
+            CellPosition {
+                stripe: 0,
+                cell: 0,
+                offset_in_cell: 0
+            }
+        );
+        assert_eq!(
+            l.locate(25),
+            CellPosition {
+                stripe: 0,
+                cell: 2,
+                offset_in_cell: 5
+            }
+        );
+        let p = l.locate(31);
+        assert_eq!(
+            p,
+            CellPosition {
+                stripe: 1,
+                cell: 0,
+                offset_in_cell: 1
+            }
+        );
+        assert_eq!(p.internal_offset(&l), 11);
+    }
+
+    #[test]
+    fn internal_block_lengths_sum_to_group_length() {
+        let l = EcLayout {
+            data: 3,
+            parity: 2,
+            cell_size: 10,
+        };
+        for len in 0..200u64 {
+            let sum: u64 = (0..3).map(|i| l.internal_block_len(len, i)).sum();
+            assert_eq!(sum, len, "group of {len}");
+            for p in 3..5 {
+                assert_eq!(l.internal_block_len(len, p), l.internal_block_len(len, 0));
+            }
+            let cells: u64 = (0..l.stripe_count(len))
+                .flat_map(|s| (0..3).map(move |i| (s, i)))
+                .map(|(s, i)| l.cell_len(len, s, i))
+                .sum();
+            assert_eq!(cells, len);
+        }
+        assert_eq!(l.internal_block_len(35, 0), 15);
+        assert_eq!(l.internal_block_len(35, 1), 10);
+        assert_eq!(l.internal_block_len(35, 2), 10);
+    }
+
+    #[test]
+    fn group_capacity_holds_whole_stripes() {
+        let c = ReplicationConfig::RS_3_2;
+        assert_eq!(c.group_capacity(DEFAULT_BLOCK_SIZE), 3 * DEFAULT_BLOCK_SIZE);
+        assert_eq!(ReplicationConfig::REPLICATED_3.group_capacity(100), 100);
+    }
+}

@@ -1,0 +1,25 @@
+//! The metadata service: namespace (buckets, objects, multipart uploads),
+//! users and access keys, block allocation and the datanode registry, kept in
+//! an embedded ACID store (redb).
+
+mod admin;
+pub mod api;
+mod buckets;
+pub mod credentials;
+mod listing;
+mod liveness;
+pub mod multipart;
+pub mod naming;
+mod objects;
+mod placement;
+pub mod rpc;
+pub mod service;
+mod store;
+#[cfg(test)]
+mod test_support;
+pub mod types;
+
+pub use api::{AdminOp, MetaClient, MetaError, MetaRequest, MetaResponse};
+pub use rpc::RemoteMeta;
+pub use service::{MetaConfig, MetaService, RootCredentials};
+pub use types::*;

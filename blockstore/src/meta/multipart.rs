@@ -1,0 +1,357 @@
+//! Multipart uploads: the upload record, its parts (a re-upload of a number
+//! replaces the older part), and completion, which splices the parts' blocks
+//! into one object without copying data, in a single transaction.
+
+use super::api::MetaError;
+use super::buckets::require_bucket;
+use super::naming::validate_object_key;
+use super::service::Inner;
+use super::store::{
+    block_ids, decode, encode, get_json, object_key, part_key, queue_deletions, upload_index_key,
+    BUCKETS, DELETIONS, OBJECTS, PARTS, UPLOADS, UPLOAD_INDEX,
+};
+use super::types::{
+    CompletedPart, ObjectRecord, PartRecord, PartSummary, UnixMillis, UploadRecord,
+};
+use crate::ids::ObjectId;
+use md5::{Digest, Md5};
+use redb::{ReadableTable, Table, WriteTransaction};
+use std::collections::HashSet;
+
+/// Smallest size of every part but the last, as in S3.
+pub const MIN_PART_SIZE: u64 = 5 * 1024 * 1024;
+/// Highest part number, as in S3.
+pub const MAX_PART_NUMBER: u32 = 10_000;
+
+/// An ETag as sent by a client, compared without quotes and case.
+fn normalize_etag(etag: &str) -> String {
+    etag.trim().trim_matches('"').to_ascii_lowercase()
+}
+
+/// The S3 ETag of a multipart object: hex MD5 of the concatenated binary MD5s
+/// of its parts, then `-` and the number of parts.
+pub fn multipart_etag<'a>(
+    part_etags: impl IntoIterator<Item = &'a str>,
+) -> Result<String, MetaError> {
+    let mut hasher = Md5::new();
+    let mut count = 0usize;
+    for etag in part_etags {
+        let digest = hex::decode(normalize_etag(etag))
+            .map_err(|_| MetaError::Store(format!("part ETag {etag:?} is not hex")))?;
+        hasher.update(&digest);
+        count += 1;
+    }
+    Ok(format!("{}-{count}", hex::encode(hasher.finalize())))
+}
+
+/// The upload `upload_id` if it belongs to (bucket, key).
+fn upload_for(
+    uploads: &impl ReadableTable<&'static str, &'static [u8]>,
+    bucket: &str,
+    key: &str,
+    upload_id: &str,
+) -> Result<Option<UploadRecord>, MetaError> {
+    let record: Option<UploadRecord> = get_json(uploads, upload_id)?;
+    Ok(record.filter(|u| u.bucket == bucket && u.key == key))
+}
+
+/// Every stored part of `upload_id`, in number order.
+fn all_parts(
+    parts: &impl ReadableTable<&'static [u8], &'static [u8]>,
+    upload_id: &str,
+) -> Result<Vec<PartRecord>, MetaError> {
+    let first = part_key(upload_id, 0);
+    let last = part_key(upload_id, u32::MAX);
+    let mut out = Vec::new();
+    for entry in parts.range::<&[u8]>(first.as_slice()..=last.as_slice())? {
+        let (_, value) = entry?;
+        out.push(decode(value.value())?);
+    }
+    Ok(out)
+}
+
+/// Removes the upload record, its index entry and every part record.
+fn remove_upload(
+    txn: &WriteTransaction,
+    upload: &UploadRecord,
+    parts: &mut Table<&[u8], &[u8]>,
+    stored: &[PartRecord],
+) -> Result<(), MetaError> {
+    txn.open_table(UPLOADS)?.remove(upload.upload_id.as_str())?;
+    txn.open_table(UPLOAD_INDEX)?
+        .remove(upload_index_key(&upload.bucket, &upload.upload_id).as_slice())?;
+    for part in stored {
+        parts.remove(part_key(&upload.upload_id, part.number).as_slice())?;
+    }
+    Ok(())
+}
+
+impl Inner {
+    /// Stores a new upload of an existing bucket.
+    pub(super) fn create_upload(&self, record: UploadRecord) -> Result<(), MetaError> {
+        validate_object_key(&record.key).map_err(MetaError::InvalidRequest)?;
+        if record.upload_id.is_empty() || record.upload_id.len() > 256 {
+            return Err(MetaError::InvalidRequest(
+                "upload id must be 1 to 256 bytes".into(),
+            ));
+        }
+        self.store.write(|txn| {
+            require_bucket(&txn.open_table(BUCKETS)?, &record.bucket)?;
+            let mut uploads = txn.open_table(UPLOADS)?;
+            if uploads.get(record.upload_id.as_str())?.is_some() {
+                return Err(MetaError::InvalidRequest(format!(
+                    "upload {} already exists",
+                    record.upload_id
+                )));
+            }
+            uploads.insert(record.upload_id.as_str(), encode(&record)?.as_slice())?;
+            txn.open_table(UPLOAD_INDEX)?.insert(
+                upload_index_key(&record.bucket, &record.upload_id).as_slice(),
+                (),
+            )?;
+            Ok(())
+        })
+    }
+
+    /// The upload if it exists for (bucket, key).
+    pub(super) fn get_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+    ) -> Result<Option<UploadRecord>, MetaError> {
+        self.store
+            .read(|txn| upload_for(&txn.open_table(UPLOADS)?, bucket, key, upload_id))
+    }
+
+    /// Stores a part; an older part of the same number is replaced and its
+    /// blocks queued for deletion.
+    pub(super) fn commit_part(&self, part: PartRecord) -> Result<(), MetaError> {
+        if !(1..=MAX_PART_NUMBER).contains(&part.number) {
+            return Err(MetaError::InvalidRequest(format!(
+                "part numbers run from 1 to {MAX_PART_NUMBER}, not {}",
+                part.number
+            )));
+        }
+        self.store.write(|txn| {
+            if txn
+                .open_table(UPLOADS)?
+                .get(part.upload_id.as_str())?
+                .is_none()
+            {
+                return Err(MetaError::NoSuchUpload(part.upload_id.clone()));
+            }
+            let mut parts = txn.open_table(PARTS)?;
+            let old = parts.insert(
+                part_key(&part.upload_id, part.number).as_slice(),
+                encode(&part)?.as_slice(),
+            )?;
+            if let Some(old) = old {
+                let old: PartRecord = decode(old.value())?;
+                queue_deletions(
+                    &mut txn.open_table(DELETIONS)?,
+                    &old.groups,
+                    &block_ids(&part.groups),
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Parts numbered after `after_part`, at most `max_parts`, and whether more remain.
+    pub(super) fn list_parts(
+        &self,
+        upload_id: &str,
+        after_part: u32,
+        max_parts: u32,
+    ) -> Result<(Vec<PartRecord>, bool), MetaError> {
+        let (mut parts, is_truncated) = self.store.read(|txn| {
+            if txn.open_table(UPLOADS)?.get(upload_id)?.is_none() {
+                return Err(MetaError::NoSuchUpload(upload_id.to_string()));
+            }
+            let Some(first) = after_part.checked_add(1) else {
+                return Ok((Vec::new(), false));
+            };
+            let table = txn.open_table(PARTS)?;
+            let from = part_key(upload_id, first);
+            let to = part_key(upload_id, u32::MAX);
+            let mut parts = Vec::new();
+            let mut is_truncated = false;
+            for entry in table.range::<&[u8]>(from.as_slice()..=to.as_slice())? {
+                if parts.len() == max_parts.min(MAX_PART_NUMBER) as usize {
+                    is_truncated = true;
+                    break;
+                }
+                let (_, value) = entry?;
+                parts.push(decode::<PartRecord>(value.value())?);
+            }
+            Ok((parts, is_truncated))
+        })?;
+        for part in &mut parts {
+            self.registry.refresh_addrs(&mut part.groups);
+        }
+        Ok((parts, is_truncated))
+    }
+
+    /// Checks the named parts, commits the object made of them, removes the
+    /// upload and frees the parts not named, all in one transaction.
+    pub(super) fn complete_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        named: &[CompletedPart],
+        now: UnixMillis,
+    ) -> Result<ObjectRecord, MetaError> {
+        if named.is_empty() {
+            return Err(MetaError::InvalidRequest(
+                "a multipart upload completes with at least one part".into(),
+            ));
+        }
+        if named.windows(2).any(|w| w[0].number >= w[1].number) {
+            return Err(MetaError::InvalidPartOrder);
+        }
+        let mut record = self.store.write(|txn| {
+            let upload = upload_for(&txn.open_table(UPLOADS)?, bucket, key, upload_id)?
+                .ok_or_else(|| MetaError::NoSuchUpload(upload_id.to_string()))?;
+            require_bucket(&txn.open_table(BUCKETS)?, bucket)?;
+            let mut parts_table = txn.open_table(PARTS)?;
+            let stored = all_parts(&parts_table, upload_id)?;
+            let mut chosen: Vec<&PartRecord> = Vec::with_capacity(named.len());
+            for (i, wanted) in named.iter().enumerate() {
+                let part = stored
+                    .iter()
+                    .find(|p| p.number == wanted.number)
+                    .filter(|p| normalize_etag(&p.etag) == normalize_etag(&wanted.etag))
+                    .ok_or(MetaError::InvalidPart(wanted.number))?;
+                if i + 1 < named.len() && part.size < MIN_PART_SIZE {
+                    return Err(MetaError::EntityTooSmall(wanted.number));
+                }
+                chosen.push(part);
+            }
+            let record = ObjectRecord {
+                id: ObjectId::random(),
+                bucket: bucket.to_string(),
+                key: key.to_string(),
+                size: chosen.iter().map(|p| p.size).sum(),
+                etag: multipart_etag(chosen.iter().map(|p| p.etag.as_str()))?,
+                content_type: upload.content_type.clone(),
+                headers: upload.headers.clone(),
+                user_metadata: upload.user_metadata.clone(),
+                created: now,
+                replication: upload.replication,
+                groups: chosen
+                    .iter()
+                    .flat_map(|p| p.groups.iter().cloned())
+                    .collect(),
+                parts: chosen
+                    .iter()
+                    .map(|p| PartSummary {
+                        number: p.number,
+                        size: p.size,
+                        etag: normalize_etag(&p.etag),
+                    })
+                    .collect(),
+            };
+            let kept = block_ids(&record.groups);
+            let mut deletions = txn.open_table(DELETIONS)?;
+            let named_numbers: HashSet<u32> = named.iter().map(|p| p.number).collect();
+            for part in stored.iter().filter(|p| !named_numbers.contains(&p.number)) {
+                queue_deletions(&mut deletions, &part.groups, &kept)?;
+            }
+            let mut objects = txn.open_table(OBJECTS)?;
+            let old = objects.insert(
+                object_key(bucket, key.as_bytes()).as_slice(),
+                encode(&record)?.as_slice(),
+            )?;
+            if let Some(old) = old {
+                let old: ObjectRecord = decode(old.value())?;
+                queue_deletions(&mut deletions, &old.groups, &kept)?;
+            }
+            remove_upload(txn, &upload, &mut parts_table, &stored)?;
+            Ok(record)
+        })?;
+        self.registry.refresh_addrs(&mut record.groups);
+        tracing::debug!(
+            bucket,
+            key,
+            upload_id,
+            parts = named.len(),
+            "multipart upload completed"
+        );
+        metrics::counter!("tessera_meta_objects_committed_total").increment(1);
+        Ok(record)
+    }
+
+    /// Removes the upload and its parts and queues their blocks for deletion.
+    pub(super) fn abort_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+    ) -> Result<(), MetaError> {
+        self.store.write(|txn| {
+            let upload = upload_for(&txn.open_table(UPLOADS)?, bucket, key, upload_id)?
+                .ok_or_else(|| MetaError::NoSuchUpload(upload_id.to_string()))?;
+            let mut parts = txn.open_table(PARTS)?;
+            let stored = all_parts(&parts, upload_id)?;
+            let mut deletions = txn.open_table(DELETIONS)?;
+            for part in &stored {
+                queue_deletions(&mut deletions, &part.groups, &HashSet::new())?;
+            }
+            remove_upload(txn, &upload, &mut parts, &stored)
+        })
+    }
+
+    /// Uploads in progress in `bucket`, by key then start time.
+    pub(super) fn list_uploads(&self, bucket: &str) -> Result<Vec<UploadRecord>, MetaError> {
+        let mut uploads = self.store.read(|txn| {
+            require_bucket(&txn.open_table(BUCKETS)?, bucket)?;
+            let index = txn.open_table(UPLOAD_INDEX)?;
+            let records = txn.open_table(UPLOADS)?;
+            let start = object_key(bucket, b"");
+            let end = super::store::prefix_end(&start)
+                .ok_or_else(|| MetaError::Store("bucket range has no end".into()))?;
+            let mut out = Vec::new();
+            for entry in index.range::<&[u8]>(start.as_slice()..end.as_slice())? {
+                let (index_key, _) = entry?;
+                let upload_id = std::str::from_utf8(&index_key.value()[start.len()..])
+                    .map_err(|_| MetaError::Store("upload id is not UTF-8".into()))?;
+                let record: UploadRecord = get_json(&records, upload_id)?.ok_or_else(|| {
+                    MetaError::Store(format!("upload index names missing upload {upload_id}"))
+                })?;
+                out.push(record);
+            }
+            Ok(out)
+        })?;
+        uploads.sort_by(|a, b| {
+            (a.key.as_str(), a.created, a.upload_id.as_str()).cmp(&(
+                b.key.as_str(),
+                b.created,
+                b.upload_id.as_str(),
+            ))
+        });
+        Ok(uploads)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn etag_of_two_parts_matches_an_independent_computation() {
+        let a = hex::encode(Md5::digest(b"part one"));
+        let b = hex::encode(Md5::digest(b"part two"));
+        let mut joined = Md5::digest(b"part one").to_vec();
+        joined.extend_from_slice(&Md5::digest(b"part two"));
+        let expected = format!("{}-2", hex::encode(Md5::digest(&joined)));
+        let quoted = format!("\"{}\"", b.to_uppercase());
+        assert_eq!(multipart_etag([a.as_str(), quoted.as_str()]), Ok(expected));
+        assert!(multipart_etag(["zz"]).is_err());
+    }
+}
+
+#[cfg(test)]
+#[path = "multipart_tests.rs"]
+mod multipart_tests;

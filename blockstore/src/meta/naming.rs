@@ -1,0 +1,124 @@
+//! Validation of names that come from users: S3 bucket names (shared with the
+//! gateway, so both refuse the same names with the same reason), user names
+//! and object keys.
+
+/// Checks `name` against the S3 general-purpose bucket naming rules; the error
+/// says which rule failed.
+pub fn validate_bucket_name(name: &str) -> Result<(), String> {
+    if !(3..=63).contains(&name.len()) {
+        return Err("bucket names must be between 3 and 63 characters long".into());
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '.' || *c == '-'))
+    {
+        return Err(format!(
+            "bucket names may contain only lowercase letters, digits, dots and hyphens, not {c:?}"
+        ));
+    }
+    let alnum = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    let bytes = name.as_bytes();
+    if !alnum(bytes[0]) || !alnum(bytes[bytes.len() - 1]) {
+        return Err("bucket names must begin and end with a letter or digit".into());
+    }
+    if name.contains("..") {
+        return Err("bucket names must not contain two adjacent dots".into());
+    }
+    if name.parse::<std::net::Ipv4Addr>().is_ok() {
+        return Err("bucket names must not be formatted as an IP address".into());
+    }
+    if name.starts_with("xn--") {
+        return Err("bucket names must not start with xn--".into());
+    }
+    if name.starts_with("sthree-") {
+        return Err("bucket names must not start with sthree-".into());
+    }
+    if name.ends_with("-s3alias") {
+        return Err("bucket names must not end with -s3alias".into());
+    }
+    if name.ends_with("--ol-s3") {
+        return Err("bucket names must not end with --ol-s3".into());
+    }
+    Ok(())
+}
+
+/// Checks a user name: 1-64 ASCII letters, digits, '.', '_', '-' or '@'.
+pub fn validate_user_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > 64 {
+        return Err("user names must be between 1 and 64 characters long".into());
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@'))
+    {
+        return Err("user names may contain only letters, digits, '.', '_', '-' and '@'".into());
+    }
+    Ok(())
+}
+
+/// Checks an object key: 1 to 1024 bytes of UTF-8 (the type guarantees UTF-8).
+pub fn validate_object_key(key: &str) -> Result<(), String> {
+    if key.is_empty() {
+        return Err("object keys must not be empty".into());
+    }
+    if key.len() > 1024 {
+        return Err("object keys must be at most 1024 bytes long".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_the_aws_examples_of_valid_names() {
+        for name in [
+            "docexamplebucket1",
+            "log-delivery-march-2020",
+            "my-hosted-content",
+            "docexamplewebsite.com",
+            "www.docexamplewebsite.com",
+            "my.example.s3.bucket",
+            "abc",
+            "a-1.b",
+        ] {
+            assert_eq!(validate_bucket_name(name), Ok(()), "{name}");
+        }
+        assert!(validate_bucket_name(&"a".repeat(63)).is_ok());
+    }
+
+    #[test]
+    fn refuses_the_aws_examples_of_invalid_names() {
+        for name in [
+            "doc_example_bucket",
+            "DocExampleBucket",
+            "doc-example-bucket-",
+            "-doc",
+            ".doc",
+            "ab",
+            "a..b",
+            "192.168.5.4",
+            "xn--bucket",
+            "sthree-bucket",
+            "bucket-s3alias",
+            "bucket--ol-s3",
+            "bucket/name",
+            "bück",
+        ] {
+            assert!(validate_bucket_name(name).is_err(), "{name}");
+        }
+        assert!(validate_bucket_name(&"a".repeat(64)).is_err());
+        assert!(validate_bucket_name("").is_err());
+    }
+
+    #[test]
+    fn user_names_and_keys() {
+        assert!(validate_user_name("alice.smith-2@corp").is_ok());
+        assert!(validate_user_name("").is_err());
+        assert!(validate_user_name("a b").is_err());
+        assert!(validate_object_key("photos/ü.jpg").is_ok());
+        assert!(validate_object_key("").is_err());
+        assert!(validate_object_key(&"k".repeat(1025)).is_err());
+    }
+}

@@ -1,0 +1,93 @@
+//! Committed objects: commit (atomic replace), lookup, delete, and freeing the
+//! blocks of writes that never committed.
+
+use super::api::MetaError;
+use super::buckets::require_bucket;
+use super::naming::validate_object_key;
+use super::service::Inner;
+use super::store::{
+    block_ids, decode, encode, get_json, object_key, queue_deletions, BUCKETS, DELETIONS, OBJECTS,
+};
+use super::types::{BlockGroup, ObjectRecord};
+use std::collections::HashSet;
+
+impl Inner {
+    /// Makes `record` the object at (bucket, key); the blocks of the object it
+    /// replaces are queued for deletion in the same transaction.
+    pub(super) fn commit_object(&self, record: ObjectRecord) -> Result<(), MetaError> {
+        validate_object_key(&record.key).map_err(MetaError::InvalidRequest)?;
+        let key = object_key(&record.bucket, record.key.as_bytes());
+        let replaced = self.store.write(|txn| {
+            require_bucket(&txn.open_table(BUCKETS)?, &record.bucket)?;
+            let mut objects = txn.open_table(OBJECTS)?;
+            let old = objects.insert(key.as_slice(), encode(&record)?.as_slice())?;
+            let Some(old) = old else {
+                return Ok(false);
+            };
+            let old: ObjectRecord = decode(old.value())?;
+            let mut deletions = txn.open_table(DELETIONS)?;
+            queue_deletions(&mut deletions, &old.groups, &block_ids(&record.groups))?;
+            Ok(true)
+        })?;
+        tracing::debug!(bucket = %record.bucket, key = %record.key, size = record.size, replaced, "object committed");
+        metrics::counter!("tessera_meta_objects_committed_total").increment(1);
+        Ok(())
+    }
+
+    /// The object at (bucket, key), with current datanode addresses.
+    pub(super) fn get_object(
+        &self,
+        bucket: &str,
+        key: &str,
+    ) -> Result<Option<ObjectRecord>, MetaError> {
+        let record: Option<ObjectRecord> = self.store.read(|txn| {
+            require_bucket(&txn.open_table(BUCKETS)?, bucket)?;
+            get_json(
+                &txn.open_table(OBJECTS)?,
+                object_key(bucket, key.as_bytes()).as_slice(),
+            )
+        })?;
+        Ok(record.map(|mut r| {
+            self.registry.refresh_addrs(&mut r.groups);
+            r
+        }))
+    }
+
+    /// Removes the object, if any, and queues its blocks for deletion.
+    pub(super) fn delete_object(
+        &self,
+        bucket: &str,
+        key: &str,
+    ) -> Result<Option<ObjectRecord>, MetaError> {
+        let removed = self.store.write(|txn| {
+            require_bucket(&txn.open_table(BUCKETS)?, bucket)?;
+            let mut objects = txn.open_table(OBJECTS)?;
+            let old = objects.remove(object_key(bucket, key.as_bytes()).as_slice())?;
+            let Some(old) = old else {
+                return Ok(None);
+            };
+            let old: ObjectRecord = decode(old.value())?;
+            queue_deletions(
+                &mut txn.open_table(DELETIONS)?,
+                &old.groups,
+                &HashSet::new(),
+            )?;
+            Ok(Some(old))
+        })?;
+        Ok(removed.map(|mut r| {
+            self.registry.refresh_addrs(&mut r.groups);
+            r
+        }))
+    }
+
+    /// Queues the block files of an uncommitted write for deletion.
+    pub(super) fn discard_blocks(&self, groups: &[BlockGroup]) -> Result<(), MetaError> {
+        if groups.is_empty() {
+            return Ok(());
+        }
+        self.store.write(|txn| {
+            queue_deletions(&mut txn.open_table(DELETIONS)?, groups, &HashSet::new())?;
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,634 @@
+//! Tests of the service as a whole: objects, deletions, liveness and
+//! placement, buckets, persistence, credentials and admin operations.
+
+use super::*;
+use crate::ids::BlockKey;
+use crate::layout::ReplicationConfig;
+use crate::meta::api::AdminOp;
+use crate::meta::credentials::{ADMIN_TOKEN_FILE, ROOT_CREDENTIALS_FILE, ROOT_USER};
+use crate::meta::test_support::*;
+use crate::meta::types::*;
+use std::collections::HashSet;
+use std::os::unix::fs::PermissionsExt;
+
+async fn admin(meta: &MetaService, op: AdminOp) -> Result<MetaResponse, MetaError> {
+    let token = meta.admin_token().to_string();
+    call(meta, MetaRequest::Admin { token, op }).await
+}
+
+async fn allocate(
+    meta: &MetaService,
+    config: ReplicationConfig,
+    exclude: &[&str],
+    at: UnixMillis,
+) -> Result<BlockGroup, MetaError> {
+    let exclude = exclude.iter().map(|d| dn(d)).collect();
+    match meta
+        .handle_at(MetaRequest::AllocateBlock { config, exclude }, at)
+        .await?
+    {
+        MetaResponse::Allocated(g) => Ok(g),
+        other => panic!("allocate: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn commit_then_get_returns_the_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = open(dir.path());
+    register(&meta, 3).await;
+    create_bucket(&meta, "photos", ROOT_USER).await;
+    let mut allocated = allocate(&meta, ReplicationConfig::REPLICATED_3, &[], T0)
+        .await
+        .unwrap();
+    allocated.length = 100;
+    let record = object("photos", "a/ü.jpg", vec![allocated]);
+    commit(&meta, record.clone()).await;
+    assert_eq!(get(&meta, "photos", "a/ü.jpg").await, Some(record));
+    assert_eq!(get(&meta, "photos", "a/other").await, None);
+    let missing = call(
+        &meta,
+        MetaRequest::GetObject {
+            bucket: "nope".into(),
+            key: "k".into(),
+        },
+    )
+    .await;
+    assert_eq!(missing.unwrap_err(), MetaError::NoSuchBucket("nope".into()));
+    let refused = call(
+        &meta,
+        MetaRequest::CommitObject {
+            record: object("nope", "k", vec![]),
+        },
+    )
+    .await;
+    assert_eq!(refused.unwrap_err(), MetaError::NoSuchBucket("nope".into()));
+}
+
+#[tokio::test]
+async fn overwrite_queues_old_blocks_on_their_datanodes_until_acknowledged() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = open(dir.path());
+    register(&meta, 3).await;
+    create_bucket(&meta, "bk1", ROOT_USER).await;
+    commit(&meta, object("bk1", "k", vec![group(7, &["dn0", "dn1"])])).await;
+    commit(&meta, object("bk1", "k", vec![group(8, &["dn2"])])).await;
+
+    assert_eq!(queued_for(&meta, "dn0").await, vec![key(7)]);
+    assert_eq!(queued_for(&meta, "dn1").await, vec![key(7)]);
+    assert_eq!(queued_for(&meta, "dn2").await, Vec::<BlockKey>::new());
+    // Unacknowledged deletions are handed out again.
+    assert_eq!(queued_for(&meta, "dn0").await, vec![key(7)]);
+
+    let mut ack = report("dn0", 0, 0);
+    ack.deleted = vec![key(7)];
+    assert!(heartbeat_at(&meta, ack, T0).await.is_empty());
+    assert!(queued_for(&meta, "dn0").await.is_empty());
+    assert_eq!(queued_for(&meta, "dn1").await, vec![key(7)]);
+
+    // Delete queues the current blocks and returns the removed record.
+    let removed = call(
+        &meta,
+        MetaRequest::DeleteObject {
+            bucket: "bk1".into(),
+            key: "k".into(),
+        },
+    )
+    .await
+    .unwrap();
+    assert!(matches!(removed, MetaResponse::Removed(Some(r)) if r.groups[0].block.0 == 8));
+    assert_eq!(queued_for(&meta, "dn2").await, vec![key(8)]);
+    assert_eq!(get(&meta, "bk1", "k").await, None);
+    let again = call(
+        &meta,
+        MetaRequest::DeleteObject {
+            bucket: "bk1".into(),
+            key: "k".into(),
+        },
+    )
+    .await;
+    assert!(matches!(again, Ok(MetaResponse::Removed(None))));
+
+    call(
+        &meta,
+        MetaRequest::DiscardBlocks {
+            groups: vec![group(9, &["dn1"])],
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(queued_for(&meta, "dn1").await, vec![key(7), key(9)]);
+}
+
+#[tokio::test]
+async fn heartbeat_hands_out_at_most_a_thousand_deletions() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = open(dir.path());
+    register(&meta, 1).await;
+    let groups = (1..=1500).map(|b| group(b, &["dn0"])).collect();
+    call(&meta, MetaRequest::DiscardBlocks { groups })
+        .await
+        .unwrap();
+    let first = queued_for(&meta, "dn0").await;
+    assert_eq!(first.len(), 1000);
+    let mut ack = report("dn0", 0, 0);
+    ack.deleted = first;
+    assert_eq!(heartbeat_at(&meta, ack, T0).await.len(), 500);
+}
+
+#[tokio::test]
+async fn get_object_uses_the_datanodes_current_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = open(dir.path());
+    register(&meta, 1).await;
+    create_bucket(&meta, "bk1", ROOT_USER).await;
+    commit(&meta, object("bk1", "k", vec![group(1, &["dn0"])])).await;
+    let mut moved = report("dn0", 0, 0);
+    moved.addr = "10.0.0.9:7777".into();
+    heartbeat_at(&meta, moved, T0 + 1).await;
+    let record = get(&meta, "bk1", "k").await.unwrap();
+    assert_eq!(record.groups[0].replicas[0].addr, "10.0.0.9:7777");
+}
+
+#[tokio::test]
+async fn allocation_picks_distinct_healthy_nodes_with_space() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = open(dir.path());
+    for i in 0..4 {
+        heartbeat_at(&meta, report(&format!("dn{i}"), 0, 0), T0).await;
+    }
+    heartbeat_at(&meta, report("stale", 0, 0), T0 - 15_000).await;
+    heartbeat_at(&meta, report("dead", 0, 0), T0 - 40_000).await;
+    heartbeat_at(&meta, report("full", 2 * BLOCK, BLOCK + 1), T0).await;
+
+    let err = allocate(&meta, ReplicationConfig::RS_3_2, &[], T0)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        MetaError::NotEnoughDatanodes {
+            needed: 5,
+            available: 4
+        }
+    );
+    let mut ids = HashSet::new();
+    for _ in 0..20 {
+        let g = allocate(&meta, ReplicationConfig::REPLICATED_3, &[], T0)
+            .await
+            .unwrap();
+        assert!(ids.insert(g.block), "block ids are fresh");
+        let nodes: HashSet<_> = g.replicas.iter().map(|r| r.datanode.0.clone()).collect();
+        assert_eq!(nodes.len(), 3);
+        assert!(nodes.iter().all(|n| n.starts_with("dn")), "{nodes:?}");
+        assert!(g.replicas.iter().all(|r| r.index == 0));
+        assert!(g
+            .replicas
+            .iter()
+            .all(|r| r.addr == format!("{}.test:7000", r.datanode)));
+    }
+    let err = allocate(&meta, ReplicationConfig::REPLICATED_3, &["dn0", "dn1"], T0)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        MetaError::NotEnoughDatanodes {
+            needed: 3,
+            available: 2
+        }
+    );
+
+    // The stale node heartbeats again: five healthy nodes take an EC group.
+    heartbeat_at(&meta, report("stale", 0, 0), T0).await;
+    let g = allocate(&meta, ReplicationConfig::RS_3_2, &[], T0)
+        .await
+        .unwrap();
+    let indexes: Vec<u8> = g.replicas.iter().map(|r| r.index).collect();
+    assert_eq!(indexes, [0, 1, 2, 3, 4]);
+    let nodes: HashSet<_> = g.replicas.iter().map(|r| r.datanode.0.clone()).collect();
+    assert_eq!(nodes.len(), 5);
+    assert!(!nodes.contains("dead") && !nodes.contains("full"));
+
+    // Twenty seconds on, nobody heartbeated: everyone is stale.
+    let err = allocate(&meta, ReplicationConfig::REPLICATED_1, &[], T0 + 20_000)
+        .await
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        MetaError::NotEnoughDatanodes { available: 0, .. }
+    ));
+}
+
+#[tokio::test]
+async fn allocation_prefers_the_least_used_and_spreads_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = open(dir.path());
+    heartbeat_at(&meta, report("busy", 0, 100 * BLOCK), T0).await;
+    for i in 0..4 {
+        heartbeat_at(&meta, report(&format!("dn{i}"), 0, 0), T0).await;
+    }
+    let mut counts = std::collections::HashMap::new();
+    for _ in 0..40 {
+        let g = allocate(&meta, ReplicationConfig::REPLICATED_1, &[], T0)
+            .await
+            .unwrap();
+        *counts.entry(g.replicas[0].datanode.0.clone()).or_insert(0) += 1;
+    }
+    assert!(!counts.contains_key("busy"), "{counts:?}");
+    // Allocations since the last heartbeat count as load: 40 blocks over 4 nodes.
+    assert!(counts.values().all(|&c| c == 10), "{counts:?}");
+}
+
+#[tokio::test]
+async fn status_reports_states_and_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = open(dir.path());
+    heartbeat_at(&meta, report("a", 0, 0), T0).await;
+    heartbeat_at(&meta, report("b", 0, 0), T0 - 15_000).await;
+    heartbeat_at(&meta, report("c", 0, 0), T0 - 40_000).await;
+    create_bucket(&meta, "bk1", ROOT_USER).await;
+    commit(&meta, object("bk1", "x", vec![group(1, &["a"])])).await;
+    commit(&meta, object("bk1", "x", vec![group(2, &["a"])])).await;
+    let Ok(MetaResponse::Status(status)) = admin(&meta, AdminOp::Status).await else {
+        panic!("status")
+    };
+    let states: Vec<_> = status.datanodes.iter().map(|d| d.state).collect();
+    use DatanodeState::*;
+    assert_eq!(states, [Healthy, Stale, Dead]);
+    assert_eq!(
+        (status.buckets, status.objects, status.pending_deletions),
+        (1, 1, 1)
+    );
+}
+
+#[tokio::test]
+async fn bucket_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = open(dir.path());
+    admin(
+        &meta,
+        AdminOp::CreateUser {
+            name: "alice".into(),
+        },
+    )
+    .await
+    .unwrap();
+    let create = |name: &str, owner: &str| MetaRequest::CreateBucket {
+        name: name.into(),
+        owner: owner.into(),
+        replication: None,
+    };
+    let bad = call(&meta, create("Bad_Name", ROOT_USER))
+        .await
+        .unwrap_err();
+    assert!(matches!(bad, MetaError::InvalidRequest(_)), "{bad:?}");
+    assert_eq!(
+        call(&meta, create("bk1", "nobody")).await.unwrap_err(),
+        MetaError::NoSuchUser("nobody".into())
+    );
+    create_bucket(&meta, "zeta", ROOT_USER).await;
+    create_bucket(&meta, "alpha", "alice").await;
+    create_bucket(&meta, "beta", ROOT_USER).await;
+    assert_eq!(
+        call(&meta, create("zeta", ROOT_USER)).await.unwrap_err(),
+        MetaError::BucketAlreadyOwnedByYou("zeta".into())
+    );
+    assert_eq!(
+        call(&meta, create("zeta", "alice")).await.unwrap_err(),
+        MetaError::BucketAlreadyExists("zeta".into())
+    );
+    let Ok(MetaResponse::Buckets(all)) =
+        call(&meta, MetaRequest::ListBuckets { owner: None }).await
+    else {
+        panic!()
+    };
+    let names: Vec<_> = all.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(names, ["alpha", "beta", "zeta"]);
+    let Ok(MetaResponse::Buckets(mine)) = call(
+        &meta,
+        MetaRequest::ListBuckets {
+            owner: Some(ROOT_USER.into()),
+        },
+    )
+    .await
+    else {
+        panic!()
+    };
+    let names: Vec<_> = mine.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(names, ["beta", "zeta"]);
+
+    commit(&meta, object("zeta", "k", vec![])).await;
+    let delete = |name: &str| MetaRequest::DeleteBucket { name: name.into() };
+    assert_eq!(
+        call(&meta, delete("zeta")).await.unwrap_err(),
+        MetaError::BucketNotEmpty("zeta".into())
+    );
+    // A bucket whose name extends another's is not its content.
+    create_bucket(&meta, "zeta2", ROOT_USER).await;
+    assert!(call(&meta, delete("zeta2")).await.is_ok());
+    call(
+        &meta,
+        MetaRequest::DeleteObject {
+            bucket: "zeta".into(),
+            key: "k".into(),
+        },
+    )
+    .await
+    .unwrap();
+    assert!(call(&meta, delete("zeta")).await.is_ok());
+    assert_eq!(
+        call(&meta, delete("zeta")).await.unwrap_err(),
+        MetaError::NoSuchBucket("zeta".into())
+    );
+    let Ok(MetaResponse::Bucket(None)) = call(
+        &meta,
+        MetaRequest::GetBucket {
+            name: "zeta".into(),
+        },
+    )
+    .await
+    else {
+        panic!()
+    };
+}
+
+#[tokio::test]
+async fn default_replication_follows_bucket_then_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = open(dir.path());
+    let ask = |bucket: &str| MetaRequest::DefaultReplication {
+        bucket: bucket.into(),
+    };
+    create_bucket(&meta, "plain", ROOT_USER).await;
+    call(
+        &meta,
+        MetaRequest::CreateBucket {
+            name: "six".into(),
+            owner: ROOT_USER.into(),
+            replication: Some(ReplicationConfig::RS_6_3),
+        },
+    )
+    .await
+    .unwrap();
+    register(&meta, 3).await;
+    let replication = |r| match r {
+        Ok(MetaResponse::Replication(c)) => c,
+        other => panic!("{other:?}"),
+    };
+    let three = replication(call(&meta, ask("plain")).await);
+    assert_eq!(three, ReplicationConfig::REPLICATED_3);
+    register(&meta, 5).await;
+    let five = replication(call(&meta, ask("plain")).await);
+    assert_eq!(five, ReplicationConfig::RS_3_2);
+    let six = replication(call(&meta, ask("six")).await);
+    assert_eq!(six, ReplicationConfig::RS_6_3);
+    assert_eq!(
+        call(&meta, ask("none")).await.unwrap_err(),
+        MetaError::NoSuchBucket("none".into())
+    );
+}
+
+#[tokio::test]
+async fn state_survives_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let (record, first_block) = {
+        let meta = open(dir.path());
+        register(&meta, 2).await;
+        create_bucket(&meta, "bk1", ROOT_USER).await;
+        let g = allocate(&meta, ReplicationConfig::REPLICATED_1, &[], T0)
+            .await
+            .unwrap();
+        let record = object("bk1", "k", vec![group(50, &["dn0"])]);
+        commit(&meta, record.clone()).await;
+        commit(&meta, object("bk1", "k2", vec![group(51, &["dn1"])])).await;
+        call(
+            &meta,
+            MetaRequest::DeleteObject {
+                bucket: "bk1".into(),
+                key: "k2".into(),
+            },
+        )
+        .await
+        .unwrap();
+        (record, g.block)
+    };
+    let meta = open(dir.path());
+    assert_eq!(get(&meta, "bk1", "k").await, Some(record));
+    assert_eq!(queued_for(&meta, "dn1").await, vec![key(51)]);
+    // The registry came back: allocation works before any new heartbeat.
+    let g = allocate(&meta, ReplicationConfig::REPLICATED_1, &[], T0 + 1)
+        .await
+        .unwrap();
+    assert!(g.block > first_block);
+}
+
+#[tokio::test]
+async fn root_credentials_are_generated_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path());
+    cfg.admin_token = None;
+    let first = MetaService::open(cfg.clone()).unwrap();
+    let creds = first.root_credentials();
+    let token = first.admin_token().to_string();
+    assert!(creds.generated);
+    assert_eq!(creds.access_key.len(), 20);
+    assert_eq!(creds.secret_key.len(), 40);
+    assert!(token.len() >= 32);
+    for file in [ROOT_CREDENTIALS_FILE, ADMIN_TOKEN_FILE] {
+        let mode = std::fs::metadata(dir.path().join(file))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{file}");
+    }
+    let key = call(
+        &first,
+        MetaRequest::GetAccessKey {
+            access_key: creds.access_key.clone(),
+        },
+    )
+    .await;
+    assert!(
+        matches!(key, Ok(MetaResponse::AccessKey(Some(k))) if k.user == ROOT_USER && k.secret_key == creds.secret_key)
+    );
+    let Ok(MetaResponse::User(Some(root))) = call(
+        &first,
+        MetaRequest::GetUser {
+            name: ROOT_USER.into(),
+        },
+    )
+    .await
+    else {
+        panic!()
+    };
+    assert!(root.is_root);
+    drop(first);
+
+    let again = MetaService::open(cfg).unwrap();
+    let reopened = again.root_credentials();
+    assert!(!reopened.generated);
+    assert_eq!(
+        (reopened.access_key, reopened.secret_key),
+        (creds.access_key, creds.secret_key)
+    );
+    assert_eq!(again.admin_token(), token);
+}
+
+#[tokio::test]
+async fn configured_root_credentials_win() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path());
+    cfg.root_access_key = Some("ROOTACCESSKEY".into());
+    cfg.root_secret_key = Some("root/secret+key".into());
+    let meta = MetaService::open(cfg.clone()).unwrap();
+    let creds = meta.root_credentials();
+    assert!(!creds.generated);
+    assert_eq!(creds.access_key, "ROOTACCESSKEY");
+    assert!(!dir.path().join(ROOT_CREDENTIALS_FILE).exists());
+    let key = call(
+        &meta,
+        MetaRequest::GetAccessKey {
+            access_key: "ROOTACCESSKEY".into(),
+        },
+    )
+    .await;
+    assert!(
+        matches!(key, Ok(MetaResponse::AccessKey(Some(k))) if k.secret_key == "root/secret+key" && k.user == ROOT_USER)
+    );
+    drop(meta);
+
+    cfg.root_secret_key = Some("rotated".into());
+    let meta = MetaService::open(cfg.clone()).unwrap();
+    let key = call(
+        &meta,
+        MetaRequest::GetAccessKey {
+            access_key: "ROOTACCESSKEY".into(),
+        },
+    )
+    .await;
+    assert!(matches!(key, Ok(MetaResponse::AccessKey(Some(k))) if k.secret_key == "rotated"));
+    drop(meta);
+
+    cfg.root_secret_key = None;
+    assert!(matches!(
+        MetaService::open(cfg).err(),
+        Some(MetaError::InvalidRequest(_))
+    ));
+}
+
+#[tokio::test]
+async fn admin_operations_need_the_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = open(dir.path());
+    let wrong = call(
+        &meta,
+        MetaRequest::Admin {
+            token: "admin-secreT".into(),
+            op: AdminOp::ListUsers,
+        },
+    )
+    .await;
+    assert_eq!(wrong.unwrap_err(), MetaError::Unauthorized);
+    let empty = call(
+        &meta,
+        MetaRequest::Admin {
+            token: String::new(),
+            op: AdminOp::Status,
+        },
+    )
+    .await;
+    assert_eq!(empty.unwrap_err(), MetaError::Unauthorized);
+
+    admin(&meta, AdminOp::CreateUser { name: "bob".into() })
+        .await
+        .unwrap();
+    assert_eq!(
+        admin(&meta, AdminOp::CreateUser { name: "bob".into() })
+            .await
+            .unwrap_err(),
+        MetaError::UserExists("bob".into())
+    );
+    let Ok(MetaResponse::Key(key)) = admin(&meta, AdminOp::CreateKey { user: "bob".into() }).await
+    else {
+        panic!()
+    };
+    assert_eq!(key.user, "bob");
+    assert_eq!(
+        admin(&meta, AdminOp::CreateKey { user: "eve".into() })
+            .await
+            .unwrap_err(),
+        MetaError::NoSuchUser("eve".into())
+    );
+    let Ok(MetaResponse::Keys(keys)) = admin(
+        &meta,
+        AdminOp::ListKeys {
+            user: Some("bob".into()),
+        },
+    )
+    .await
+    else {
+        panic!()
+    };
+    assert_eq!(keys, vec![key.clone()]);
+    let Ok(MetaResponse::Users(users)) = admin(&meta, AdminOp::ListUsers).await else {
+        panic!()
+    };
+    let names: Vec<_> = users.iter().map(|u| u.name.as_str()).collect();
+    assert_eq!(names, ["bob", ROOT_USER]);
+
+    admin(
+        &meta,
+        AdminOp::CreateBucket {
+            name: "bobs".into(),
+            owner: "bob".into(),
+            replication: None,
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        admin(&meta, AdminOp::DeleteUser { name: "bob".into() })
+            .await
+            .unwrap_err(),
+        MetaError::UserHasBuckets("bob".into())
+    );
+    assert!(matches!(
+        admin(
+            &meta,
+            AdminOp::DeleteUser {
+                name: ROOT_USER.into()
+            }
+        )
+        .await,
+        Err(MetaError::InvalidRequest(_))
+    ));
+    admin(
+        &meta,
+        AdminOp::DeleteBucket {
+            name: "bobs".into(),
+        },
+    )
+    .await
+    .unwrap();
+    admin(&meta, AdminOp::DeleteUser { name: "bob".into() })
+        .await
+        .unwrap();
+    let gone = call(
+        &meta,
+        MetaRequest::GetAccessKey {
+            access_key: key.access_key.clone(),
+        },
+    )
+    .await;
+    assert!(matches!(gone, Ok(MetaResponse::AccessKey(None))));
+    assert_eq!(
+        admin(
+            &meta,
+            AdminOp::DeleteKey {
+                access_key: key.access_key.clone()
+            }
+        )
+        .await
+        .unwrap_err(),
+        MetaError::NoSuchAccessKey(key.access_key)
+    );
+}

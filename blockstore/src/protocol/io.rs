@@ -1,0 +1,462 @@
+//! Reading and writing frames over tokio streams.
+//!
+//! Payloads are never read by these helpers on their own: the caller reads a
+//! frame's message first, then decides where its payload goes
+//! ([`read_payload_into`]), and writes a read reply's data itself after
+//! [`write_reply`] (today with positioned reads, later with sendfile).
+
+use super::frame::FrameHeader;
+use super::message::{Reply, Request};
+use super::{ProtocolError, FRAME_HEADER_LEN, MAX_HEADER_LEN, MAX_PAYLOAD_LEN};
+use bytes::BytesMut;
+use std::io::{ErrorKind, IoSlice};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// A decoded message and what is left of its frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Incoming<T> {
+    /// The request id of the frame.
+    pub request_id: u64,
+    /// The decoded request or reply.
+    pub message: T,
+    /// Bytes of payload still to be read from the stream.
+    pub payload_len: u32,
+}
+
+/// Reads and checks one fixed frame header. `Ok(None)` when the stream ends
+/// cleanly before its first byte (the peer closed between frames).
+pub async fn read_frame_header<R: AsyncRead + Unpin>(
+    r: &mut R,
+) -> Result<Option<FrameHeader>, ProtocolError> {
+    let mut buf = [0u8; FRAME_HEADER_LEN];
+    let mut filled = 0;
+    while filled < FRAME_HEADER_LEN {
+        let n = r.read(&mut buf[filled..]).await?;
+        if n == 0 {
+            if filled == 0 {
+                return Ok(None);
+            }
+            return Err(ProtocolError::Truncated("frame header"));
+        }
+        filled += n;
+    }
+    FrameHeader::decode(&buf).map(Some)
+}
+
+async fn read_message_header<R: AsyncRead + Unpin>(
+    r: &mut R,
+    len: u32,
+) -> Result<Vec<u8>, ProtocolError> {
+    // `len` was checked against MAX_HEADER_LEN by FrameHeader::decode.
+    let mut buf = vec![0u8; len as usize];
+    r.read_exact(&mut buf)
+        .await
+        .map_err(|e| truncated_or_io(e, "message header"))?;
+    Ok(buf)
+}
+
+/// Reads the next request's frame header and message header; its payload
+/// (`payload_len` bytes) is left on the stream. `Ok(None)` at a clean end of stream.
+pub async fn read_request<R: AsyncRead + Unpin>(
+    r: &mut R,
+) -> Result<Option<Incoming<Request>>, ProtocolError> {
+    let Some(frame) = read_frame_header(r).await? else {
+        return Ok(None);
+    };
+    if !frame.kind.is_request() {
+        return Err(ProtocolError::malformed(format!(
+            "{:?} sent as a request",
+            frame.kind
+        )));
+    }
+    let header = read_message_header(r, frame.header_len).await?;
+    let message = Request::decode(frame.kind, &header, frame.payload_len)?;
+    Ok(Some(Incoming {
+        request_id: frame.request_id,
+        message,
+        payload_len: frame.payload_len,
+    }))
+}
+
+/// Reads the next reply's frame header and message header; a read reply's
+/// data (`payload_len` bytes) is left on the stream.
+pub async fn read_reply<R: AsyncRead + Unpin>(r: &mut R) -> Result<Incoming<Reply>, ProtocolError> {
+    let frame = read_frame_header(r).await?.ok_or(ProtocolError::Closed)?;
+    if frame.kind.is_request() {
+        return Err(ProtocolError::malformed(format!(
+            "{:?} sent as a reply",
+            frame.kind
+        )));
+    }
+    let header = read_message_header(r, frame.header_len).await?;
+    let message = Reply::decode(frame.kind, &header, frame.payload_len)?;
+    Ok(Incoming {
+        request_id: frame.request_id,
+        message,
+        payload_len: frame.payload_len,
+    })
+}
+
+/// Appends exactly `len` payload bytes from `r` to `dest`, reading straight
+/// into its spare capacity (reserved here once) without an intermediate buffer.
+pub async fn read_payload_into<R: AsyncRead + Unpin>(
+    r: &mut R,
+    len: u32,
+    dest: &mut BytesMut,
+) -> Result<(), ProtocolError> {
+    let len = len as usize;
+    dest.reserve(len);
+    let target = dest.len() + len;
+    // `take` keeps read_buf from consuming bytes of the next frame when
+    // `dest` has more spare capacity than this payload.
+    let mut limited = r.take(len as u64);
+    while dest.len() < target {
+        let n = limited.read_buf(dest).await?;
+        if n == 0 {
+            return Err(ProtocolError::Truncated("payload"));
+        }
+    }
+    Ok(())
+}
+
+fn truncated_or_io(e: std::io::Error, what: &'static str) -> ProtocolError {
+    if e.kind() == ErrorKind::UnexpectedEof {
+        ProtocolError::Truncated(what)
+    } else {
+        ProtocolError::Io(e)
+    }
+}
+
+fn frame_head(
+    kind: super::FrameKind,
+    request_id: u64,
+    payload_len: u64,
+    encode: impl FnOnce(&mut Vec<u8>),
+) -> Result<Vec<u8>, ProtocolError> {
+    if payload_len > u64::from(MAX_PAYLOAD_LEN) {
+        return Err(ProtocolError::TooLarge {
+            what: "payload",
+            len: payload_len,
+            max: u64::from(MAX_PAYLOAD_LEN),
+        });
+    }
+    let mut out = Vec::with_capacity(FRAME_HEADER_LEN + 64);
+    out.resize(FRAME_HEADER_LEN, 0);
+    encode(&mut out);
+    let header_len = out.len() - FRAME_HEADER_LEN;
+    if header_len > MAX_HEADER_LEN as usize {
+        return Err(ProtocolError::TooLarge {
+            what: "message header",
+            len: header_len as u64,
+            max: u64::from(MAX_HEADER_LEN),
+        });
+    }
+    let frame = FrameHeader {
+        kind,
+        flags: 0,
+        request_id,
+        header_len: header_len as u32,
+        payload_len: payload_len as u32,
+    };
+    out[..FRAME_HEADER_LEN].copy_from_slice(&frame.encode());
+    Ok(out)
+}
+
+/// Frame header and message header of `request` with a payload of `payload_len` bytes.
+pub fn encode_request_head(
+    request_id: u64,
+    request: &Request,
+    payload_len: usize,
+) -> Result<Vec<u8>, ProtocolError> {
+    frame_head(request.kind(), request_id, payload_len as u64, |out| {
+        request.encode_header(out)
+    })
+}
+
+/// Frame header and message header of `reply` (a read reply's data excluded).
+pub fn encode_reply_head(request_id: u64, reply: &Reply) -> Result<Vec<u8>, ProtocolError> {
+    frame_head(reply.kind(), request_id, reply.payload_len(), |out| {
+        reply.encode_header(out)
+    })
+}
+
+/// Writes `head` then `payload` with as few system calls as the stream allows
+/// (vectored writes), then flushes.
+pub async fn write_frame<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    head: &[u8],
+    payload: &[u8],
+) -> std::io::Result<()> {
+    let (mut head, mut payload) = (head, payload);
+    while !head.is_empty() {
+        let n = w
+            .write_vectored(&[IoSlice::new(head), IoSlice::new(payload)])
+            .await?;
+        if n == 0 {
+            return Err(ErrorKind::WriteZero.into());
+        }
+        if n < head.len() {
+            head = &head[n..];
+        } else {
+            payload = &payload[n - head.len()..];
+            head = &[];
+        }
+    }
+    w.write_all(payload).await?;
+    w.flush().await
+}
+
+/// Sends `request` with `payload` (the data of a write, else empty).
+pub async fn write_request<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    request_id: u64,
+    request: &Request,
+    payload: &[u8],
+) -> Result<(), ProtocolError> {
+    let head = encode_request_head(request_id, request, payload.len())?;
+    write_frame(w, &head, payload).await?;
+    Ok(())
+}
+
+/// Sends `reply`'s frame and message headers. For a read reply the caller
+/// must then send exactly `length` data bytes.
+pub async fn write_reply<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    request_id: u64,
+    reply: &Reply,
+) -> Result<(), ProtocolError> {
+    let head = encode_reply_head(request_id, reply)?;
+    write_frame(w, &head, &[]).await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::message::tests::{sample_replies, sample_requests};
+    use super::super::message::{ReadData, WriteChunks};
+    use super::super::{FrameKind, MAGIC};
+    use super::*;
+
+    fn payload(len: u32) -> Vec<u8> {
+        (0..len).map(|i| (i % 253) as u8).collect()
+    }
+
+    async fn request_frame(request_id: u64, request: &Request, payload: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_request(&mut out, request_id, request, payload)
+            .await
+            .unwrap();
+        out
+    }
+
+    async fn reply_frame(request_id: u64, reply: &Reply) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_reply(&mut out, request_id, reply).await.unwrap();
+        out.extend(payload(reply.payload_len() as u32));
+        out
+    }
+
+    #[tokio::test]
+    async fn requests_round_trip_with_payload() {
+        for (i, (request, len)) in sample_requests().into_iter().enumerate() {
+            let data = payload(len);
+            let frame = request_frame(i as u64, &request, &data).await;
+            let mut r = frame.as_slice();
+            let incoming = read_request(&mut r).await.unwrap().unwrap();
+            assert_eq!(incoming.request_id, i as u64);
+            assert_eq!(incoming.message, request);
+            let mut dest = BytesMut::new();
+            read_payload_into(&mut r, incoming.payload_len, &mut dest)
+                .await
+                .unwrap();
+            assert_eq!(&dest[..], &data[..]);
+            assert!(r.is_empty());
+            assert!(read_request(&mut r).await.unwrap().is_none());
+        }
+    }
+
+    #[tokio::test]
+    async fn replies_round_trip_with_data() {
+        for (i, reply) in sample_replies().into_iter().enumerate() {
+            let frame = reply_frame(i as u64 + 100, &reply).await;
+            let mut r = frame.as_slice();
+            let incoming = read_reply(&mut r).await.unwrap();
+            assert_eq!(incoming.request_id, i as u64 + 100);
+            assert_eq!(incoming.message, reply);
+            let mut dest = BytesMut::from(&b"prefix"[..]);
+            read_payload_into(&mut r, incoming.payload_len, &mut dest)
+                .await
+                .unwrap();
+            assert_eq!(&dest[6..], &payload(reply.payload_len() as u32)[..]);
+            assert!(matches!(
+                read_reply(&mut r).await,
+                Err(ProtocolError::Closed)
+            ));
+        }
+    }
+
+    #[tokio::test]
+    async fn consecutive_frames_stay_in_sync() {
+        let mut stream = Vec::new();
+        for (request, len) in sample_requests() {
+            stream.extend(request_frame(9, &request, &payload(len)).await);
+        }
+        let mut r = stream.as_slice();
+        for (request, len) in sample_requests() {
+            let incoming = read_request(&mut r).await.unwrap().unwrap();
+            assert_eq!(incoming.message, request);
+            // Spare capacity larger than the payload must not swallow the next frame.
+            let mut dest = BytesMut::with_capacity(1 << 16);
+            read_payload_into(&mut r, incoming.payload_len, &mut dest)
+                .await
+                .unwrap();
+            assert_eq!(dest.len(), len as usize);
+        }
+        assert!(r.is_empty());
+    }
+
+    async fn read_whole_request(mut r: &[u8]) -> Result<Option<Request>, ProtocolError> {
+        let Some(incoming) = read_request(&mut r).await? else {
+            return Ok(None);
+        };
+        let mut dest = BytesMut::new();
+        read_payload_into(&mut r, incoming.payload_len, &mut dest).await?;
+        Ok(Some(incoming.message))
+    }
+
+    async fn read_whole_reply(mut r: &[u8]) -> Result<Reply, ProtocolError> {
+        let incoming = read_reply(&mut r).await?;
+        let mut dest = BytesMut::new();
+        read_payload_into(&mut r, incoming.payload_len, &mut dest).await?;
+        Ok(incoming.message)
+    }
+
+    #[tokio::test]
+    async fn truncated_requests_fail_at_every_byte() {
+        for (request, len) in sample_requests() {
+            let frame = request_frame(1, &request, &payload(len)).await;
+            assert!(read_whole_request(&[]).await.unwrap().is_none());
+            for cut in 1..frame.len() {
+                let err = read_whole_request(&frame[..cut]).await.unwrap_err();
+                assert!(
+                    matches!(err, ProtocolError::Truncated(_)),
+                    "cut {cut} of {}: {err:?}",
+                    frame.len()
+                );
+            }
+            assert_eq!(read_whole_request(&frame).await.unwrap(), Some(request));
+        }
+    }
+
+    #[tokio::test]
+    async fn truncated_replies_fail_at_every_byte() {
+        for reply in sample_replies() {
+            let frame = reply_frame(1, &reply).await;
+            assert!(matches!(
+                read_whole_reply(&[]).await,
+                Err(ProtocolError::Closed)
+            ));
+            for cut in 1..frame.len() {
+                let err = read_whole_reply(&frame[..cut]).await.unwrap_err();
+                assert!(
+                    matches!(err, ProtocolError::Truncated(_)),
+                    "cut {cut}: {err:?}"
+                );
+            }
+            assert_eq!(read_whole_reply(&frame).await.unwrap(), reply);
+        }
+    }
+
+    #[tokio::test]
+    async fn corrupt_magic_and_version_are_refused() {
+        let frame = request_frame(1, &sample_requests()[2].0, &[]).await;
+        let mut bad = frame.clone();
+        bad[1] ^= 0xff;
+        assert!(matches!(
+            read_whole_request(&bad).await,
+            Err(ProtocolError::BadMagic(_))
+        ));
+        let mut bad = frame.clone();
+        bad[4] = 0;
+        assert!(matches!(
+            read_whole_request(&bad).await,
+            Err(ProtocolError::UnsupportedVersion(0))
+        ));
+    }
+
+    /// A reader that fails the test if anything past the frame header is read:
+    /// an oversized length must be refused from the header alone.
+    struct HeaderOnly(Vec<u8>);
+
+    impl AsyncRead for HeaderOnly {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            _cx: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            assert!(!self.0.is_empty(), "read past the frame header");
+            let n = buf.remaining().min(self.0.len());
+            let head: Vec<u8> = self.0.drain(..n).collect();
+            buf.put_slice(&head);
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn oversized_lengths_are_refused_before_allocating() {
+        for (header_len, payload_len) in [(u32::MAX, 0), (MAX_HEADER_LEN + 1, 0), (9, u32::MAX)] {
+            let mut head = Vec::from(MAGIC);
+            head.extend([1, FrameKind::DeleteBlock as u8, 0, 0]);
+            head.extend(7u64.to_be_bytes());
+            head.extend(header_len.to_be_bytes());
+            head.extend(payload_len.to_be_bytes());
+            let err = read_request(&mut HeaderOnly(head)).await.unwrap_err();
+            assert!(matches!(err, ProtocolError::TooLarge { .. }), "{err:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn oversized_messages_are_refused_when_encoding() {
+        let write = Request::WriteChunks(WriteChunks {
+            key: sample_requests()[0].0.clone().key(),
+            offset: 0,
+            bytes_per_checksum: 512,
+            crcs: vec![0; 1],
+        });
+        assert!(matches!(
+            encode_request_head(1, &write, MAX_PAYLOAD_LEN as usize + 1),
+            Err(ProtocolError::TooLarge { .. })
+        ));
+        let read = Reply::ReadData(ReadData {
+            offset: 0,
+            length: 512 * 300_000,
+            bytes_per_checksum: 512,
+            crcs: vec![0; 300_000],
+        });
+        assert!(matches!(
+            encode_reply_head(1, &read),
+            Err(ProtocolError::TooLarge { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn direction_is_checked() {
+        let frame = reply_frame(1, &Reply::Ok).await;
+        assert!(matches!(
+            read_whole_request(&frame).await,
+            Err(ProtocolError::Malformed(_))
+        ));
+        let frame = request_frame(
+            1,
+            &Request::DeleteBlock {
+                key: sample_requests()[0].0.clone().key(),
+            },
+            &[],
+        )
+        .await;
+        assert!(matches!(
+            read_whole_reply(&frame).await,
+            Err(ProtocolError::Malformed(_))
+        ));
+    }
+}

@@ -1,0 +1,166 @@
+//! Tessera's datanode: block files with per-chunk CRC32C checksums on local
+//! disk ([`store`]), served over TCP with the frames of
+//! [`blockstore::protocol`] ([`server`]), registered with meta by heartbeats
+//! ([`heartbeat`]).
+//!
+//! [`start`] runs all of it; [`BlockStore::open`] and [`server::serve`] run
+//! the block server alone, without meta.
+#![forbid(unsafe_code)]
+
+mod error;
+pub mod heartbeat;
+mod send;
+pub mod server;
+pub mod store;
+pub mod telemetry;
+
+pub use error::{DatanodeError, StoreError};
+pub use heartbeat::HeartbeatTarget;
+pub use store::BlockStore;
+
+use blockstore::checksum::DEFAULT_BYTES_PER_CHECKSUM;
+use blockstore::meta::MetaClient;
+use blockstore::DatanodeId;
+use heartbeat::HeartbeatSettings;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// Settings of one datanode.
+#[derive(Clone, Debug)]
+pub struct DatanodeConfig {
+    /// Folder holding the block files and the datanode identity.
+    pub data_dir: PathBuf,
+    /// Address to listen on for the block protocol (port 0: any free port).
+    pub listen: String,
+    /// Address clients should use, when not the bound one (NAT, containers).
+    pub advertise: Option<String>,
+    /// Chunk size of blocks committed without any data; writes carry their own.
+    pub bytes_per_checksum: u32,
+    /// Fsync block files and folders on commit; off only for tests and scratch clusters.
+    pub fsync: bool,
+    /// Time between heartbeats to meta.
+    pub heartbeat_interval: Duration,
+    /// Capacity to report; None reports the data folder's filesystem size.
+    pub capacity: Option<u64>,
+}
+
+impl Default for DatanodeConfig {
+    fn default() -> Self {
+        Self {
+            data_dir: PathBuf::from("tessera-data/datanode"),
+            listen: "127.0.0.1:0".to_string(),
+            advertise: None,
+            bytes_per_checksum: DEFAULT_BYTES_PER_CHECKSUM,
+            fsync: true,
+            heartbeat_interval: Duration::from_secs(3),
+            capacity: None,
+        }
+    }
+}
+
+/// A started datanode: its server and heartbeat loop run until [`shutdown`](Self::shutdown).
+pub struct RunningDatanode {
+    addr: SocketAddr,
+    id: DatanodeId,
+    store: Arc<BlockStore>,
+    stop: watch::Sender<bool>,
+    server: JoinHandle<std::io::Result<()>>,
+    heartbeat: JoinHandle<()>,
+}
+
+impl RunningDatanode {
+    /// The address the block server is bound to.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The datanode's persistent identity.
+    pub fn id(&self) -> &DatanodeId {
+        &self.id
+    }
+
+    /// The block store it serves.
+    pub fn store(&self) -> &Arc<BlockStore> {
+        &self.store
+    }
+
+    /// Stops accepting connections and heartbeats, and waits for requests in flight.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        match self.server.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!(error = %e, "datanode server failed"),
+            Err(e) => tracing::error!(error = %e, "datanode server task failed"),
+        }
+        if let Err(e) = self.heartbeat.await {
+            tracing::error!(error = %e, "heartbeat task failed");
+        }
+        tracing::info!(id = %self.id, "datanode stopped");
+    }
+}
+
+/// Opens the block store, starts the block server and the heartbeats to `meta`.
+pub async fn start(
+    config: DatanodeConfig,
+    meta: MetaClient,
+) -> Result<RunningDatanode, DatanodeError> {
+    start_with(config, meta).await
+}
+
+/// [`start`] with any heartbeat receiver (tests use a stand-in for meta).
+pub async fn start_with<H: HeartbeatTarget>(
+    config: DatanodeConfig,
+    target: H,
+) -> Result<RunningDatanode, DatanodeError> {
+    blockstore::checksum::validate_bytes_per_checksum(config.bytes_per_checksum)
+        .map_err(|e| DatanodeError::Config(e.to_string()))?;
+    if config.heartbeat_interval.is_zero() {
+        return Err(DatanodeError::Config(
+            "heartbeat interval must be positive".into(),
+        ));
+    }
+    let store = BlockStore::open(
+        config.data_dir.clone(),
+        config.bytes_per_checksum,
+        config.fsync,
+    )
+    .await?;
+    let listen_error = |source| DatanodeError::Listen {
+        addr: config.listen.clone(),
+        source,
+    };
+    let listener = TcpListener::bind(&config.listen)
+        .await
+        .map_err(listen_error)?;
+    let addr = listener.local_addr().map_err(listen_error)?;
+    let advertised = config.advertise.clone().unwrap_or_else(|| addr.to_string());
+    if config.advertise.is_none() && addr.ip().is_unspecified() {
+        tracing::warn!(%addr, "listening on a wildcard address without --advertise; other hosts cannot use it");
+    }
+    let (stop, stop_rx) = watch::channel(false);
+    let mut server_stop = stop_rx.clone();
+    let server = tokio::spawn(server::serve(listener, store.clone(), async move {
+        let _ = server_stop.wait_for(|stopped| *stopped).await;
+    }));
+    let settings = HeartbeatSettings {
+        addr: advertised.clone(),
+        capacity: config.capacity,
+        interval: config.heartbeat_interval,
+    };
+    let heartbeat = tokio::spawn(heartbeat::run(target, store.clone(), settings, stop_rx));
+    let id = store.id().clone();
+    tracing::info!(%id, %addr, advertised, "datanode started");
+    Ok(RunningDatanode {
+        addr,
+        id,
+        store,
+        stop,
+        server,
+        heartbeat,
+    })
+}

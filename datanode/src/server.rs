@@ -1,0 +1,211 @@
+//! The block server: a TCP listener, one task per connection serving its
+//! requests one after the other, and a graceful shutdown that stops accepting
+//! and lets each request in flight finish.
+
+use crate::error::StoreError;
+use crate::send;
+use crate::store::BlockStore;
+use crate::telemetry;
+use blockstore::protocol::{self, ErrorCode, ErrorReply, Incoming, ProtocolError, Reply, Request};
+use bytes::BytesMut;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+/// How long shutdown waits for requests in flight before cutting them off.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+/// Pause after a failed accept (e.g. out of file descriptors).
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Serves the block protocol on `listener` from `store` until `shutdown`
+/// completes, then stops accepting, closes idle connections, and waits (up to
+/// a grace period) for requests in flight.
+pub async fn serve(
+    listener: TcpListener,
+    store: Arc<BlockStore>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut connections = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    if let Err(e) = stream.set_nodelay(true) {
+                        tracing::debug!(%peer, error = %e, "could not set TCP_NODELAY");
+                    }
+                    connections.spawn(serve_connection(stream, peer, store.clone(), stop_rx.clone()));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                }
+            },
+            Some(finished) = connections.join_next(), if !connections.is_empty() => {
+                if let Err(e) = finished {
+                    tracing::error!(error = %e, "a datanode connection task failed");
+                }
+            }
+        }
+    }
+    drop(listener);
+    let _ = stop_tx.send(true);
+    let drain = async {
+        while let Some(finished) = connections.join_next().await {
+            if let Err(e) = finished {
+                tracing::error!(error = %e, "a datanode connection task failed");
+            }
+        }
+    };
+    if tokio::time::timeout(SHUTDOWN_GRACE, drain).await.is_err() {
+        tracing::warn!("requests still running after the shutdown grace period; cutting them off");
+        connections.shutdown().await;
+    }
+    Ok(())
+}
+
+/// Why a connection must close.
+enum Close {
+    /// The peer went away or the stream failed; nothing more to say.
+    Quietly,
+    /// The peer sent something undecodable or cut a frame short (it may have
+    /// only half-closed): tell it, then close.
+    WithError(ProtocolError),
+}
+
+async fn serve_connection(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    store: Arc<BlockStore>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut probe = [0u8; 1];
+    loop {
+        // Between requests, and only there, shutdown closes the connection.
+        let ready = tokio::select! {
+            biased;
+            _ = stop.wait_for(|stopped| *stopped) => return,
+            ready = stream.peek(&mut probe) => ready,
+        };
+        match ready {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let close = match protocol::read_request(&mut stream).await {
+            Ok(Some(incoming)) => match serve_request(&mut stream, &store, incoming).await {
+                Ok(()) => continue,
+                Err(close) => close,
+            },
+            Ok(None) => return,
+            Err(e) => classify(e),
+        };
+        if let Close::WithError(e) = close {
+            telemetry::protocol_error();
+            if matches!(e, ProtocolError::Truncated(_)) {
+                tracing::debug!(%peer, error = %e, "frame cut short; closing the connection");
+            } else {
+                tracing::warn!(%peer, error = %e, "undecodable frame; closing the connection");
+            }
+            let reply = Reply::Error(ErrorReply {
+                code: ErrorCode::Protocol,
+                offset: None,
+                message: e.to_string(),
+            });
+            // Best effort: the request id is unknown, and the peer may be gone.
+            let _ = protocol::write_reply(&mut stream, 0, &reply).await;
+        }
+        return;
+    }
+}
+
+fn classify(e: ProtocolError) -> Close {
+    match e {
+        ProtocolError::Io(_) | ProtocolError::Closed => Close::Quietly,
+        other => Close::WithError(other),
+    }
+}
+
+fn op_name(request: &Request) -> &'static str {
+    match request {
+        Request::WriteChunks(_) => "write",
+        Request::CommitBlock { .. } => "commit",
+        Request::ReadBlock { .. } => "read",
+        Request::DeleteBlock { .. } => "delete",
+    }
+}
+
+/// Serves one request; an `Err` means the connection must close.
+async fn serve_request(
+    stream: &mut TcpStream,
+    store: &BlockStore,
+    incoming: Incoming<Request>,
+) -> Result<(), Close> {
+    let Incoming {
+        request_id,
+        message: request,
+        payload_len,
+    } = incoming;
+    let op = op_name(&request);
+    let key = request.key();
+    let result = match request {
+        Request::WriteChunks(w) => {
+            let mut data = BytesMut::new();
+            protocol::read_payload_into(stream, payload_len, &mut data)
+                .await
+                .map_err(classify)?;
+            store
+                .write_chunks(w.key, w.offset, w.bytes_per_checksum, w.crcs, data.freeze())
+                .await
+        }
+        Request::CommitBlock { key, length } => store.commit(key, length).await,
+        Request::DeleteBlock { key } => store.delete(key).await.map(|_| ()),
+        Request::ReadBlock {
+            key,
+            offset,
+            length,
+        } => match store.open_range(key, offset, length).await {
+            Ok(range) => {
+                return match send::send_range(stream, request_id, range).await {
+                    Ok(()) => {
+                        telemetry::request(op, "ok");
+                        Ok(())
+                    }
+                    Err(e) => {
+                        telemetry::request(op, "failed");
+                        tracing::warn!(block = %key, error = %e, "read reply cut short; closing the connection");
+                        Err(Close::Quietly)
+                    }
+                };
+            }
+            Err(e) => Err(e),
+        },
+    };
+    let reply = match result {
+        Ok(()) => {
+            telemetry::request(op, "ok");
+            Reply::Ok
+        }
+        Err(e) => {
+            log_refusal(op, key, &e);
+            telemetry::request(op, "refused");
+            Reply::Error(e.to_reply())
+        }
+    };
+    protocol::write_reply(stream, request_id, &reply)
+        .await
+        .map_err(|_| Close::Quietly)
+}
+
+fn log_refusal(op: &'static str, key: blockstore::BlockKey, e: &StoreError) {
+    if e.is_local_failure() {
+        tracing::error!(op, block = %key, error = %e, "block request failed");
+    } else {
+        tracing::debug!(op, block = %key, error = %e, "block request refused");
+    }
+}

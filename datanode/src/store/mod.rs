@@ -1,0 +1,606 @@
+//! Block files on local disk.
+//!
+//! A committed block is a plain data file holding only the block's bytes, so
+//! that any range can go out with one sendfile call, plus a checksum sidecar
+//! (see the `sidecar` module). An upload appends to a temporary file under `tmp/`, its
+//! CRCs verified on arrival and kept in memory; the commit writes the sidecar,
+//! fsyncs both files, renames them into their shard folder and fsyncs that.
+//!
+//! Every disk access runs on tokio's blocking pool.
+
+mod paths;
+mod recovery;
+mod sidecar;
+
+use crate::error::StoreError;
+use crate::telemetry;
+use blockstore::checksum::{self, ChecksumError};
+use blockstore::protocol::{ReadData, MAX_PAYLOAD_LEN};
+use blockstore::{BlockKey, DatanodeId};
+use bytes::Bytes;
+use parking_lot::{Mutex, RwLock};
+use paths::Paths;
+use sidecar::SidecarHeader;
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::ErrorKind;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What the store knows of a committed block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockMeta {
+    /// Bytes in the block.
+    pub length: u64,
+    /// Bytes covered by each CRC in its sidecar.
+    pub bytes_per_checksum: u32,
+}
+
+/// Totals reported to meta and exported as gauges.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Committed blocks.
+    pub blocks: u64,
+    /// Bytes of committed block data.
+    pub used: u64,
+}
+
+/// A chunk-aligned range of a committed block, ready to send: the read reply
+/// header (CRCs included) and the open data file the bytes come from. The
+/// data file holds only block bytes, so file offset = block offset.
+#[derive(Debug)]
+pub struct BlockRange {
+    /// The reply header: range actually sent and its CRCs.
+    pub header: ReadData,
+    /// The block's data file, opened before the reply starts (a concurrent
+    /// delete cannot pull it away mid-reply).
+    pub file: File,
+}
+
+/// An upload in progress.
+struct OpenBlock {
+    /// Distinguishes this upload's temporary files from any other of the same key.
+    upload: u64,
+    file: Option<Arc<File>>,
+    len: u64,
+    bytes_per_checksum: u32,
+    crcs: Vec<u32>,
+    touched: Instant,
+    /// Committed or discarded: whoever still holds this handle must look again.
+    closed: bool,
+}
+
+type OpenHandle = Arc<tokio::sync::Mutex<OpenBlock>>;
+
+struct Index {
+    blocks: HashMap<BlockKey, BlockMeta>,
+    used: u64,
+}
+
+/// The block files of one datanode.
+pub struct BlockStore {
+    paths: Paths,
+    id: DatanodeId,
+    default_bytes_per_checksum: u32,
+    fsync: bool,
+    index: RwLock<Index>,
+    open: Mutex<HashMap<BlockKey, OpenHandle>>,
+    next_upload: AtomicU64,
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| StoreError::io("disk task", std::io::Error::other(e.to_string())))?
+}
+
+fn remove_if_present(path: &Path) -> Result<(), StoreError> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != ErrorKind::NotFound => {
+            Err(StoreError::io(format!("remove {}", path.display()), e))
+        }
+        _ => Ok(()),
+    }
+}
+
+impl BlockStore {
+    /// Opens (creating if needed) the store in `dir`: wipes unfinished uploads,
+    /// loads the committed blocks (quarantining inconsistent ones) and the
+    /// datanode identity. `bytes_per_checksum` is the chunk size of blocks
+    /// committed without any write (empty internal blocks); writes name their
+    /// own. With `fsync` false nothing is fsynced (tests, throwaway clusters).
+    pub async fn open(
+        dir: impl Into<PathBuf>,
+        bytes_per_checksum: u32,
+        fsync: bool,
+    ) -> Result<Arc<Self>, StoreError> {
+        checksum::validate_bytes_per_checksum(bytes_per_checksum)
+            .map_err(|e| StoreError::Invalid(e.to_string()))?;
+        let paths = Paths::new(dir.into());
+        let (paths, id, recovered) = blocking(move || {
+            recovery::prepare_folders(&paths)?;
+            let id = recovery::load_or_create_identity(&paths)?;
+            let recovered = recovery::load_blocks(&paths)?;
+            Ok((paths, id, recovered))
+        })
+        .await?;
+        tracing::info!(
+            dir = %paths.root.display(), id = %id,
+            blocks = recovered.blocks.len(), used = recovered.used,
+            "block store opened"
+        );
+        let store = Arc::new(Self {
+            paths,
+            id,
+            default_bytes_per_checksum: bytes_per_checksum,
+            fsync,
+            index: RwLock::new(Index {
+                blocks: recovered.blocks,
+                used: recovered.used,
+            }),
+            open: Mutex::new(HashMap::new()),
+            next_upload: AtomicU64::new(1),
+        });
+        telemetry::store_gauges(store.stats());
+        Ok(store)
+    }
+
+    /// This datanode's persistent identity.
+    pub fn id(&self) -> &DatanodeId {
+        &self.id
+    }
+
+    /// The data folder.
+    pub fn data_dir(&self) -> &Path {
+        &self.paths.root
+    }
+
+    /// Committed block count and bytes.
+    pub fn stats(&self) -> StoreStats {
+        let index = self.index.read();
+        StoreStats {
+            blocks: index.blocks.len() as u64,
+            used: index.used,
+        }
+    }
+
+    /// The committed block `key`, if any.
+    pub fn block(&self, key: BlockKey) -> Option<BlockMeta> {
+        self.index.read().blocks.get(&key).copied()
+    }
+
+    /// Every committed block, sorted.
+    pub fn committed_blocks(&self) -> Vec<BlockKey> {
+        let mut keys: Vec<_> = self.index.read().blocks.keys().copied().collect();
+        keys.sort();
+        keys
+    }
+
+    /// Path of `key`'s committed data file (for tools and fault-injection tests).
+    pub fn data_path(&self, key: BlockKey) -> PathBuf {
+        self.paths.data(key)
+    }
+
+    /// Path of `key`'s committed checksum sidecar.
+    pub fn sidecar_path(&self, key: BlockKey) -> PathBuf {
+        self.paths.sidecar(key)
+    }
+
+    /// Number of uploads in progress.
+    pub fn open_uploads(&self) -> usize {
+        self.open.lock().len()
+    }
+
+    /// Appends `data` at `offset` of the upload of `key`, after checking each
+    /// chunk against `crcs`. The first write (offset 0) starts the upload;
+    /// each next one must start where the last ended, on a chunk boundary.
+    /// A checksum mismatch or a disk error discards the whole upload.
+    pub async fn write_chunks(
+        &self,
+        key: BlockKey,
+        offset: u64,
+        bytes_per_checksum: u32,
+        crcs: Vec<u32>,
+        data: Bytes,
+    ) -> Result<(), StoreError> {
+        checksum::validate_bytes_per_checksum(bytes_per_checksum)
+            .map_err(|e| StoreError::Invalid(format!("block {key}: {e}")))?;
+        if self.block(key).is_some() {
+            return Err(StoreError::Invalid(format!(
+                "block {key} is already committed"
+            )));
+        }
+        let handle = {
+            let mut open = self.open.lock();
+            match open.get(&key) {
+                Some(handle) => handle.clone(),
+                None if offset != 0 => {
+                    return Err(StoreError::BadOffset {
+                        key,
+                        expected: 0,
+                        got: offset,
+                    })
+                }
+                None => {
+                    let handle = self.new_upload(bytes_per_checksum);
+                    open.insert(key, handle.clone());
+                    handle
+                }
+            }
+        };
+        let mut block = handle.lock().await;
+        if block.closed {
+            return Err(StoreError::NotFound(key));
+        }
+        if block.bytes_per_checksum != bytes_per_checksum {
+            return Err(StoreError::Invalid(format!(
+                "block {key} is written with {} bytes per checksum, not {bytes_per_checksum}",
+                block.bytes_per_checksum
+            )));
+        }
+        if offset != block.len || !block.len.is_multiple_of(u64::from(bytes_per_checksum)) {
+            return Err(StoreError::BadOffset {
+                key,
+                expected: block.len,
+                got: offset,
+            });
+        }
+        let file = match &block.file {
+            Some(file) => file.clone(),
+            None => match self.create_tmp_file(key, block.upload).await {
+                Ok(file) => {
+                    let file = Arc::new(file);
+                    block.file = Some(file.clone());
+                    file
+                }
+                Err(e) => {
+                    self.discard(key, &handle, &mut block).await;
+                    return Err(e);
+                }
+            },
+        };
+        let len = data.len() as u64;
+        let written = blocking(move || {
+            checksum::verify(&data, offset, bytes_per_checksum, &crcs).map_err(|e| match e {
+                ChecksumError::Mismatch { offset, .. } => {
+                    StoreError::ChecksumMismatch { key, offset }
+                }
+                other => StoreError::Invalid(format!("block {key}: {other}")),
+            })?;
+            file.write_all_at(&data, offset)
+                .map_err(|e| StoreError::io(format!("write block {key}"), e))?;
+            Ok(crcs)
+        })
+        .await;
+        match written {
+            Ok(crcs) => {
+                block.len += len;
+                block.crcs.extend_from_slice(&crcs);
+                block.touched = Instant::now();
+                telemetry::bytes_written(len);
+                Ok(())
+            }
+            Err(e) => {
+                if let StoreError::ChecksumMismatch { offset, .. } = &e {
+                    telemetry::chunk_rejected();
+                    tracing::warn!(block = %key, offset, "chunk failed its checksum on arrival; upload discarded");
+                }
+                self.discard(key, &handle, &mut block).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Makes the upload of `key` durable and visible at exactly `length`
+    /// bytes. Committing an already committed block at the same length
+    /// succeeds (a retried commit); committing a never-written block at
+    /// length 0 creates an empty block.
+    pub async fn commit(&self, key: BlockKey, length: u64) -> Result<(), StoreError> {
+        let existing = self.open.lock().get(&key).cloned();
+        let handle = match existing {
+            Some(handle) => handle,
+            None => {
+                if self.block(key).is_some() || length != 0 {
+                    return self.check_committed(key, length);
+                }
+                let mut open = self.open.lock();
+                let fresh = self.new_upload(self.default_bytes_per_checksum);
+                open.entry(key).or_insert(fresh).clone()
+            }
+        };
+        let mut block = handle.lock().await;
+        if block.closed {
+            drop(block);
+            return self.check_committed(key, length);
+        }
+        if block.len != length {
+            return Err(StoreError::Invalid(format!(
+                "block {key}: commit at {length} bytes, but {} were written",
+                block.len
+            )));
+        }
+        let file = match &block.file {
+            Some(file) => file.clone(),
+            None => Arc::new(self.create_tmp_file(key, block.upload).await?),
+        };
+        let header = SidecarHeader {
+            bytes_per_checksum: block.bytes_per_checksum,
+            length,
+        };
+        let sidecar = header.encode_with(&block.crcs);
+        let (paths, upload, fsync) = (self.paths.clone(), block.upload, self.fsync);
+        let committed =
+            blocking(move || commit_files(&paths, key, upload, &file, &sidecar, fsync)).await;
+        if let Err(e) = committed {
+            tracing::error!(block = %key, error = %e, "commit failed; upload discarded");
+            self.discard(key, &handle, &mut block).await;
+            return Err(e);
+        }
+        {
+            let mut index = self.index.write();
+            index.used += length;
+            index.blocks.insert(
+                key,
+                BlockMeta {
+                    length,
+                    bytes_per_checksum: header.bytes_per_checksum,
+                },
+            );
+        }
+        block.closed = true;
+        self.forget_upload(key, &handle);
+        telemetry::store_gauges(self.stats());
+        Ok(())
+    }
+
+    fn check_committed(&self, key: BlockKey, length: u64) -> Result<(), StoreError> {
+        match self.block(key) {
+            Some(meta) if meta.length == length => Ok(()),
+            Some(meta) => Err(StoreError::Invalid(format!(
+                "block {key} is committed at {} bytes, not {length}",
+                meta.length
+            ))),
+            None => Err(StoreError::NotFound(key)),
+        }
+    }
+
+    /// Opens the chunk-aligned range covering `[offset, offset + length)` of
+    /// committed block `key`: the start rounded down and the end rounded up
+    /// to chunk boundaries, clamped to the block's end.
+    pub async fn open_range(
+        &self,
+        key: BlockKey,
+        offset: u64,
+        length: u64,
+    ) -> Result<BlockRange, StoreError> {
+        let meta = self.block(key).ok_or(StoreError::NotFound(key))?;
+        let out_of_range = StoreError::OutOfRange {
+            key,
+            offset,
+            length,
+            block_length: meta.length,
+        };
+        match offset.checked_add(length) {
+            Some(end) if end <= meta.length => {}
+            _ => return Err(out_of_range),
+        }
+        let bpc = meta.bytes_per_checksum;
+        let (start, end) = checksum::aligned_span(offset, length, meta.length, bpc);
+        if end - start > u64::from(MAX_PAYLOAD_LEN) {
+            return Err(StoreError::Invalid(format!(
+                "block {key}: {} bytes asked in one read, the limit is {MAX_PAYLOAD_LEN}",
+                end - start
+            )));
+        }
+        let (data_path, sidecar_path) = (self.paths.data(key), self.paths.sidecar(key));
+        blocking(move || {
+            let open = |path: &Path| {
+                File::open(path).map_err(|e| match e.kind() {
+                    // Deleted since the index lookup.
+                    ErrorKind::NotFound => StoreError::NotFound(key),
+                    _ => StoreError::io(format!("open {}", path.display()), e),
+                })
+            };
+            let file = open(&data_path)?;
+            let sidecar = open(&sidecar_path)?;
+            let corrupt = |reason: String| StoreError::Corrupt {
+                path: sidecar_path.clone(),
+                reason,
+            };
+            let header = SidecarHeader::read(&sidecar).map_err(corrupt)?;
+            if header.length != meta.length || header.bytes_per_checksum != bpc {
+                return Err(corrupt("sidecar changed since the block was loaded".into()));
+            }
+            let data_len = file
+                .metadata()
+                .map_err(|e| StoreError::io(format!("stat {}", data_path.display()), e))?
+                .len();
+            if data_len != meta.length {
+                return Err(StoreError::Corrupt {
+                    path: data_path.clone(),
+                    reason: format!("{data_len} bytes, the sidecar records {}", meta.length),
+                });
+            }
+            let first = start / u64::from(bpc);
+            let count = checksum::chunk_count(end - start, bpc);
+            let crcs = sidecar::read_crcs(&sidecar, first, count)
+                .map_err(|e| corrupt(format!("reading checksums: {e}")))?;
+            Ok(BlockRange {
+                header: ReadData {
+                    offset: start,
+                    length: end - start,
+                    bytes_per_checksum: bpc,
+                    crcs,
+                },
+                file,
+            })
+        })
+        .await
+    }
+
+    /// Deletes block `key`, committed or still uploading. Returns whether
+    /// there was anything to delete; absent is not an error.
+    pub async fn delete(&self, key: BlockKey) -> Result<bool, StoreError> {
+        let mut existed = false;
+        let handle = self.open.lock().remove(&key);
+        if let Some(handle) = handle {
+            let mut block = handle.lock().await;
+            if !block.closed {
+                existed = true;
+                self.discard(key, &handle, &mut block).await;
+            }
+        }
+        let removed = {
+            let mut index = self.index.write();
+            let removed = index.blocks.remove(&key);
+            if let Some(meta) = removed {
+                index.used -= meta.length;
+            }
+            removed
+        };
+        if removed.is_some() {
+            existed = true;
+            let (data, sidecar) = (self.paths.data(key), self.paths.sidecar(key));
+            // The sidecar marks a block as committed: it goes first.
+            blocking(move || {
+                remove_if_present(&sidecar)?;
+                remove_if_present(&data)
+            })
+            .await?;
+            telemetry::store_gauges(self.stats());
+        }
+        Ok(existed)
+    }
+
+    /// Discards uploads untouched for `max_idle` (a writer that died); returns how many.
+    pub async fn discard_idle_uploads(&self, max_idle: Duration) -> usize {
+        let handles: Vec<_> = self
+            .open
+            .lock()
+            .iter()
+            .map(|(key, handle)| (*key, handle.clone()))
+            .collect();
+        let mut discarded = 0;
+        for (key, handle) in handles {
+            // A locked upload is busy, so not idle.
+            let Ok(mut block) = handle.try_lock() else {
+                continue;
+            };
+            if !block.closed && block.touched.elapsed() >= max_idle {
+                tracing::info!(block = %key, "discarding an abandoned upload");
+                self.discard(key, &handle, &mut block).await;
+                discarded += 1;
+            }
+        }
+        discarded
+    }
+
+    fn new_upload(&self, bytes_per_checksum: u32) -> OpenHandle {
+        Arc::new(tokio::sync::Mutex::new(OpenBlock {
+            upload: self.next_upload.fetch_add(1, Ordering::Relaxed),
+            file: None,
+            len: 0,
+            bytes_per_checksum,
+            crcs: Vec::new(),
+            touched: Instant::now(),
+            closed: false,
+        }))
+    }
+
+    async fn create_tmp_file(&self, key: BlockKey, upload: u64) -> Result<File, StoreError> {
+        let path = self.paths.tmp_data(key, upload);
+        blocking(move || {
+            OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&path)
+                .map_err(|e| StoreError::io(format!("create {}", path.display()), e))
+        })
+        .await
+    }
+
+    /// Closes an upload, removes its temporary files and forgets it.
+    async fn discard(&self, key: BlockKey, handle: &OpenHandle, block: &mut OpenBlock) {
+        block.closed = true;
+        block.file = None;
+        self.forget_upload(key, handle);
+        let (data, sidecar) = (
+            self.paths.tmp_data(key, block.upload),
+            self.paths.tmp_sidecar(key, block.upload),
+        );
+        let removed = blocking(move || {
+            remove_if_present(&data)?;
+            remove_if_present(&sidecar)
+        })
+        .await;
+        if let Err(e) = removed {
+            tracing::warn!(block = %key, error = %e, "could not remove a discarded upload's files");
+        }
+    }
+
+    /// Removes `handle` from the open uploads, unless another upload took its place.
+    fn forget_upload(&self, key: BlockKey, handle: &OpenHandle) {
+        let mut open = self.open.lock();
+        if open.get(&key).is_some_and(|h| Arc::ptr_eq(h, handle)) {
+            open.remove(&key);
+        }
+    }
+}
+
+/// Durably moves an upload into place: fsync the data, write and fsync the
+/// sidecar, rename the data then the sidecar (whose presence marks the block
+/// committed), fsync the shard folder.
+fn commit_files(
+    paths: &Paths,
+    key: BlockKey,
+    upload: u64,
+    file: &File,
+    sidecar: &[u8],
+    fsync: bool,
+) -> Result<(), StoreError> {
+    let tmp_data = paths.tmp_data(key, upload);
+    let tmp_sidecar = paths.tmp_sidecar(key, upload);
+    if fsync {
+        file.sync_all()
+            .map_err(|e| StoreError::io(format!("fsync {}", tmp_data.display()), e))?;
+    }
+    let write_sidecar = || -> std::io::Result<()> {
+        let f = File::create(&tmp_sidecar)?;
+        f.write_all_at(sidecar, 0)?;
+        if fsync {
+            f.sync_all()?;
+        }
+        Ok(())
+    };
+    write_sidecar().map_err(|e| StoreError::io(format!("write {}", tmp_sidecar.display()), e))?;
+    let shard = paths.shard_dir(key);
+    if !shard.is_dir() {
+        match fs::create_dir(&shard) {
+            Err(e) if e.kind() != ErrorKind::AlreadyExists => {
+                return Err(StoreError::io(format!("create {}", shard.display()), e))
+            }
+            _ => {}
+        }
+        if fsync {
+            recovery::sync_dir(&paths.blocks)?;
+        }
+    }
+    let (data_path, sidecar_path) = (paths.data(key), paths.sidecar(key));
+    fs::rename(&tmp_data, &data_path)
+        .map_err(|e| StoreError::io(format!("rename to {}", data_path.display()), e))?;
+    fs::rename(&tmp_sidecar, &sidecar_path)
+        .map_err(|e| StoreError::io(format!("rename to {}", sidecar_path.display()), e))?;
+    if fsync {
+        recovery::sync_dir(&shard)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,285 @@
+use super::*;
+use blockstore::BlockId;
+
+const BPC: u32 = 1024;
+
+fn key(n: u64) -> BlockKey {
+    BlockKey::new(BlockId(n), (n % 5) as u8)
+}
+
+fn data(len: usize, seed: u8) -> Bytes {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(7).wrapping_add(seed))
+        .collect::<Vec<_>>()
+        .into()
+}
+
+async fn open(dir: &Path) -> Arc<BlockStore> {
+    BlockStore::open(dir, BPC, false).await.unwrap()
+}
+
+async fn write(
+    store: &BlockStore,
+    key: BlockKey,
+    offset: u64,
+    data: &Bytes,
+) -> Result<(), StoreError> {
+    let crcs = checksum::compute(data, BPC);
+    store
+        .write_chunks(key, offset, BPC, crcs, data.clone())
+        .await
+}
+
+async fn read_all(store: &BlockStore, key: BlockKey, offset: u64, len: u64) -> (ReadData, Vec<u8>) {
+    let range = store.open_range(key, offset, len).await.unwrap();
+    let mut buf = vec![0u8; range.header.length as usize];
+    range
+        .file
+        .read_exact_at(&mut buf, range.header.offset)
+        .unwrap();
+    (range.header, buf)
+}
+
+fn tmp_files(dir: &Path) -> usize {
+    fs::read_dir(dir.join("tmp")).unwrap().count()
+}
+
+#[tokio::test]
+async fn written_block_reads_back_aligned_with_its_crcs() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path()).await;
+    let body = data(3 * 1024 + 100, 1);
+    write(&store, key(1), 0, &body.slice(..2048)).await.unwrap();
+    write(&store, key(1), 2048, &body.slice(2048..))
+        .await
+        .unwrap();
+    assert!(
+        store.open_range(key(1), 0, 1).await.is_err(),
+        "not visible before commit"
+    );
+    store.commit(key(1), body.len() as u64).await.unwrap();
+    assert_eq!(tmp_files(dir.path()), 0);
+    assert_eq!(
+        store.stats(),
+        StoreStats {
+            blocks: 1,
+            used: body.len() as u64
+        }
+    );
+
+    let (header, bytes) = read_all(&store, key(1), 1500, 1000).await;
+    assert_eq!((header.offset, header.length), (1024, 2048));
+    assert_eq!(bytes, &body[1024..3072]);
+    checksum::verify(&bytes, header.offset, BPC, &header.crcs).unwrap();
+
+    let (header, bytes) = read_all(&store, key(1), 3100, 24).await;
+    assert_eq!((header.offset, header.length), (3072, 100));
+    assert_eq!(bytes, &body[3072..]);
+    checksum::verify(&bytes, header.offset, BPC, &header.crcs).unwrap();
+}
+
+#[tokio::test]
+async fn reads_past_the_end_are_out_of_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path()).await;
+    write(&store, key(2), 0, &data(10, 0)).await.unwrap();
+    store.commit(key(2), 10).await.unwrap();
+    for (offset, len) in [(0, 11), (10, 1), (11, 0), (u64::MAX, 2)] {
+        assert!(matches!(
+            store.open_range(key(2), offset, len).await,
+            Err(StoreError::OutOfRange { .. })
+        ));
+    }
+    let (header, bytes) = read_all(&store, key(2), 10, 0).await;
+    assert_eq!((header.offset, bytes.len()), (0, 10));
+    assert!(matches!(
+        store.open_range(key(3), 0, 0).await,
+        Err(StoreError::NotFound(_))
+    ));
+}
+
+#[tokio::test]
+async fn bad_checksum_discards_the_upload() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path()).await;
+    write(&store, key(4), 0, &data(1024, 0)).await.unwrap();
+    let body = data(3000, 9);
+    let mut crcs = checksum::compute(&body, BPC);
+    crcs[1] ^= 1;
+    let err = store
+        .write_chunks(key(4), 1024, BPC, crcs, body)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::ChecksumMismatch { offset: 2048, .. }),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.code(),
+        blockstore::protocol::ErrorCode::ChecksumMismatch
+    );
+    assert_eq!(store.open_uploads(), 0);
+    assert_eq!(tmp_files(dir.path()), 0);
+    assert!(matches!(
+        store.commit(key(4), 1024).await,
+        Err(StoreError::NotFound(_))
+    ));
+}
+
+#[tokio::test]
+async fn writes_must_be_contiguous_and_chunk_aligned() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path()).await;
+    assert!(matches!(
+        write(&store, key(5), 1024, &data(10, 0)).await,
+        Err(StoreError::BadOffset {
+            expected: 0,
+            got: 1024,
+            ..
+        })
+    ));
+    write(&store, key(5), 0, &data(1024, 0)).await.unwrap();
+    assert!(matches!(
+        write(&store, key(5), 2048, &data(10, 0)).await,
+        Err(StoreError::BadOffset { expected: 1024, .. })
+    ));
+    write(&store, key(5), 1024, &data(10, 0)).await.unwrap();
+    // The last write ended inside a chunk: nothing may follow it.
+    assert!(matches!(
+        write(&store, key(5), 1034, &data(10, 0)).await,
+        Err(StoreError::BadOffset { .. })
+    ));
+    assert!(matches!(
+        store
+            .write_chunks(key(5), 1034, 2048, vec![], Bytes::new())
+            .await,
+        Err(StoreError::Invalid(_))
+    ));
+    assert!(matches!(
+        store.commit(key(5), 1000).await,
+        Err(StoreError::Invalid(_))
+    ));
+    store.commit(key(5), 1034).await.unwrap();
+    assert!(matches!(
+        write(&store, key(5), 0, &data(1, 0)).await,
+        Err(StoreError::Invalid(_))
+    ));
+}
+
+#[tokio::test]
+async fn commit_is_idempotent_and_empty_blocks_need_no_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path()).await;
+    write(&store, key(6), 0, &data(100, 0)).await.unwrap();
+    store.commit(key(6), 100).await.unwrap();
+    store.commit(key(6), 100).await.unwrap();
+    assert!(store.commit(key(6), 99).await.is_err());
+    assert!(matches!(
+        store.commit(key(7), 5).await,
+        Err(StoreError::NotFound(_))
+    ));
+    store.commit(key(7), 0).await.unwrap();
+    assert_eq!(store.block(key(7)).unwrap().length, 0);
+    let (header, bytes) = read_all(&store, key(7), 0, 0).await;
+    assert_eq!((header.length, bytes.len(), header.crcs.len()), (0, 0, 0));
+}
+
+#[tokio::test]
+async fn delete_removes_committed_and_open_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path()).await;
+    write(&store, key(8), 0, &data(100, 0)).await.unwrap();
+    store.commit(key(8), 100).await.unwrap();
+    write(&store, key(9), 0, &data(100, 0)).await.unwrap();
+    assert!(store.delete(key(8)).await.unwrap());
+    assert!(store.delete(key(9)).await.unwrap());
+    assert!(!store.delete(key(8)).await.unwrap());
+    assert!(!store.delete(key(10)).await.unwrap());
+    assert!(!store.data_path(key(8)).exists());
+    assert!(!store.sidecar_path(key(8)).exists());
+    assert_eq!(tmp_files(dir.path()), 0);
+    assert_eq!(store.stats(), StoreStats::default());
+    // A deleted upload can start over.
+    write(&store, key(9), 0, &data(5, 0)).await.unwrap();
+    store.commit(key(9), 5).await.unwrap();
+}
+
+#[tokio::test]
+async fn reopening_keeps_committed_blocks_and_identity_and_drops_uploads() {
+    let dir = tempfile::tempdir().unwrap();
+    let (id, body) = {
+        let store = BlockStore::open(dir.path(), BPC, true).await.unwrap();
+        let body = data(5000, 3);
+        write(&store, key(11), 0, &body).await.unwrap();
+        store.commit(key(11), 5000).await.unwrap();
+        write(&store, key(12), 0, &data(2048, 0)).await.unwrap();
+        assert_eq!(tmp_files(dir.path()), 1);
+        (store.id().clone(), body)
+    };
+    let store = open(dir.path()).await;
+    assert_eq!(store.id(), &id);
+    assert_eq!(tmp_files(dir.path()), 0);
+    assert_eq!(store.committed_blocks(), vec![key(11)]);
+    assert_eq!(
+        store.stats(),
+        StoreStats {
+            blocks: 1,
+            used: 5000
+        }
+    );
+    let (_, bytes) = read_all(&store, key(11), 0, 5000).await;
+    assert_eq!(bytes, &body[..]);
+    assert!(matches!(
+        write(&store, key(12), 2048, &data(10, 0)).await,
+        Err(StoreError::BadOffset { expected: 0, .. })
+    ));
+}
+
+#[tokio::test]
+async fn a_block_whose_length_disagrees_with_its_sidecar_is_quarantined() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open(dir.path()).await;
+        for n in [13, 14, 15] {
+            write(&store, key(n), 0, &data(3000, 0)).await.unwrap();
+            store.commit(key(n), 3000).await.unwrap();
+        }
+        let file = OpenOptions::new()
+            .append(true)
+            .open(store.data_path(key(13)))
+            .unwrap();
+        file.set_len(2999).unwrap();
+        fs::write(store.sidecar_path(key(14)), b"garbage").unwrap();
+        fs::remove_file(store.sidecar_path(key(15))).unwrap();
+    }
+    let store = open(dir.path()).await;
+    assert!(store.committed_blocks().is_empty());
+    let quarantined = fs::read_dir(dir.path().join("quarantine")).unwrap().count();
+    assert_eq!(quarantined, 5);
+    assert!(matches!(
+        store.open_range(key(13), 0, 1).await,
+        Err(StoreError::NotFound(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_corrupt_identity_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("datanode.id"), "not-a-uuid").unwrap();
+    assert!(matches!(
+        BlockStore::open(dir.path(), BPC, false).await,
+        Err(StoreError::Corrupt { .. })
+    ));
+    assert!(BlockStore::open(dir.path(), 7, false).await.is_err());
+}
+
+#[tokio::test]
+async fn idle_uploads_are_discarded() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path()).await;
+    write(&store, key(16), 0, &data(10, 0)).await.unwrap();
+    assert_eq!(store.discard_idle_uploads(Duration::from_secs(60)).await, 0);
+    assert_eq!(store.discard_idle_uploads(Duration::ZERO).await, 1);
+    assert_eq!(store.open_uploads(), 0);
+    assert_eq!(tmp_files(dir.path()), 0);
+}

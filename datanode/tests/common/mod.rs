@@ -1,0 +1,77 @@
+//! A block server on 127.0.0.1:0 over a store in a temporary folder, no meta.
+#![allow(dead_code)]
+
+use blockstore::client::{ClientConfig, DatanodePool};
+use blockstore::{BlockId, BlockKey};
+use bytes::Bytes;
+use datanode::{server, BlockStore};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// Chunk size the tests write with.
+pub const BPC: u32 = 16 * 1024;
+
+/// A running block server.
+pub struct TestNode {
+    pub addr: String,
+    pub store: Arc<BlockStore>,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<std::io::Result<()>>,
+}
+
+impl TestNode {
+    /// Opens the store in `dir` and serves it on a fresh port.
+    pub async fn start(dir: &Path) -> Self {
+        let store = BlockStore::open(dir, BPC, false).await.unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(server::serve(listener, store.clone(), async move {
+            let _ = stopped.await;
+        }));
+        Self {
+            addr,
+            store,
+            stop,
+            task,
+        }
+    }
+
+    /// Stops the server gracefully and waits for it.
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        self.task.await.unwrap().unwrap();
+    }
+}
+
+/// A pool with short deadlines, writing `BPC`-byte chunks.
+pub fn pool() -> DatanodePool {
+    DatanodePool::new(ClientConfig {
+        bytes_per_checksum: BPC,
+        connect_timeout: Duration::from_secs(5),
+        io_timeout: Duration::from_secs(20),
+        ..ClientConfig::default()
+    })
+}
+
+pub fn key(block: u64, index: u8) -> BlockKey {
+    BlockKey::new(BlockId(block), index)
+}
+
+/// Deterministic bytes that differ between seeds and positions.
+pub fn data(len: usize, seed: u64) -> Bytes {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect::<Vec<_>>()
+        .into()
+}

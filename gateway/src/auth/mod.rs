@@ -1,0 +1,260 @@
+//! S3 request authentication: AWS Signature Version 4 in the Authorization header or in a
+//! presigned URL, and the request body as the signature says to read it (aws-chunked de-framing
+//! with the chunk signature chain, declared length, payload SHA-256 and `x-amz-checksum-*`).
+//!
+//! [`authenticate`] looks the access key up in meta and calls the pure [`verify_request`], which
+//! tests drive with a secret directly.
+
+mod body;
+mod canonical;
+mod checksum;
+mod chunked;
+mod payload;
+mod presign;
+mod sigv4;
+
+#[cfg(test)]
+mod roundtrip_tests;
+#[cfg(test)]
+mod testing;
+
+use std::time::SystemTime;
+
+use blockstore::meta::{MetaClient, MetaError};
+use http::request::Parts;
+
+pub use body::{body_stream, BodyStream};
+pub use checksum::{ChecksumAlgorithm, Checksummer};
+pub use payload::ContentSha256;
+
+use canonical::query_pairs;
+use chunked::SignatureChain;
+
+/// Who made the request, once its signature checked out.
+#[derive(Clone, Debug)]
+pub struct Identity {
+    /// The access key that signed the request.
+    pub access_key: String,
+    /// The user owning that key.
+    pub user: String,
+    /// The root user may reach every bucket.
+    pub is_root: bool,
+}
+
+/// A request whose signature is verified; says how to decode and check its body.
+#[derive(Debug)]
+pub struct VerifiedRequest {
+    pub identity: Identity,
+    payload: ContentSha256,
+    /// Seed signature, key and scope from which the chunk signatures of a signed aws-chunked
+    /// body are chained.
+    chain: SignatureChain,
+}
+
+impl VerifiedRequest {
+    /// The request's `x-amz-content-sha256` (`UNSIGNED-PAYLOAD` for a presigned URL without it).
+    pub fn content_sha256(&self) -> ContentSha256 {
+        self.payload
+    }
+}
+
+/// Why a request is not authenticated. Each `String` is S3's complete message for the case.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    /// 403 AccessDenied: anonymous request, expired presigned URL ("Request has expired"), no
+    /// usable date.
+    #[error("access denied: {0}")]
+    AccessDenied(String),
+    /// 403: the access key is unknown.
+    #[error("the AWS access key Id you provided does not exist in our records")]
+    InvalidAccessKeyId,
+    /// 403: the signature is not the one we compute.
+    #[error("the request signature we calculated does not match the signature you provided")]
+    SignatureDoesNotMatch,
+    /// 400: the Authorization header does not parse, or its scope is not ours.
+    #[error("{0}")]
+    AuthorizationHeaderMalformed(String),
+    /// 400: the X-Amz-* query parameters of a presigned URL do not parse.
+    #[error("{0}")]
+    AuthorizationQueryParametersError(String),
+    /// 403: the request time is more than 15 minutes from ours.
+    #[error("the difference between the request time and the current time is too large")]
+    RequestTimeTooSkewed,
+    /// 400: a header required for security is missing.
+    #[error("{0}")]
+    MissingSecurityHeader(String),
+    /// 400 InvalidArgument.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// 400 InvalidRequest.
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// 411: an aws-chunked body without x-amz-decoded-content-length.
+    #[error("you must provide the Content-Length HTTP header")]
+    MissingContentLength,
+    /// Meta could not be asked; the S3 layer maps it.
+    #[error("meta: {0}")]
+    Meta(#[from] MetaError),
+}
+
+/// Why a request body is rejected. It is the last item of a [`BodyStream`], after all data items;
+/// the consumer must then discard what it wrote.
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    /// 403: a chunk signature or the trailer signature is wrong.
+    #[error("a chunk signature does not match")]
+    SignatureDoesNotMatch,
+    /// 400 XAmzContentSHA256Mismatch: the body's SHA-256 is not x-amz-content-sha256.
+    #[error("the provided 'x-amz-content-sha256' header does not match what was computed")]
+    ContentSha256Mismatch,
+    /// 400 BadDigest, with S3's message naming the algorithm.
+    #[error("{0}")]
+    BadDigest(String),
+    /// 400 InvalidDigest: a checksum value that is not base64 of the right size.
+    #[error("{0}")]
+    InvalidDigest(String),
+    /// 400 IncompleteBody: fewer (or more) bytes than declared.
+    #[error("you did not provide the number of bytes specified by the Content-Length HTTP header")]
+    IncompleteBody,
+    /// 400: bad aws-chunked framing.
+    #[error("malformed aws-chunked body: {0}")]
+    MalformedChunk(String),
+    /// The client went away, or the connection failed.
+    #[error("reading the request body: {0}")]
+    Io(String),
+}
+
+/// Checks SigV4 (Authorization header, or presigned query X-Amz-*), looking up the secret with
+/// `meta.get_access_key` and the user with `meta.get_user`. `parts.uri` is the original request URI
+/// (path + raw query, percent-encoded as sent). `region` is the gateway's region (e.g. us-east-1);
+/// a credential scope with another region gives AuthorizationHeaderMalformed as S3 does.
+/// Requests with no Authorization header and no X-Amz-Signature query -> AuthError::AccessDenied
+/// ("anonymous access is not allowed").
+pub async fn authenticate(
+    parts: &Parts,
+    meta: &MetaClient,
+    region: &str,
+) -> Result<VerifiedRequest, AuthError> {
+    let result = authenticate_inner(parts, meta, region).await;
+    if let Err(err) = &result {
+        metrics::counter!("tessera_gateway_auth_failures_total", "reason" => err.metric_label())
+            .increment(1);
+    }
+    result
+}
+
+async fn authenticate_inner(
+    parts: &Parts,
+    meta: &MetaClient,
+    region: &str,
+) -> Result<VerifiedRequest, AuthError> {
+    let request = SignedRequest::parse(parts, region)?;
+    let key = meta
+        .get_access_key(request.access_key())
+        .await?
+        .ok_or(AuthError::InvalidAccessKeyId)?;
+    let user = meta
+        .get_user(&key.user)
+        .await?
+        .ok_or(AuthError::InvalidAccessKeyId)?;
+    let identity = Identity {
+        access_key: key.access_key,
+        user: user.name,
+        is_root: user.is_root,
+    };
+    request.verify(parts, SystemTime::now(), &key.secret_key, identity)
+}
+
+/// The pure form of [`authenticate`]: `lookup` maps an access key to its secret and identity
+/// (`None` when unknown); `now` is the clock the request time is checked against.
+pub fn verify_request(
+    parts: &Parts,
+    now: SystemTime,
+    region: &str,
+    lookup: impl FnOnce(&str) -> Option<(String, Identity)>,
+) -> Result<VerifiedRequest, AuthError> {
+    let request = SignedRequest::parse(parts, region)?;
+    let (secret, identity) = lookup(request.access_key()).ok_or(AuthError::InvalidAccessKeyId)?;
+    request.verify(parts, now, &secret, identity)
+}
+
+/// A parsed, not yet verified, signed request.
+enum SignedRequest {
+    Header(sigv4::HeaderAuth),
+    Presigned(presign::PresignedAuth),
+}
+
+impl SignedRequest {
+    /// Presigned query first, then the Authorization header; neither is anonymous.
+    fn parse(parts: &Parts, region: &str) -> Result<Self, AuthError> {
+        let authorization = parts.headers.get(http::header::AUTHORIZATION);
+        let pairs = query_pairs(parts.uri.query());
+        if presign::is_presigned(&pairs) {
+            if authorization.is_some() {
+                return Err(AuthError::InvalidArgument(
+                    "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, \
+                     Signature query string parameter or the Authorization header should be \
+                     specified"
+                        .to_string(),
+                ));
+            }
+            return presign::PresignedAuth::parse(parts, &pairs, region).map(Self::Presigned);
+        }
+        match authorization {
+            Some(value) => sigv4::HeaderAuth::parse(parts, value, region).map(Self::Header),
+            None if pairs.iter().any(|(name, _)| name == b"AWSAccessKeyId") => {
+                Err(unsupported_mechanism())
+            }
+            None => Err(AuthError::AccessDenied(
+                "anonymous access is not allowed".to_string(),
+            )),
+        }
+    }
+
+    fn access_key(&self) -> &str {
+        match self {
+            Self::Header(auth) => auth.access_key(),
+            Self::Presigned(auth) => auth.access_key(),
+        }
+    }
+
+    fn verify(
+        &self,
+        parts: &Parts,
+        now: SystemTime,
+        secret: &str,
+        identity: Identity,
+    ) -> Result<VerifiedRequest, AuthError> {
+        match self {
+            Self::Header(auth) => auth.verify(parts, now, secret, identity),
+            Self::Presigned(auth) => auth.verify(parts, now, secret, identity),
+        }
+    }
+}
+
+/// S3's answer to SigV2 and any other algorithm than AWS4-HMAC-SHA256.
+fn unsupported_mechanism() -> AuthError {
+    AuthError::InvalidRequest(
+        "The authorization mechanism you have provided is not supported. \
+         Please use AWS4-HMAC-SHA256."
+            .to_string(),
+    )
+}
+
+impl AuthError {
+    fn metric_label(&self) -> &'static str {
+        match self {
+            Self::AccessDenied(_) => "access_denied",
+            Self::InvalidAccessKeyId => "invalid_access_key_id",
+            Self::SignatureDoesNotMatch => "signature_does_not_match",
+            Self::AuthorizationHeaderMalformed(_) => "authorization_header_malformed",
+            Self::AuthorizationQueryParametersError(_) => "authorization_query_parameters_error",
+            Self::RequestTimeTooSkewed => "request_time_too_skewed",
+            Self::MissingSecurityHeader(_) => "missing_security_header",
+            Self::InvalidArgument(_) => "invalid_argument",
+            Self::InvalidRequest(_) => "invalid_request",
+            Self::MissingContentLength => "missing_content_length",
+            Self::Meta(_) => "meta",
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! Bucket operations: ListBuckets, CreateBucket, HeadBucket, DeleteBucket,
+//! GetBucketLocation.
+
+use super::{empty_response, xml_response, RequestContext};
+use crate::error::{S3Code, S3Error};
+use crate::headers;
+use crate::request_body::read_small_body;
+use crate::xml::documents;
+use crate::xml::parse::{parse_create_bucket, CREATE_BUCKET_BODY_LIMIT};
+use axum::body::Body;
+use axum::response::Response;
+use blockstore::meta::naming::validate_bucket_name;
+use blockstore::meta::BucketRecord;
+use http::header::{HeaderValue, LOCATION};
+use http::StatusCode;
+
+/// ListBuckets: the caller's own buckets; every bucket for root.
+pub async fn list_buckets(ctx: &RequestContext<'_>) -> Result<Response, S3Error> {
+    let identity = ctx.identity();
+    let owner = (!identity.is_root).then_some(identity.user.as_str());
+    let mut buckets = ctx.state.meta.list_buckets(owner).await?;
+    buckets.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(xml_response(documents::list_buckets(
+        &identity.user,
+        &buckets,
+    )))
+}
+
+/// CreateBucket: validates the name, accepts a CreateBucketConfiguration body,
+/// and takes the bucket's default replication from `x-tessera-replication`.
+pub async fn create_bucket(
+    ctx: &RequestContext<'_>,
+    bucket: &str,
+    body: Body,
+) -> Result<Response, S3Error> {
+    validate_bucket_name(bucket).map_err(|reason| {
+        S3Error::with_message(
+            S3Code::InvalidBucketName,
+            "The specified bucket is not valid.",
+        )
+        .detail("BucketName", bucket)
+        .detail("Reason", reason)
+    })?;
+    let replication = headers::replication(&ctx.parts.headers)?;
+    let document = read_small_body(
+        &ctx.request,
+        &ctx.parts.headers,
+        body,
+        CREATE_BUCKET_BODY_LIMIT,
+    )
+    .await?;
+    // Any LocationConstraint is accepted: Tessera has one region.
+    let constraint = parse_create_bucket(&document)?;
+    tracing::debug!(bucket, ?constraint, "creating bucket");
+    ctx.state
+        .meta
+        .create_bucket(bucket, &ctx.identity().user, replication)
+        .await?;
+    let mut response = empty_response(StatusCode::OK);
+    if let Ok(location) = HeaderValue::from_str(&format!("/{bucket}")) {
+        response.headers_mut().insert(LOCATION, location);
+    }
+    Ok(response)
+}
+
+/// HeadBucket: 200 with the bucket's region once access is checked.
+pub fn head_bucket(ctx: &RequestContext<'_>, _bucket: &BucketRecord) -> Result<Response, S3Error> {
+    let mut response = empty_response(StatusCode::OK);
+    if let Ok(region) = HeaderValue::from_str(&ctx.state.config.region) {
+        response.headers_mut().insert("x-amz-bucket-region", region);
+    }
+    Ok(response)
+}
+
+/// DeleteBucket: 204, or BucketNotEmpty while objects or uploads remain.
+pub async fn delete_bucket(
+    ctx: &RequestContext<'_>,
+    bucket: &BucketRecord,
+) -> Result<Response, S3Error> {
+    ctx.state.meta.delete_bucket(&bucket.name).await?;
+    Ok(empty_response(StatusCode::NO_CONTENT))
+}
+
+/// GetBucketLocation: the gateway's region.
+pub fn get_bucket_location(ctx: &RequestContext<'_>) -> Response {
+    xml_response(documents::location_constraint(&ctx.state.config.region))
+}

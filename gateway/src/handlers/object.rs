@@ -1,0 +1,368 @@
+//! Object operations: PutObject, GetObject, HeadObject, DeleteObject,
+//! DeleteObjects.
+
+use super::{empty_response, xml_response, RequestContext};
+use crate::conditional::{self, Precondition};
+use crate::dates::now_millis;
+use crate::download;
+use crate::error::{S3Code, S3Error};
+use crate::headers::{self, etag_value, object_headers, ObjectMetadata};
+use crate::params::ReadParams;
+use crate::range::{self, ByteRange};
+use crate::request_body::{open_object_body, read_small_body, store_body, StoredBody};
+use crate::router::MAX_KEY_LEN;
+use crate::xml::documents::{self, DeleteOutcome};
+use crate::xml::parse::{parse_delete_objects, DELETE_OBJECTS_BODY_LIMIT};
+use axum::body::Body;
+use axum::response::Response;
+use blockstore::meta::{BucketRecord, ObjectRecord};
+use blockstore::{ObjectId, ReplicationConfig};
+use futures::{stream, StreamExt};
+use http::header::{HeaderValue, CONTENT_LENGTH, CONTENT_RANGE, ETAG, LAST_MODIFIED, RANGE};
+use http::StatusCode;
+use md5::{Digest, Md5};
+
+/// The replication of a new object: the request's header, else the bucket's
+/// (or the cluster's) default.
+pub(super) async fn chosen_replication(
+    ctx: &RequestContext<'_>,
+    bucket: &BucketRecord,
+) -> Result<ReplicationConfig, S3Error> {
+    match headers::replication(&ctx.parts.headers)? {
+        Some(replication) => Ok(replication),
+        None => Ok(ctx.state.meta.default_replication(&bucket.name).await?),
+    }
+}
+
+/// Streams the request body into a new key of `replication`, checking
+/// Content-MD5 before anything is committed.
+pub(super) async fn store_request_body(
+    ctx: &RequestContext<'_>,
+    replication: ReplicationConfig,
+    body: Body,
+) -> Result<StoredBody, S3Error> {
+    let headers = &ctx.parts.headers;
+    let expected_md5 = headers::content_md5(headers)?;
+    let stream = open_object_body(&ctx.request, headers, body)?;
+    store_body(stream, ctx.state.store.writer(replication), expected_md5).await
+}
+
+/// PutObject: stores the body, then makes it visible in meta.
+pub async fn put_object(
+    ctx: &RequestContext<'_>,
+    bucket: &BucketRecord,
+    key: String,
+    body: Body,
+) -> Result<Response, S3Error> {
+    let metadata = ObjectMetadata::from_request(&ctx.parts.headers)?;
+    let replication = chosen_replication(ctx, bucket).await?;
+    let stored = store_request_body(ctx, replication, body).await?;
+    let groups = stored.written.groups.clone();
+    let record = ObjectRecord {
+        id: ObjectId::random(),
+        bucket: bucket.name.clone(),
+        key,
+        size: stored.written.size,
+        etag: stored.etag,
+        content_type: metadata.content_type,
+        headers: metadata.headers,
+        user_metadata: metadata.user_metadata,
+        created: now_millis(),
+        replication: stored.written.replication,
+        groups: stored.written.groups,
+        parts: vec![],
+    };
+    let etag = etag_value(&record.etag);
+    if let Err(e) = ctx.state.meta.commit_object(record).await {
+        if let Err(discard) = ctx.state.meta.discard_blocks(groups).await {
+            tracing::warn!(error = %discard, "discarding blocks of an uncommitted PUT failed");
+        }
+        return Err(e.into());
+    }
+    let mut response = empty_response(StatusCode::OK);
+    response.headers_mut().insert(ETAG, etag);
+    Ok(response)
+}
+
+fn invalid_range(value: &str, size: u64) -> S3Error {
+    S3Error::new(S3Code::InvalidRange)
+        .header(CONTENT_RANGE, format!("bytes */{size}"))
+        .detail("RangeRequested", value.to_string())
+        .detail("ActualObjectSize", size.to_string())
+}
+
+/// The bytes to send and whether the answer is partial (206).
+fn select_range(
+    record: &ObjectRecord,
+    params: &ReadParams,
+    range_header: Option<&str>,
+) -> Result<(ByteRange, bool), S3Error> {
+    let size = record.size;
+    if let Some(number) = params.part_number {
+        if range_header.is_some() {
+            return Err(S3Error::with_message(
+                S3Code::InvalidRequest,
+                "Cannot specify both Range header and partNumber query parameter",
+            ));
+        }
+        if record.parts.is_empty() {
+            // A single PUT is one part, as in S3.
+            return match number {
+                1 => Ok((ByteRange::whole(size), false)),
+                _ => Err(S3Error::new(S3Code::InvalidPartNumber)),
+            };
+        }
+        let index = (number - 1) as usize;
+        let part = record
+            .parts
+            .get(index)
+            .ok_or_else(|| S3Error::new(S3Code::InvalidPartNumber))?;
+        let start: u64 = record.parts[..index].iter().map(|p| p.size).sum();
+        let range = ByteRange {
+            start,
+            end: start + part.size,
+        };
+        return Ok((range, !range.is_empty()));
+    }
+    let Some(value) = range_header else {
+        return Ok((ByteRange::whole(size), false));
+    };
+    match range::parse(value) {
+        None => Ok((ByteRange::whole(size), false)),
+        Some(spec) => spec
+            .resolve(size)
+            .map(|range| (range, true))
+            .map_err(|_| invalid_range(value, size)),
+    }
+}
+
+fn not_modified(record: &ObjectRecord) -> Response {
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = StatusCode::NOT_MODIFIED;
+    let headers = object_headers(record);
+    for name in [ETAG, LAST_MODIFIED] {
+        if let Some(value) = headers.get(&name) {
+            response.headers_mut().insert(name, value.clone());
+        }
+    }
+    response
+}
+
+/// GetObject and HeadObject: headers, Range / partNumber, conditional
+/// requests, and for GET the streamed body.
+pub async fn get_object(
+    ctx: &RequestContext<'_>,
+    bucket: &BucketRecord,
+    key: &str,
+    params: ReadParams,
+    head: bool,
+) -> Result<Response, S3Error> {
+    let record = ctx
+        .state
+        .meta
+        .get_object(&bucket.name, key)
+        .await?
+        .ok_or_else(|| S3Error::no_such_key(key))?;
+    let request_headers = &ctx.parts.headers;
+    match conditional::evaluate(request_headers, &record.etag, record.created) {
+        Precondition::Proceed => {}
+        Precondition::NotModified => return Ok(not_modified(&record)),
+        Precondition::Failed => return Err(S3Error::new(S3Code::PreconditionFailed)),
+    }
+    let range_header = request_headers.get(RANGE).and_then(|v| v.to_str().ok());
+    let (range, partial) = select_range(&record, &params, range_header)?;
+
+    let mut headers = object_headers(&record);
+    headers.insert(CONTENT_LENGTH, HeaderValue::from(range.len()));
+    if partial {
+        if let Ok(value) = HeaderValue::from_str(&range.content_range(record.size)) {
+            headers.insert(CONTENT_RANGE, value);
+        }
+    }
+    if params.part_number.is_some() && !record.parts.is_empty() {
+        headers.insert(
+            "x-amz-mp-parts-count",
+            HeaderValue::from(record.parts.len()),
+        );
+    }
+    for (name, value) in &params.overrides {
+        if let Ok(value) = HeaderValue::from_str(value) {
+            headers.insert(name.clone(), value);
+        }
+    }
+    let body = if head {
+        Body::empty()
+    } else {
+        download::object_body(ctx.state.store.reader(&record), range).await?
+    };
+    let mut response = Response::new(body);
+    *response.status_mut() = if partial {
+        StatusCode::PARTIAL_CONTENT
+    } else {
+        StatusCode::OK
+    };
+    *response.headers_mut() = headers;
+    Ok(response)
+}
+
+/// DeleteObject: 204 whether or not the key existed, as in S3.
+pub async fn delete_object(
+    ctx: &RequestContext<'_>,
+    bucket: &BucketRecord,
+    key: &str,
+) -> Result<Response, S3Error> {
+    ctx.state.meta.delete_object(&bucket.name, key).await?;
+    Ok(empty_response(StatusCode::NO_CONTENT))
+}
+
+/// Deletes run concurrently per DeleteObjects request.
+const DELETES_IN_FLIGHT: usize = 16;
+
+/// DeleteObjects: deletes up to 1,000 keys, reporting each; a missing key
+/// counts as deleted, as in S3. Content-MD5 is checked when sent.
+pub async fn delete_objects(
+    ctx: &RequestContext<'_>,
+    bucket: &BucketRecord,
+    body: Body,
+) -> Result<Response, S3Error> {
+    let headers = &ctx.parts.headers;
+    let expected_md5 = headers::content_md5(headers)?;
+    let document = read_small_body(&ctx.request, headers, body, DELETE_OBJECTS_BODY_LIMIT).await?;
+    if let Some(expected) = expected_md5 {
+        let hashed = document.clone();
+        let actual: [u8; 16] = tokio::task::spawn_blocking(move || Md5::digest(&hashed).into())
+            .await
+            .map_err(S3Error::internal)?;
+        if actual != expected {
+            return Err(S3Error::new(S3Code::BadDigest));
+        }
+    }
+    let request = parse_delete_objects(&document)?;
+    let results: Vec<Result<(), S3Error>> = stream::iter(request.keys.clone())
+        .map(|key| {
+            let meta = ctx.state.meta.clone();
+            let bucket = bucket.name.clone();
+            async move {
+                if key.len() > MAX_KEY_LEN {
+                    return Err(S3Error::new(S3Code::KeyTooLongError));
+                }
+                meta.delete_object(&bucket, &key).await?;
+                Ok(())
+            }
+        })
+        .buffered(DELETES_IN_FLIGHT)
+        .collect()
+        .await;
+    let outcomes: Vec<DeleteOutcome<'_>> = request
+        .keys
+        .iter()
+        .zip(&results)
+        .map(|(key, result)| match result {
+            Ok(()) => DeleteOutcome::Deleted(key),
+            Err(e) => DeleteOutcome::Failed {
+                key,
+                code: e.code().as_str(),
+                message: e.message(),
+            },
+        })
+        .collect();
+    Ok(xml_response(documents::delete_result(
+        &outcomes,
+        request.quiet,
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use blockstore::meta::PartSummary;
+
+    fn record(size: u64, parts: &[u64]) -> ObjectRecord {
+        ObjectRecord {
+            id: ObjectId::random(),
+            bucket: "b".into(),
+            key: "k".into(),
+            size,
+            etag: "e".into(),
+            content_type: None,
+            headers: Default::default(),
+            user_metadata: Default::default(),
+            created: 0,
+            replication: ReplicationConfig::REPLICATED_1,
+            groups: vec![],
+            parts: parts
+                .iter()
+                .enumerate()
+                .map(|(i, &size)| PartSummary {
+                    number: i as u32 + 1,
+                    size,
+                    etag: "p".into(),
+                })
+                .collect(),
+        }
+    }
+
+    fn select(
+        rec: &ObjectRecord,
+        part: Option<u32>,
+        range: Option<&str>,
+    ) -> Result<(u64, u64, bool), S3Code> {
+        let params = ReadParams {
+            part_number: part,
+            overrides: vec![],
+        };
+        select_range(rec, &params, range)
+            .map(|(r, partial)| (r.start, r.end, partial))
+            .map_err(|e| e.code())
+    }
+
+    #[test]
+    fn range_header_selects_bytes_as_s3_does() {
+        let rec = record(10, &[]);
+        assert_eq!(select(&rec, None, None), Ok((0, 10, false)));
+        assert_eq!(select(&rec, None, Some("bytes=2-4")), Ok((2, 5, true)));
+        assert_eq!(select(&rec, None, Some("bytes=-3")), Ok((7, 10, true)));
+        assert_eq!(select(&rec, None, Some("bytes=8-")), Ok((8, 10, true)));
+        // HDDS-16336: an inverted range is ignored, the whole object is sent with 200.
+        assert_eq!(select(&rec, None, Some("bytes=5-2")), Ok((0, 10, false)));
+        assert_eq!(
+            select(&rec, None, Some("bytes=0-1,4-5")),
+            Ok((0, 10, false))
+        );
+        assert_eq!(
+            select(&rec, None, Some("bytes=10-")),
+            Err(S3Code::InvalidRange)
+        );
+        assert_eq!(
+            select(&rec, None, Some("bytes=-0")),
+            Err(S3Code::InvalidRange)
+        );
+    }
+
+    #[test]
+    fn unsatisfiable_range_names_the_size() {
+        let err = select_range(
+            &record(10, &[]),
+            &ReadParams::default(),
+            Some("bytes=20-30"),
+        )
+        .unwrap_err();
+        let resp = err.into_response("/b/k", &crate::telemetry::RequestId::random(), false);
+        assert_eq!(resp.status(), StatusCode::RANGE_NOT_SATISFIABLE);
+        assert_eq!(resp.headers()[CONTENT_RANGE], "bytes */10");
+    }
+
+    #[test]
+    fn part_number_selects_a_part() {
+        let rec = record(12, &[5, 5, 2]);
+        assert_eq!(select(&rec, Some(1), None), Ok((0, 5, true)));
+        assert_eq!(select(&rec, Some(3), None), Ok((10, 12, true)));
+        assert_eq!(select(&rec, Some(4), None), Err(S3Code::InvalidPartNumber));
+        let single = record(7, &[]);
+        assert_eq!(select(&single, Some(1), None), Ok((0, 7, false)));
+        assert_eq!(
+            select(&single, Some(2), None),
+            Err(S3Code::InvalidPartNumber)
+        );
+    }
+}

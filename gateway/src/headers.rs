@@ -1,0 +1,254 @@
+//! Object headers at the HTTP edge: what a PUT may store (Content-Type, the
+//! standard headers, `x-amz-meta-*`), the Tessera replication header,
+//! Content-MD5, and the headers GET and HEAD answer with.
+
+use crate::dates::http_date;
+use crate::error::{S3Code, S3Error};
+use crate::xml::documents::quoted;
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use blockstore::meta::ObjectRecord;
+use blockstore::ReplicationConfig;
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use std::collections::BTreeMap;
+
+/// Chooses the replication of a new object or bucket.
+pub const REPLICATION_HEADER: &str = "x-tessera-replication";
+/// Prefix of user metadata headers.
+const META_PREFIX: &str = "x-amz-meta-";
+/// S3's limit on user metadata: names and values, in bytes.
+pub const MAX_USER_METADATA: usize = 2048;
+
+/// Standard headers S3 stores with an object and returns on GET.
+const STORED_HEADERS: [HeaderName; 5] = [
+    header::CONTENT_ENCODING,
+    header::CONTENT_DISPOSITION,
+    header::CONTENT_LANGUAGE,
+    header::CACHE_CONTROL,
+    header::EXPIRES,
+];
+
+/// What a PUT or CreateMultipartUpload stores besides the data.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ObjectMetadata {
+    pub content_type: Option<String>,
+    /// Stored standard headers by lower-case name.
+    pub headers: BTreeMap<String, String>,
+    /// `x-amz-meta-*` by lower-case name without the prefix.
+    pub user_metadata: BTreeMap<String, String>,
+}
+
+fn header_text(name: &str, value: &HeaderValue) -> Result<String, S3Error> {
+    String::from_utf8(value.as_bytes().to_vec()).map_err(|_| {
+        S3Error::invalid_argument(format!("Header {name} is not valid UTF-8"))
+            .detail("ArgumentName", name.to_string())
+    })
+}
+
+impl ObjectMetadata {
+    /// Reads the stored headers of a request; MetadataTooLarge past 2 KB of user metadata.
+    pub fn from_request(headers: &HeaderMap) -> Result<Self, S3Error> {
+        let content_type = headers
+            .get(header::CONTENT_TYPE)
+            .map(|v| header_text("Content-Type", v))
+            .transpose()?;
+        let mut stored = BTreeMap::new();
+        for name in &STORED_HEADERS {
+            if let Some(value) = headers.get(name) {
+                let mut text = header_text(name.as_str(), value)?;
+                if name == header::CONTENT_ENCODING {
+                    // aws-chunked describes the upload framing, not the object: S3 drops it.
+                    text = without_aws_chunked(&text);
+                    if text.is_empty() {
+                        continue;
+                    }
+                }
+                stored.insert(name.as_str().to_string(), text);
+            }
+        }
+        let mut user_metadata = BTreeMap::new();
+        let mut metadata_size = 0;
+        for (name, value) in headers {
+            if let Some(short) = name.as_str().strip_prefix(META_PREFIX) {
+                let value = header_text(name.as_str(), value)?;
+                metadata_size += short.len() + value.len();
+                // Repeated headers are joined as S3 does.
+                user_metadata
+                    .entry(short.to_string())
+                    .and_modify(|v: &mut String| {
+                        v.push(',');
+                        v.push_str(&value);
+                    })
+                    .or_insert(value);
+            }
+        }
+        if metadata_size > MAX_USER_METADATA {
+            return Err(S3Error::new(S3Code::MetadataTooLarge)
+                .detail("Size", metadata_size.to_string())
+                .detail("MaxSizeAllowed", MAX_USER_METADATA.to_string()));
+        }
+        Ok(Self {
+            content_type,
+            headers: stored,
+            user_metadata,
+        })
+    }
+}
+
+/// A Content-Encoding list without its `aws-chunked` token.
+fn without_aws_chunked(value: &str) -> String {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case("aws-chunked"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The replication the request asks for, if any; InvalidArgument when unknown.
+pub fn replication(headers: &HeaderMap) -> Result<Option<ReplicationConfig>, S3Error> {
+    let Some(value) = headers.get(REPLICATION_HEADER) else {
+        return Ok(None);
+    };
+    let text = value.to_str().unwrap_or("");
+    text.parse::<ReplicationConfig>().map(Some).map_err(|e| {
+        S3Error::invalid_argument(e.to_string())
+            .detail("ArgumentName", REPLICATION_HEADER)
+            .detail("ArgumentValue", text.to_string())
+    })
+}
+
+/// The Content-MD5 the client sent, decoded; InvalidDigest when it is not
+/// base64 of 16 bytes.
+pub fn content_md5(headers: &HeaderMap) -> Result<Option<[u8; 16]>, S3Error> {
+    let Some(value) = headers.get("content-md5") else {
+        return Ok(None);
+    };
+    let bytes = value
+        .to_str()
+        .ok()
+        .and_then(|s| STANDARD.decode(s.trim()).ok())
+        .ok_or_else(|| S3Error::new(S3Code::InvalidDigest))?;
+    let digest: [u8; 16] = bytes
+        .try_into()
+        .map_err(|_| S3Error::new(S3Code::InvalidDigest))?;
+    Ok(Some(digest))
+}
+
+/// A quoted ETag header value.
+pub fn etag_value(etag: &str) -> HeaderValue {
+    HeaderValue::from_str(&quoted(etag)).unwrap_or_else(|_| HeaderValue::from_static("\"\""))
+}
+
+fn insert(out: &mut HeaderMap, name: HeaderName, value: &str) {
+    if let Ok(value) = HeaderValue::from_str(value) {
+        out.insert(name, value);
+    }
+}
+
+/// The headers GET and HEAD answer with, except Content-Length and Content-Range.
+pub fn object_headers(record: &ObjectRecord) -> HeaderMap {
+    let mut out = HeaderMap::new();
+    let content_type = record
+        .content_type
+        .as_deref()
+        .unwrap_or("binary/octet-stream");
+    insert(&mut out, header::CONTENT_TYPE, content_type);
+    out.insert(header::ETAG, etag_value(&record.etag));
+    insert(&mut out, header::LAST_MODIFIED, &http_date(record.created));
+    out.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    for (name, value) in &record.headers {
+        if let Ok(name) = HeaderName::from_bytes(name.as_bytes()) {
+            insert(&mut out, name, value);
+        }
+    }
+    for (name, value) in &record.user_metadata {
+        if let Ok(name) = HeaderName::from_bytes(format!("{META_PREFIX}{name}").as_bytes()) {
+            insert(&mut out, name, value);
+        }
+    }
+    insert(
+        &mut out,
+        HeaderName::from_static(REPLICATION_HEADER),
+        &record.replication.to_string(),
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(
+                HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                HeaderValue::from_str(value).unwrap(),
+            );
+        }
+        map
+    }
+
+    #[test]
+    fn reads_stored_headers_and_metadata() {
+        let m = ObjectMetadata::from_request(&headers(&[
+            ("content-type", "text/plain"),
+            ("cache-control", "no-cache"),
+            ("x-amz-meta-Color", "blue"),
+            ("x-amz-meta-color", "red"),
+            ("x-amz-date", "ignored"),
+        ]))
+        .unwrap();
+        assert_eq!(m.content_type.as_deref(), Some("text/plain"));
+        assert_eq!(
+            m.headers.get("cache-control").map(String::as_str),
+            Some("no-cache")
+        );
+        assert_eq!(
+            m.user_metadata.get("color").map(String::as_str),
+            Some("blue,red")
+        );
+        assert_eq!(m.user_metadata.len(), 1);
+    }
+
+    #[test]
+    fn aws_chunked_is_not_stored_as_content_encoding() {
+        let only = ObjectMetadata::from_request(&headers(&[("content-encoding", "aws-chunked")]));
+        assert!(only.unwrap().headers.is_empty());
+        let both =
+            ObjectMetadata::from_request(&headers(&[("content-encoding", "aws-chunked,gzip")]));
+        assert_eq!(both.unwrap().headers["content-encoding"], "gzip");
+    }
+
+    #[test]
+    fn user_metadata_is_limited_to_2kb() {
+        let big = "v".repeat(2045);
+        let err = ObjectMetadata::from_request(&headers(&[("x-amz-meta-long", &big)])).unwrap_err();
+        assert_eq!(err.code(), S3Code::MetadataTooLarge);
+    }
+
+    #[test]
+    fn replication_header_is_validated() {
+        assert_eq!(replication(&headers(&[])).unwrap(), None);
+        assert_eq!(
+            replication(&headers(&[(REPLICATION_HEADER, "replicated-3")])).unwrap(),
+            Some(ReplicationConfig::REPLICATED_3)
+        );
+        let err = replication(&headers(&[(REPLICATION_HEADER, "rs-9-9")])).unwrap_err();
+        assert_eq!(err.code(), S3Code::InvalidArgument);
+    }
+
+    #[test]
+    fn content_md5_must_be_base64_of_16_bytes() {
+        let ok = headers(&[("content-md5", "1B2M2Y8AsgTpgAmY7PhCfg==")]);
+        assert_eq!(
+            hex::encode(content_md5(&ok).unwrap().unwrap()),
+            "d41d8cd98f00b204e9800998ecf8427e"
+        );
+        for bad in ["not base64!", "AAAA", ""] {
+            let err = content_md5(&headers(&[("content-md5", bad)])).unwrap_err();
+            assert_eq!(err.code(), S3Code::InvalidDigest, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! Tessera's S3 gateway: an axum service that parses each request into one
+//! endpoint, checks its SigV4 signature and the caller's access, and serves it
+//! from the metadata service and the block store client.
+//!
+//! Request path: `telemetry` (request id, span, metrics) -> `router` (endpoint)
+//! -> `auth` (signature) -> access check -> `handlers` -> blockstore client.
+#![forbid(unsafe_code)]
+
+pub mod auth;
+pub mod conditional;
+pub mod dates;
+pub mod download;
+pub mod error;
+pub mod handlers;
+pub mod headers;
+pub mod params;
+pub mod range;
+pub mod request_body;
+pub mod router;
+pub mod state;
+pub mod telemetry;
+pub mod xml;
+
+use blockstore::client::StoreClient;
+use blockstore::meta::MetaClient;
+use std::sync::Arc;
+
+/// Settings of the S3 gateway.
+#[derive(Clone, Debug)]
+pub struct GatewayConfig {
+    /// The region SigV4 scopes must name and GetBucketLocation reports (e.g. us-east-1).
+    pub region: String,
+    /// Base domain for virtual-hosted-style requests (`bucket.domain`); path
+    /// style only when None.
+    pub domain: Option<String>,
+}
+
+/// The S3 service: every path and method goes through one handler that routes
+/// by endpoint, wrapped in the request-id middleware.
+pub fn router(meta: MetaClient, store: StoreClient, config: GatewayConfig) -> axum::Router {
+    telemetry::describe_metrics();
+    let state = Arc::new(state::AppState {
+        meta,
+        store,
+        config,
+    });
+    axum::Router::new()
+        .fallback(handlers::serve)
+        .with_state(state)
+        .layer(axum::middleware::from_fn(telemetry::track))
+}

@@ -1,0 +1,140 @@
+//! The request-id middleware: gives every request an id, runs it inside a
+//! tracing span, stamps `x-amz-request-id` and `x-amz-id-2` on every
+//! response (errors included), and records the S3 metrics.
+
+use axum::extract::Request;
+use axum::middleware::Next;
+use axum::response::Response;
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use http::HeaderValue;
+use rand::RngCore;
+use std::sync::Arc;
+use std::time::Instant;
+use tracing::Instrument;
+
+/// The random id of one request, as S3 shows it (16 upper-case hex digits).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestId(Arc<str>);
+
+impl RequestId {
+    /// A fresh random id.
+    pub fn random() -> Self {
+        let mut bytes = [0u8; 8];
+        rand::thread_rng().fill_bytes(&mut bytes);
+        Self(hex::encode_upper(bytes).into())
+    }
+
+    /// The id text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for RequestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Response extension: the S3 operation, for the `op` metric label.
+#[derive(Clone, Copy, Debug)]
+pub struct OperationLabel(pub &'static str);
+
+/// Response extension: the S3 error code of an error response.
+#[derive(Clone, Copy, Debug)]
+pub struct ErrorCodeLabel(pub &'static str);
+
+fn host_id() -> String {
+    let mut bytes = [0u8; 32];
+    rand::thread_rng().fill_bytes(&mut bytes);
+    STANDARD.encode(bytes)
+}
+
+/// Counts body bytes received (PutObject, UploadPart, small XML bodies).
+pub fn count_bytes_in(n: usize) {
+    metrics::counter!("tessera_s3_bytes_in_total").increment(n as u64);
+}
+
+/// Counts body bytes sent (GetObject).
+pub fn count_bytes_out(n: usize) {
+    metrics::counter!("tessera_s3_bytes_out_total").increment(n as u64);
+}
+
+/// Registers the descriptions of the S3 metrics with the installed recorder.
+pub fn describe_metrics() {
+    metrics::describe_counter!(
+        "tessera_s3_requests_total",
+        "S3 requests by operation and status"
+    );
+    metrics::describe_histogram!(
+        "tessera_s3_request_seconds",
+        metrics::Unit::Seconds,
+        "Time to the response head of S3 requests, by operation"
+    );
+    metrics::describe_counter!(
+        "tessera_s3_errors_total",
+        "S3 error responses by error code"
+    );
+    metrics::describe_counter!(
+        "tessera_s3_bytes_in_total",
+        metrics::Unit::Bytes,
+        "Request body bytes"
+    );
+    metrics::describe_counter!(
+        "tessera_s3_bytes_out_total",
+        metrics::Unit::Bytes,
+        "Response body bytes"
+    );
+}
+
+/// The middleware itself (`axum::middleware::from_fn(track)`).
+pub async fn track(mut request: Request, next: Next) -> Response {
+    let id = RequestId::random();
+    request.extensions_mut().insert(id.clone());
+    let span = tracing::info_span!(
+        "s3",
+        request_id = %id,
+        method = %request.method(),
+        path = %request.uri().path(),
+        op = tracing::field::Empty,
+    );
+    let started = Instant::now();
+    let mut response = next.run(request).instrument(span.clone()).await;
+    let elapsed = started.elapsed().as_secs_f64();
+
+    let headers = response.headers_mut();
+    if let Ok(value) = HeaderValue::from_str(id.as_str()) {
+        headers.insert("x-amz-request-id", value);
+    }
+    if let Ok(value) = HeaderValue::from_str(&host_id()) {
+        headers.insert("x-amz-id-2", value);
+    }
+    let op = response
+        .extensions()
+        .get::<OperationLabel>()
+        .map_or("Unknown", |l| l.0);
+    let status = response.status().as_u16();
+    metrics::counter!("tessera_s3_requests_total", "op" => op, "status" => status.to_string())
+        .increment(1);
+    metrics::histogram!("tessera_s3_request_seconds", "op" => op).record(elapsed);
+    if let Some(code) = response.extensions().get::<ErrorCodeLabel>() {
+        metrics::counter!("tessera_s3_errors_total", "code" => code.0).increment(1);
+    }
+    span.in_scope(|| tracing::debug!(op, status, elapsed, "request done"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_ids_are_hex_and_distinct() {
+        let a = RequestId::random();
+        let b = RequestId::random();
+        assert_eq!(a.as_str().len(), 16);
+        assert!(a.as_str().bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
+}

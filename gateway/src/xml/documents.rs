@@ -1,0 +1,320 @@
+//! The S3 response documents Tessera sends, each built from plain data so
+//! that tests can compare them with AWS's documented examples.
+
+use super::XmlWriter;
+use crate::dates::iso8601;
+use blockstore::meta::{BucketRecord, ListPage, ObjectSummary, PartRecord, UploadRecord};
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use std::borrow::Cow;
+
+/// S3 reports one storage class for everything Tessera stores.
+const STORAGE_CLASS: &str = "STANDARD";
+
+/// Characters escaped by `encoding-type=url`: all but unreserved ones and '/'.
+const URL_ENCODE: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~')
+    .remove(b'/');
+
+/// `value` URL-encoded when the client asked for `encoding-type=url`.
+pub fn encode_name(value: &str, url: bool) -> Cow<'_, str> {
+    if url {
+        utf8_percent_encode(value, URL_ENCODE).into()
+    } else {
+        Cow::Borrowed(value)
+    }
+}
+
+/// An ETag as S3 shows it: in double quotes.
+pub fn quoted(etag: &str) -> String {
+    format!("\"{etag}\"")
+}
+
+fn owner(w: &mut XmlWriter, element: &str, name: &str) {
+    w.open(element);
+    w.element("ID", name);
+    w.element("DisplayName", name);
+    w.close(element);
+}
+
+/// ListAllMyBucketsResult for ListBuckets.
+pub fn list_buckets(owner_name: &str, buckets: &[BucketRecord]) -> Vec<u8> {
+    let mut w = XmlWriter::new();
+    w.open_root("ListAllMyBucketsResult");
+    owner(&mut w, "Owner", owner_name);
+    w.open("Buckets");
+    for bucket in buckets {
+        w.open("Bucket");
+        w.element("Name", &bucket.name);
+        w.element("CreationDate", &iso8601(bucket.created));
+        w.close("Bucket");
+    }
+    w.close("Buckets");
+    w.close("ListAllMyBucketsResult");
+    w.finish()
+}
+
+/// LocationConstraint for GetBucketLocation: empty for us-east-1, as in S3.
+pub fn location_constraint(region: &str) -> Vec<u8> {
+    let mut w = XmlWriter::new();
+    w.open_root("LocationConstraint");
+    if region != "us-east-1" {
+        w.text(region);
+    }
+    w.close("LocationConstraint");
+    w.finish()
+}
+
+/// InitiateMultipartUploadResult for CreateMultipartUpload.
+pub fn initiate_upload(bucket: &str, key: &str, upload_id: &str) -> Vec<u8> {
+    let mut w = XmlWriter::new();
+    w.open_root("InitiateMultipartUploadResult");
+    w.element("Bucket", bucket);
+    w.element("Key", key);
+    w.element("UploadId", upload_id);
+    w.close("InitiateMultipartUploadResult");
+    w.finish()
+}
+
+/// CompleteMultipartUploadResult; `etag` unquoted.
+pub fn complete_upload(location: &str, bucket: &str, key: &str, etag: &str) -> Vec<u8> {
+    let mut w = XmlWriter::new();
+    w.open_root("CompleteMultipartUploadResult");
+    w.element("Location", location);
+    w.element("Bucket", bucket);
+    w.element("Key", key);
+    w.element("ETag", &quoted(etag));
+    w.close("CompleteMultipartUploadResult");
+    w.finish()
+}
+
+/// The outcome of one key of a DeleteObjects request.
+pub enum DeleteOutcome<'a> {
+    Deleted(&'a str),
+    Failed {
+        key: &'a str,
+        code: &'a str,
+        message: &'a str,
+    },
+}
+
+/// DeleteResult; in quiet mode only the failures are listed.
+pub fn delete_result(outcomes: &[DeleteOutcome<'_>], quiet: bool) -> Vec<u8> {
+    let mut w = XmlWriter::new();
+    w.open_root("DeleteResult");
+    for outcome in outcomes {
+        match outcome {
+            DeleteOutcome::Deleted(key) if !quiet => {
+                w.open("Deleted");
+                w.element("Key", key);
+                w.close("Deleted");
+            }
+            DeleteOutcome::Deleted(_) => {}
+            DeleteOutcome::Failed { key, code, message } => {
+                w.open("Error");
+                w.element("Key", key);
+                w.element("Code", code);
+                w.element("Message", message);
+                w.close("Error");
+            }
+        }
+    }
+    w.close("DeleteResult");
+    w.finish()
+}
+
+fn contents(w: &mut XmlWriter, object: &ObjectSummary, url: bool, owner_name: Option<&str>) {
+    w.open("Contents");
+    w.element("Key", &encode_name(&object.key, url));
+    w.element("LastModified", &iso8601(object.created));
+    w.element("ETag", &quoted(&object.etag));
+    w.number("Size", object.size);
+    if let Some(name) = owner_name {
+        owner(w, "Owner", name);
+    }
+    w.element("StorageClass", STORAGE_CLASS);
+    w.close("Contents");
+}
+
+fn common_prefixes(w: &mut XmlWriter, prefixes: &[String], url: bool) {
+    for prefix in prefixes {
+        w.open("CommonPrefixes");
+        w.element("Prefix", &encode_name(prefix, url));
+        w.close("CommonPrefixes");
+    }
+}
+
+/// What a ListObjectsV2 answer shows besides the page itself.
+pub struct ListV2Doc<'a> {
+    pub bucket: &'a str,
+    pub prefix: &'a str,
+    pub delimiter: Option<&'a str>,
+    pub max_keys: u32,
+    pub url_encode: bool,
+    /// The token the client sent, echoed.
+    pub continuation_token: Option<&'a str>,
+    pub next_continuation_token: Option<&'a str>,
+    pub start_after: Option<&'a str>,
+    /// The bucket owner, shown per object when the client asked for fetch-owner.
+    pub owner: Option<&'a str>,
+    pub page: &'a ListPage,
+}
+
+/// ListBucketResult of ListObjectsV2.
+pub fn list_objects_v2(doc: &ListV2Doc<'_>) -> Vec<u8> {
+    let url = doc.url_encode;
+    let mut w = XmlWriter::new();
+    w.open_root("ListBucketResult");
+    w.element("Name", doc.bucket);
+    w.element("Prefix", &encode_name(doc.prefix, url));
+    if let Some(d) = doc.delimiter {
+        w.element("Delimiter", &encode_name(d, url));
+    }
+    w.optional("ContinuationToken", doc.continuation_token);
+    w.optional("NextContinuationToken", doc.next_continuation_token);
+    if let Some(s) = doc.start_after {
+        w.element("StartAfter", &encode_name(s, url));
+    }
+    let key_count = doc.page.objects.len() + doc.page.common_prefixes.len();
+    w.number("KeyCount", key_count as u64);
+    w.number("MaxKeys", u64::from(doc.max_keys));
+    if url {
+        w.element("EncodingType", "url");
+    }
+    w.boolean("IsTruncated", doc.page.is_truncated);
+    for object in &doc.page.objects {
+        contents(&mut w, object, url, doc.owner);
+    }
+    common_prefixes(&mut w, &doc.page.common_prefixes, url);
+    w.close("ListBucketResult");
+    w.finish()
+}
+
+/// What a ListObjects (v1) answer shows besides the page itself.
+pub struct ListV1Doc<'a> {
+    pub bucket: &'a str,
+    pub prefix: &'a str,
+    pub marker: &'a str,
+    pub delimiter: Option<&'a str>,
+    pub max_keys: u32,
+    pub url_encode: bool,
+    /// Sent only with a delimiter, as in S3.
+    pub next_marker: Option<&'a str>,
+    pub owner: &'a str,
+    pub page: &'a ListPage,
+}
+
+/// ListBucketResult of ListObjects (v1).
+pub fn list_objects_v1(doc: &ListV1Doc<'_>) -> Vec<u8> {
+    let url = doc.url_encode;
+    let mut w = XmlWriter::new();
+    w.open_root("ListBucketResult");
+    w.element("Name", doc.bucket);
+    w.element("Prefix", &encode_name(doc.prefix, url));
+    w.element("Marker", &encode_name(doc.marker, url));
+    if let Some(m) = doc.next_marker {
+        w.element("NextMarker", &encode_name(m, url));
+    }
+    w.number("MaxKeys", u64::from(doc.max_keys));
+    if let Some(d) = doc.delimiter {
+        w.element("Delimiter", &encode_name(d, url));
+    }
+    if url {
+        w.element("EncodingType", "url");
+    }
+    w.boolean("IsTruncated", doc.page.is_truncated);
+    for object in &doc.page.objects {
+        contents(&mut w, object, url, Some(doc.owner));
+    }
+    common_prefixes(&mut w, &doc.page.common_prefixes, url);
+    w.close("ListBucketResult");
+    w.finish()
+}
+
+/// What a ListParts answer shows besides the parts.
+pub struct ListPartsDoc<'a> {
+    pub upload: &'a UploadRecord,
+    pub part_number_marker: u32,
+    pub max_parts: u32,
+    pub is_truncated: bool,
+    pub parts: &'a [PartRecord],
+}
+
+/// ListPartsResult.
+pub fn list_parts(doc: &ListPartsDoc<'_>) -> Vec<u8> {
+    let upload = doc.upload;
+    let mut w = XmlWriter::new();
+    w.open_root("ListPartsResult");
+    w.element("Bucket", &upload.bucket);
+    w.element("Key", &upload.key);
+    w.element("UploadId", &upload.upload_id);
+    owner(&mut w, "Initiator", &upload.owner);
+    owner(&mut w, "Owner", &upload.owner);
+    w.element("StorageClass", STORAGE_CLASS);
+    w.number("PartNumberMarker", u64::from(doc.part_number_marker));
+    let next = doc.parts.last().map_or(0, |p| p.number);
+    w.number("NextPartNumberMarker", u64::from(next));
+    w.number("MaxParts", u64::from(doc.max_parts));
+    w.boolean("IsTruncated", doc.is_truncated);
+    for part in doc.parts {
+        w.open("Part");
+        w.number("PartNumber", u64::from(part.number));
+        w.element("LastModified", &iso8601(part.created));
+        w.element("ETag", &quoted(&part.etag));
+        w.number("Size", part.size);
+        w.close("Part");
+    }
+    w.close("ListPartsResult");
+    w.finish()
+}
+
+/// What a ListMultipartUploads answer shows besides the uploads.
+pub struct ListUploadsDoc<'a> {
+    pub bucket: &'a str,
+    pub prefix: &'a str,
+    pub key_marker: &'a str,
+    pub upload_id_marker: &'a str,
+    pub max_uploads: u32,
+    pub url_encode: bool,
+    pub is_truncated: bool,
+    pub uploads: &'a [UploadRecord],
+}
+
+/// ListMultipartUploadsResult.
+pub fn list_uploads(doc: &ListUploadsDoc<'_>) -> Vec<u8> {
+    let url = doc.url_encode;
+    let mut w = XmlWriter::new();
+    w.open_root("ListMultipartUploadsResult");
+    w.element("Bucket", doc.bucket);
+    w.element("KeyMarker", &encode_name(doc.key_marker, url));
+    w.element("UploadIdMarker", doc.upload_id_marker);
+    let last = doc.uploads.last();
+    let next_key = last.map_or("", |u| u.key.as_str());
+    let next_id = last.map_or("", |u| u.upload_id.as_str());
+    w.element("NextKeyMarker", &encode_name(next_key, url));
+    w.element("NextUploadIdMarker", next_id);
+    w.element("Prefix", &encode_name(doc.prefix, url));
+    w.number("MaxUploads", u64::from(doc.max_uploads));
+    if url {
+        w.element("EncodingType", "url");
+    }
+    w.boolean("IsTruncated", doc.is_truncated);
+    for upload in doc.uploads {
+        w.open("Upload");
+        w.element("Key", &encode_name(&upload.key, url));
+        w.element("UploadId", &upload.upload_id);
+        owner(&mut w, "Initiator", &upload.owner);
+        owner(&mut w, "Owner", &upload.owner);
+        w.element("StorageClass", STORAGE_CLASS);
+        w.element("Initiated", &iso8601(upload.created));
+        w.close("Upload");
+    }
+    w.close("ListMultipartUploadsResult");
+    w.finish()
+}
+
+#[cfg(test)]
+#[path = "documents_tests.rs"]
+mod tests;

@@ -1,0 +1,117 @@
+"""Fixtures shared by the conformance tests: a `tessera server` for the
+session, a multi-process cluster per module, S3 clients and scratch buckets."""
+
+from __future__ import annotations
+
+import pytest
+
+import tessera_procs
+from tessera_clients import MIB, AwsCli, RawS3, empty_and_delete, new_bucket_name, s3_client, write_random_file
+from tessera_procs import HarnessError, find_binary, start_cluster, start_server
+
+BIG_OBJECT_SIZE = 100 * MIB
+
+
+def pytest_report_header(config):
+    try:
+        return f"tessera binary: {find_binary()}"
+    except HarnessError as exc:
+        return f"tessera binary: MISSING ({exc})"
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """On a failing run, show the tail of every tessera process's stderr."""
+    if exitstatus == 0 or not tessera_procs.STARTED:
+        return
+    terminalreporter.section("tessera process logs (tails)")
+    for proc in tessera_procs.STARTED:
+        terminalreporter.write_line(proc.describe(lines=40))
+
+
+def pytest_unconfigure(config):
+    # Safety net: nothing started by the suite outlives it.
+    for proc in tessera_procs.STARTED:
+        if proc.alive():
+            proc.kill()
+
+
+@pytest.fixture(scope="session")
+def tessera_bin():
+    try:
+        return find_binary()
+    except HarnessError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+def stop_checked(proc) -> None:
+    """SIGTERM a process that should still be running; fail if it crashed
+    earlier or does not exit within 20 s."""
+    if not proc.alive():
+        code = proc.popen.returncode
+        pytest.fail(f"{proc.name} exited on its own during the tests (status {code})\n{proc.describe()}", pytrace=False)
+    try:
+        proc.terminate()
+    except HarnessError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def server(tessera_bin, tmp_path_factory):
+    """`tessera server` on port 0 with random root keys and admin token."""
+    try:
+        srv = start_server(tessera_bin, tmp_path_factory.mktemp("server"))
+    except HarnessError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    yield srv
+    stop_checked(srv.proc)
+
+
+@pytest.fixture(scope="session")
+def s3(server):
+    """boto3 client for the session server, signed as the root user."""
+    return s3_client(server.endpoint, server.access_key, server.secret_key)
+
+
+@pytest.fixture(scope="session")
+def raw(server):
+    """Raw SigV4-signed HTTP requests to the session server."""
+    return RawS3(server.endpoint, server.access_key, server.secret_key)
+
+
+@pytest.fixture(scope="session")
+def aws(server, tmp_path_factory):
+    """The aws CLI pointed at the session server: `aws("s3", "ls")`."""
+    return AwsCli(server.endpoint, server.access_key, server.secret_key, tmp_path_factory.mktemp("aws"))
+
+
+@pytest.fixture
+def bucket(s3):
+    """A fresh bucket owned by root, emptied and deleted after the test."""
+    name = new_bucket_name()
+    s3.create_bucket(Bucket=name)
+    yield name
+    empty_and_delete(s3, name)
+
+
+@pytest.fixture(scope="session")
+def big_file(tmp_path_factory):
+    """(path, sha256) of a 100 MiB file of random bytes."""
+    path = tmp_path_factory.mktemp("big") / "100MiB.bin"
+    return path, write_random_file(path, BIG_OBJECT_SIZE)
+
+
+@pytest.fixture(scope="module")
+def cluster(tessera_bin, tmp_path_factory):
+    """Separate meta, five datanodes and a gateway; datanodes may be killed by tests."""
+    try:
+        running = start_cluster(tessera_bin, tmp_path_factory.mktemp("cluster"), datanodes=5)
+    except HarnessError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    yield running
+    crashed = [p.describe() for i, p in enumerate(running.datanodes) if i not in running.killed and not p.alive()]
+    for proc in (running.meta_proc, running.gateway_proc):
+        if not proc.alive():
+            crashed.append(proc.describe())
+    problems = running.stop()
+    if crashed or problems:
+        pytest.fail("cluster processes misbehaved:\n" + "\n".join(crashed + problems), pytrace=False)

@@ -1,0 +1,224 @@
+"""S3 clients for the conformance tests: boto3, raw SigV4-signed HTTP and the
+aws CLI, all written as functions of an endpoint and a key pair so the same
+tests can run against any S3 server."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import urllib.parse
+import uuid
+import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import boto3
+import botocore.auth
+import botocore.awsrequest
+import botocore.credentials
+import requests
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+REGION = "us-east-1"
+MIB = 1024 * 1024
+
+
+def s3_client(endpoint: str, access_key: str, secret_key: str, *, read_timeout: float = 300) -> object:
+    """A boto3 S3 client: path-style, SigV4, no retries (so an error reaches
+    the test as the server sent it), botocore's default checksum behaviour."""
+    config = Config(
+        region_name=REGION,
+        signature_version="s3v4",
+        s3={"addressing_style": "path"},
+        retries={"max_attempts": 1, "mode": "standard"},
+        connect_timeout=10,
+        read_timeout=read_timeout,
+        max_pool_connections=32,
+    )
+    return boto3.session.Session().client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id=access_key,
+        aws_secret_access_key=secret_key,
+        config=config,
+    )
+
+
+def error_code(exc: ClientError) -> str:
+    return exc.response.get("Error", {}).get("Code", "")
+
+
+def http_status(exc_or_response: object) -> int:
+    response = exc_or_response.response if isinstance(exc_or_response, ClientError) else exc_or_response
+    return response["ResponseMetadata"]["HTTPStatusCode"]
+
+
+def response_headers(exc_or_response: object) -> dict[str, str]:
+    response = exc_or_response.response if isinstance(exc_or_response, ClientError) else exc_or_response
+    return response["ResponseMetadata"]["HTTPHeaders"]
+
+
+def quote_key(key: str) -> str:
+    """URI-encode an object key the way SigV4 expects it in the path."""
+    return urllib.parse.quote(key, safe="/~")
+
+
+@dataclass
+class RawS3:
+    """Hand-built requests signed with SigV4 (or not signed at all), for what
+    boto3 will not send: odd headers, anonymous requests, exact status lines."""
+
+    endpoint: str
+    access_key: str | None
+    secret_key: str | None
+
+    def url(self, path: str, query: str = "") -> str:
+        url = self.endpoint.rstrip("/") + path
+        return url + ("?" + query if query else "")
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: str = "",
+        headers: dict[str, str] | None = None,
+        body: bytes = b"",
+        sign: bool = True,
+        stream: bool = False,
+        timeout: float = 120,
+    ) -> requests.Response:
+        """Send `method path?query`; `path` must already be URI-encoded."""
+        url = self.url(path, query)
+        headers = dict(headers or {})
+        if sign:
+            if self.access_key is None or self.secret_key is None:
+                raise ValueError("signing needs a key pair")
+            aws_request = botocore.awsrequest.AWSRequest(method=method, url=url, data=body, headers=headers)
+            creds = botocore.credentials.Credentials(self.access_key, self.secret_key)
+            botocore.auth.S3SigV4Auth(creds, "s3", REGION).add_auth(aws_request)
+            headers = dict(aws_request.headers.items())
+        return requests.request(
+            method, url, headers=headers, data=body, stream=stream, timeout=timeout, allow_redirects=False
+        )
+
+
+def s3_error_code(response: requests.Response) -> str | None:
+    """The <Code> of an S3 XML error body, if any."""
+    try:
+        root = ET.fromstring(response.content)
+    except ET.ParseError:
+        return None
+    for element in root.iter():
+        if element.tag.rsplit("}", 1)[-1] == "Code":
+            return element.text
+    return None
+
+
+def aws_executable() -> str:
+    """The aws CLI beside this Python (the test venv), else the one on PATH."""
+    beside = Path(sys.executable).parent / "aws"
+    if beside.is_file():
+        return str(beside)
+    found = shutil.which("aws")
+    if found is None:
+        raise RuntimeError("aws CLI not found: install the `awscli` package into the test venv")
+    return found
+
+
+class AwsCli:
+    """Runs the aws CLI against one endpoint with one key pair and no user
+    configuration, path-style."""
+
+    def __init__(self, endpoint: str, access_key: str, secret_key: str, config_dir: Path):
+        self.endpoint = endpoint
+        config_dir.mkdir(parents=True, exist_ok=True)
+        config = config_dir / "config"
+        config.write_text("[default]\nregion = us-east-1\ns3 =\n    addressing_style = path\n")
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        self.env.update(
+            {
+                "AWS_ACCESS_KEY_ID": access_key,
+                "AWS_SECRET_ACCESS_KEY": secret_key,
+                "AWS_DEFAULT_REGION": REGION,
+                "AWS_CONFIG_FILE": str(config),
+                "AWS_SHARED_CREDENTIALS_FILE": str(config_dir / "credentials-none"),
+                "AWS_MAX_ATTEMPTS": "1",
+                "AWS_PAGER": "",
+            }
+        )
+
+    def __call__(self, *args: str, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess:
+        argv = [aws_executable(), "--endpoint-url", self.endpoint, *args]
+        result = subprocess.run(
+            argv, check=False, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=self.env, timeout=timeout
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(
+                f"aws {' '.join(args)} exited {result.returncode}\nstdout: {result.stdout}\nstderr: {result.stderr}"
+            )
+        return result
+
+
+def new_bucket_name(prefix: str = "t") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:20]}"
+
+
+def empty_and_delete(client, bucket: str) -> None:
+    """Abort uploads, delete every object, then the bucket."""
+    try:
+        uploads = client.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
+    except ClientError:
+        uploads = []
+    for upload in uploads:
+        client.abort_multipart_upload(Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"])
+    keys = []
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        keys.extend(obj["Key"] for obj in page.get("Contents", []))
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda key: client.delete_object(Bucket=bucket, Key=key), keys))
+    client.delete_bucket(Bucket=bucket)
+
+
+def write_random_file(path: Path, size: int, chunk: int = MIB) -> str:
+    """Write `size` random bytes to `path` in chunks; return their SHA-256."""
+    digest = hashlib.sha256()
+    with open(path, "wb") as out:
+        left = size
+        while left:
+            block = os.urandom(min(chunk, left))
+            digest.update(block)
+            out.write(block)
+            left -= len(block)
+    return digest.hexdigest()
+
+
+def sha256_of_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(MIB), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def sha256_of_body(body: object) -> tuple[str, int]:
+    """Hash a boto3 StreamingBody chunk by chunk; return (hex digest, bytes read)."""
+    digest = hashlib.sha256()
+    total = 0
+    for block in body.iter_chunks(chunk_size=MIB):
+        digest.update(block)
+        total += len(block)
+    return digest.hexdigest(), total
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def md5_hex(data: bytes) -> str:
+    return hashlib.md5(data).hexdigest()

@@ -1,0 +1,95 @@
+"""CreateBucket, HeadBucket, ListBuckets, DeleteBucket and their errors."""
+
+import pytest
+from botocore.exceptions import ClientError
+
+from tessera_clients import error_code, http_status, new_bucket_name, response_headers
+
+
+def test_create_head_list_delete(s3):
+    name = new_bucket_name()
+    created = s3.create_bucket(Bucket=name)
+    assert http_status(created) == 200
+
+    head = s3.head_bucket(Bucket=name)
+    assert http_status(head) == 200
+
+    listed = s3.list_buckets()
+    names = [b["Name"] for b in listed["Buckets"]]
+    assert names.count(name) == 1
+    assert names == sorted(names), "ListBuckets is sorted by name"
+    mine = next(b for b in listed["Buckets"] if b["Name"] == name)
+    assert mine["CreationDate"] is not None
+
+    deleted = s3.delete_bucket(Bucket=name)
+    assert http_status(deleted) == 204
+
+    with pytest.raises(ClientError) as gone:
+        s3.head_bucket(Bucket=name)
+    assert http_status(gone.value) == 404
+    assert name not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+
+
+def test_delete_non_empty_bucket_is_refused(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="keep-me", Body=b"x")
+    with pytest.raises(ClientError) as refused:
+        s3.delete_bucket(Bucket=bucket)
+    assert error_code(refused.value) == "BucketNotEmpty"
+    assert http_status(refused.value) == 409
+    # Still there, object included.
+    assert s3.get_object(Bucket=bucket, Key="keep-me")["Body"].read() == b"x"
+
+
+def test_head_missing_bucket_is_404(s3):
+    with pytest.raises(ClientError) as missing:
+        s3.head_bucket(Bucket=new_bucket_name("missing"))
+    assert http_status(missing.value) == 404
+    assert "x-amz-request-id" in response_headers(missing.value)
+
+
+def test_operations_on_missing_bucket_say_no_such_bucket(s3):
+    name = new_bucket_name("missing")
+    with pytest.raises(ClientError) as listing:
+        s3.list_objects_v2(Bucket=name)
+    assert error_code(listing.value) == "NoSuchBucket"
+    assert http_status(listing.value) == 404
+    with pytest.raises(ClientError) as deleting:
+        s3.delete_bucket(Bucket=name)
+    assert error_code(deleting.value) == "NoSuchBucket"
+    with pytest.raises(ClientError) as putting:
+        s3.put_object(Bucket=name, Key="k", Body=b"x")
+    assert error_code(putting.value) == "NoSuchBucket"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ab",  # shorter than 3
+        "a" * 64,  # longer than 63
+        "UpperCase",
+        "under_score",
+        "-leading-dash",
+        "trailing-dash-",
+        "double..dot",
+        "192.168.5.4",  # formatted as an IP address
+    ],
+)
+def test_invalid_bucket_name_is_refused(s3, name):
+    with pytest.raises(ClientError) as refused:
+        s3.create_bucket(Bucket=name)
+    assert error_code(refused.value) == "InvalidBucketName"
+    assert http_status(refused.value) == 400
+
+
+def test_valid_edge_names_are_accepted(s3):
+    for name in ("a" * 63, f"b.{new_bucket_name('x')[:20]}.c", "3-x"):
+        s3.create_bucket(Bucket=name)
+        assert http_status(s3.head_bucket(Bucket=name)) == 200
+        s3.delete_bucket(Bucket=name)
+
+
+def test_second_create_by_owner_is_already_owned_by_you(s3, bucket):
+    with pytest.raises(ClientError) as again:
+        s3.create_bucket(Bucket=bucket)
+    assert error_code(again.value) == "BucketAlreadyOwnedByYou"
+    assert http_status(again.value) == 409

@@ -1,0 +1,86 @@
+"""The ops port (/health, /metrics) and graceful shutdown on SIGTERM."""
+
+import hashlib
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+import requests
+
+from tessera_clients import MIB, s3_client
+from tessera_procs import start_server
+
+
+def test_health_is_ok(server):
+    response = requests.get(f"{server.ops}/health", timeout=10)
+    assert response.status_code == 200
+    assert response.text.strip() == "ok"
+
+
+def test_metrics_count_s3_requests(server, s3):
+    s3.list_buckets()
+    response = requests.get(f"{server.ops}/metrics", timeout=10)
+    assert response.status_code == 200
+    assert "tessera_s3_requests_total" in response.text
+    samples = [
+        line
+        for line in response.text.splitlines()
+        if line.startswith("tessera_s3_requests_total") and not line.startswith("#")
+    ]
+    assert samples, "a request was made, so the counter has a sample"
+    assert sum(float(line.rsplit(" ", 1)[-1]) for line in samples) >= 1
+
+
+def test_sigterm_finishes_an_in_flight_get(tessera_bin, tmp_path, big_file):
+    path, expected_sha = big_file
+    size = path.stat().st_size
+    own = start_server(tessera_bin, tmp_path, name="sigterm-server")
+    try:
+        client = s3_client(own.endpoint, own.access_key, own.secret_key)
+        client.create_bucket(Bucket="drain")
+        with open(path, "rb") as f:
+            client.put_object(Bucket="drain", Key="big", Body=f)
+
+        first_mib_read = threading.Event()
+        outcome = {}
+
+        def slow_reader():
+            try:
+                body = client.get_object(Bucket="drain", Key="big")["Body"]
+                digest = hashlib.sha256()
+                first = body.read(MIB)
+                digest.update(first)
+                total = len(first)
+                first_mib_read.set()
+                for block in body.iter_chunks(chunk_size=MIB):
+                    digest.update(block)
+                    total += len(block)
+                    # Slow enough that the server is still sending when SIGTERM lands.
+                    time.sleep(0.01)
+                outcome["sha"], outcome["size"] = digest.hexdigest(), total
+            except Exception as exc:  # noqa: BLE001 -- any failure is reported by the main thread
+                outcome["error"] = exc
+                first_mib_read.set()
+
+        reader = threading.Thread(target=slow_reader, daemon=True)
+        reader.start()
+        assert first_mib_read.wait(60), "GET did not start"
+        assert "error" not in outcome, outcome
+        own.proc.popen.send_signal(signal.SIGTERM)
+
+        reader.join(180)
+        assert not reader.is_alive(), "GET did not finish after SIGTERM"
+        assert "error" not in outcome, f"GET broke off after SIGTERM: {outcome.get('error')!r}"
+        assert outcome["size"] == size
+        assert outcome["sha"] == expected_sha
+
+        try:
+            code = own.proc.popen.wait(20)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"server did not exit within 20 s of SIGTERM\n{own.proc.describe()}")
+        assert code == 0, f"graceful shutdown exits 0, got {code}\n{own.proc.describe()}"
+    finally:
+        if own.proc.alive():
+            own.proc.kill()

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Smoke test of the compose cluster (docker-compose.yml): builds the image,
+# starts meta + five datanodes + gateway under a unique project name, puts and
+# gets a 20 MiB object with aws-cli through http://127.0.0.1:9878, stops dn3,
+# reads the object again (erasure coding must rebuild it), and always tears the
+# cluster down with its volumes. Prints the containers' logs on failure.
+set -euo pipefail
+
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$TESSERA_ROOT"
+
+S3_PORT=${TESSERA_S3_PORT:-9878}
+ENDPOINT=http://127.0.0.1:$S3_PORT
+PROJECT=tessera-smoke-$$-$RANDOM
+WAIT_SECONDS=${TESSERA_SMOKE_WAIT:-120}
+OBJECT_MIB=20
+
+docker_reachable || die "no Docker engine answers (docker info failed)"
+compose=$(compose_command) || die "neither 'docker compose' nor 'docker-compose' is installed"
+read -r -a COMPOSE <<<"$compose"
+COMPOSE+=(--project-name "$PROJECT" --file "$TESSERA_ROOT/docker-compose.yml")
+
+random_hex() {
+    od -An -N"$1" -tx1 /dev/urandom | tr -d ' \n'
+}
+TESSERA_ROOT_ACCESS_KEY=SMOKE$(random_hex 8 | tr '[:lower:]' '[:upper:]')
+TESSERA_ROOT_SECRET_KEY=$(random_hex 20)
+TESSERA_ADMIN_TOKEN=$(random_hex 16)
+export TESSERA_S3_PORT=$S3_PORT TESSERA_ROOT_ACCESS_KEY TESSERA_ROOT_SECRET_KEY TESSERA_ADMIN_TOKEN
+
+WORK=$(mktemp -d)
+UP=0
+
+cleanup() {
+    local status=$?
+    set +e
+    if [ "$UP" = 1 ]; then
+        if [ "$status" -ne 0 ]; then
+            log "compose smoke FAILED: container states and logs follow"
+            "${COMPOSE[@]}" ps
+            "${COMPOSE[@]}" logs --no-color --tail=200
+        fi
+        log "tearing down $PROJECT (containers and volumes)"
+        "${COMPOSE[@]}" down --volumes --remove-orphans --timeout 20 >/dev/null 2>&1 ||
+            log "WARNING: '${COMPOSE[*]} down' failed"
+    fi
+    rm -rf "$WORK"
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ensure_venv
+AWS=$TESSERA_VENV/bin/aws
+mkdir -p "$WORK/aws"
+printf '[default]\nregion = us-east-1\ns3 =\n    addressing_style = path\n' >"$WORK/aws/config"
+aws_s3() {
+    env -u AWS_PROFILE -u AWS_SESSION_TOKEN \
+        AWS_ACCESS_KEY_ID="$TESSERA_ROOT_ACCESS_KEY" AWS_SECRET_ACCESS_KEY="$TESSERA_ROOT_SECRET_KEY" \
+        AWS_DEFAULT_REGION=us-east-1 AWS_CONFIG_FILE="$WORK/aws/config" \
+        AWS_SHARED_CREDENTIALS_FILE="$WORK/aws/none" AWS_MAX_ATTEMPTS=1 \
+        timeout 300 "$AWS" --endpoint-url "$ENDPOINT" s3 "$@"
+}
+
+sha256() {
+    sha256sum "$1" | cut -d' ' -f1
+}
+
+log "building the image"
+"$TESSERA_ROOT/scripts/docker-build.sh"
+
+log "starting $PROJECT with ${COMPOSE[0]}"
+UP=1
+"${COMPOSE[@]}" up -d
+
+log "waiting up to ${WAIT_SECONDS}s for the gateway to be healthy"
+deadline=$((SECONDS + WAIT_SECONDS))
+while :; do
+    gateway=$("${COMPOSE[@]}" ps -q gateway)
+    health=$(docker inspect --format '{{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}' "$gateway" 2>/dev/null || echo missing)
+    [ "$health" = healthy ] && break
+    [ "$SECONDS" -lt "$deadline" ] || die "gateway is '$health' after ${WAIT_SECONDS}s"
+    sleep 2
+done
+
+log "waiting for meta to see five healthy datanodes"
+while :; do
+    status=$("${COMPOSE[@]}" exec -T meta /tessera admin --meta 127.0.0.1:9879 --token "$TESSERA_ADMIN_TOKEN" --json status 2>/dev/null || true)
+    healthy=$(printf '%s' "$status" | "$TESSERA_VENV/bin/python" -c '
+import json, sys
+try:
+    doc = json.load(sys.stdin)
+except ValueError:
+    print(0); sys.exit()
+def nodes(v):
+    if isinstance(v, dict):
+        if isinstance(v.get("datanodes"), list):
+            return v["datanodes"]
+        for x in v.values():
+            found = nodes(x)
+            if found is not None:
+                return found
+    return None
+print(sum(1 for n in nodes(doc) or [] if str(n.get("state", "")).lower() == "healthy"))
+')
+    [ "$healthy" -ge 5 ] && break
+    [ "$SECONDS" -lt "$deadline" ] || die "meta reports $healthy healthy datanodes after ${WAIT_SECONDS}s: $status"
+    sleep 1
+done
+
+log "writing a ${OBJECT_MIB} MiB object through $ENDPOINT"
+head -c $((OBJECT_MIB * 1024 * 1024)) /dev/urandom >"$WORK/in.bin"
+want=$(sha256 "$WORK/in.bin")
+aws_s3 mb s3://smoke
+aws_s3 cp --only-show-errors "$WORK/in.bin" s3://smoke/object.bin
+aws_s3 ls s3://smoke/
+
+aws_s3 cp --only-show-errors s3://smoke/object.bin "$WORK/out1.bin"
+got=$(sha256 "$WORK/out1.bin")
+[ "$got" = "$want" ] || die "object read back differs: sha256 $got, wrote $want"
+log "read back identical (sha256 $want)"
+
+log "stopping datanode dn3"
+"${COMPOSE[@]}" stop dn3
+
+aws_s3 cp --only-show-errors s3://smoke/object.bin "$WORK/out2.bin"
+got=$(sha256 "$WORK/out2.bin")
+[ "$got" = "$want" ] || die "object read with dn3 down differs: sha256 $got, wrote $want"
+log "read back identical with dn3 stopped"
+
+log "compose smoke test passed"

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds the Tessera image ($TESSERA_IMAGE, default tessera:local) FROM scratch
+# out of the static release binary, building that binary first if it is missing.
+# The build context is target/docker-context, which holds only the binary.
+set -euo pipefail
+
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$TESSERA_ROOT"
+
+docker_reachable || die "no Docker engine answers (docker info failed)"
+if [ ! -x "$TESSERA_RELEASE_BIN" ]; then
+    log "no release binary yet: building it"
+    build_release
+fi
+
+context=$TESSERA_ROOT/target/docker-context
+rm -rf "$context"
+mkdir -p "$context/rootfs"
+cp "$TESSERA_RELEASE_BIN" "$context/rootfs/tessera"
+cp docker/Dockerfile "$context/Dockerfile"
+
+if ! is_static "$TESSERA_RELEASE_BIN"; then
+    # Fallback for a dynamically linked binary: carry its loader and libraries.
+    log "binary is dynamically linked: copying its shared libraries into the image"
+    ldd "$TESSERA_RELEASE_BIN" | grep -o '/[^ ]*' | sort -u | while read -r lib; do
+        cp --parents -L "$lib" "$context/rootfs/"
+    done
+fi
+
+log "building image $TESSERA_IMAGE from $context ($(du -sh "$context" | cut -f1))"
+docker build --quiet --tag "$TESSERA_IMAGE" "$context" >/dev/null
+docker image inspect --format '{{.Id}} {{.Size}} bytes' "$TESSERA_IMAGE" >&2

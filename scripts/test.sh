@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Runs every test of Tessera, stage by stage, stopping at the first failure:
+#   1. tools      Python venv (.venv) with s3-tests/requirements.txt
+#   2. cargo test the workspace's unit and integration tests (debug build)
+#   3. release    the static release binary (target/x86_64-unknown-linux-gnu/release/tessera)
+#   4. s3-tests   the Python conformance suite (pytest) against that binary
+#   5. compose    scripts/compose-smoke.sh, when a Docker engine answers
+# Environment: TESSERA_SKIP_COMPOSE=1 skips stage 5; PYTEST_TIMEOUT (seconds per
+# test, default 300); PYTEST_ARGS (extra pytest arguments, e.g. "-k listing").
+set -euo pipefail
+
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$TESSERA_ROOT"
+
+STAGES=()
+CURRENT_STAGE=""
+RUN_START=$SECONDS
+
+print_timings() {
+    local status=$?
+    {
+        echo
+        echo "==> stage timings"
+        local line
+        for line in "${STAGES[@]}"; do
+            echo "    $line"
+        done
+        if [ "$status" -ne 0 ] && [ -n "$CURRENT_STAGE" ]; then
+            echo "    $(printf '%-10s FAILED' "$CURRENT_STAGE")"
+        fi
+        echo "    $(printf '%-10s %5ds' total $((SECONDS - RUN_START)))"
+    } >&2
+    if [ "$status" -ne 0 ]; then
+        log "scripts/test.sh FAILED (exit $status) in stage: ${CURRENT_STAGE:-setup}"
+    else
+        log "scripts/test.sh: all stages passed"
+    fi
+}
+trap print_timings EXIT
+
+# stage NAME DESCRIPTION COMMAND...: run one stage, timed and logged.
+stage() {
+    local name=$1 description=$2
+    shift 2
+    CURRENT_STAGE=$name
+    local start=$SECONDS
+    echo >&2
+    log "==> [$name] $description"
+    "$@"
+    local took=$((SECONDS - start))
+    STAGES+=("$(printf '%-10s %5ds  %s' "$name" "$took" "$description")")
+    log "==> [$name] done in ${took}s"
+    CURRENT_STAGE=""
+}
+
+tools() {
+    command -v cargo >/dev/null 2>&1 || die "cargo not found: install a Rust toolchain (rustup)"
+    ensure_venv
+    "$TESSERA_VENV/bin/python" -c 'import boto3, pytest, pytest_timeout, requests'
+    "$TESSERA_VENV/bin/aws" --version >&2
+}
+
+cargo_tests() {
+    cargo test --workspace
+}
+
+release_build() {
+    build_release
+    if is_static "$TESSERA_RELEASE_BIN"; then
+        log "static binary: $TESSERA_RELEASE_BIN ($(du -h "$TESSERA_RELEASE_BIN" | cut -f1))"
+    else
+        log "WARNING: $TESSERA_RELEASE_BIN is dynamically linked; the image will carry its shared libraries"
+    fi
+}
+
+s3_tests() {
+    local args=()
+    if [ -n "${PYTEST_ARGS:-}" ]; then
+        read -r -a args <<<"$PYTEST_ARGS"
+    fi
+    TESSERA_BIN=$TESSERA_RELEASE_BIN "$TESSERA_VENV/bin/python" -m pytest s3-tests \
+        -v --timeout="${PYTEST_TIMEOUT:-300}" --durations=10 "${args[@]}"
+}
+
+compose_smoke() {
+    if [ "${TESSERA_SKIP_COMPOSE:-0}" = 1 ]; then
+        log "skipped: TESSERA_SKIP_COMPOSE=1"
+    elif ! docker_reachable; then
+        log "skipped: no Docker engine answers (docker info failed)"
+    else
+        "$TESSERA_ROOT/scripts/compose-smoke.sh"
+    fi
+}
+
+stage tools "Python venv with boto3, aws-cli v1, pytest" tools
+stage cargo "cargo test --workspace (debug)" cargo_tests
+stage release "static release build of tessera" release_build
+stage s3-tests "pytest s3-tests against the release binary" s3_tests
+stage compose "docker compose cluster smoke test" compose_smoke

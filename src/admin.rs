@@ -1,0 +1,235 @@
+//! `tessera admin`: users, access keys, buckets and cluster status, through
+//! meta's RPC with the admin token.
+
+use anyhow::{bail, Context, Result};
+use blockstore::meta::{rpc::RemoteMeta, AdminOp, MetaClient, MetaResponse};
+use blockstore::ReplicationConfig;
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Flags of `tessera admin`.
+#[derive(Args, Debug)]
+pub struct AdminArgs {
+    /// Address of meta's RPC (`tessera server` serves it on --meta-listen).
+    #[arg(long, env = "TESSERA_META", default_value = "127.0.0.1:9879")]
+    pub meta: String,
+    /// Admin token; else read from --token-file.
+    #[arg(long, env = "TESSERA_ADMIN_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// File holding the admin token that meta generated.
+    #[arg(long, default_value = "./tessera-data/meta/admin-token")]
+    pub token_file: PathBuf,
+    /// Machine-readable JSON output.
+    #[arg(long)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: AdminCommand,
+}
+
+/// What to administer.
+#[derive(Subcommand, Debug)]
+pub enum AdminCommand {
+    /// Users (each owns buckets and access keys).
+    #[command(subcommand)]
+    User(UserCommand),
+    /// S3 access keys.
+    #[command(subcommand)]
+    Key(KeyCommand),
+    /// Buckets.
+    #[command(subcommand)]
+    Bucket(BucketCommand),
+    /// Datanodes and their state, capacity and use.
+    Status,
+}
+
+/// `tessera admin user ...`
+#[derive(Subcommand, Debug)]
+pub enum UserCommand {
+    /// Creates a user with a first access key, printed once.
+    Create {
+        name: String,
+    },
+    List,
+    /// Deletes a user that owns no bucket, with its keys.
+    Delete {
+        name: String,
+    },
+}
+
+/// `tessera admin key ...`
+#[derive(Subcommand, Debug)]
+pub enum KeyCommand {
+    /// Creates another access key for a user.
+    Create {
+        user: String,
+    },
+    List {
+        #[arg(long)]
+        user: Option<String>,
+    },
+    Delete {
+        access_key: String,
+    },
+}
+
+/// `tessera admin bucket ...`
+#[derive(Subcommand, Debug)]
+pub enum BucketCommand {
+    Create {
+        name: String,
+        #[arg(long, default_value = "root")]
+        owner: String,
+        /// Default replication of the bucket's new objects.
+        #[arg(long)]
+        replication: Option<ReplicationConfig>,
+    },
+    List,
+    /// Deletes an empty bucket.
+    Delete {
+        name: String,
+    },
+}
+
+fn token(args: &AdminArgs) -> Result<String> {
+    if let Some(t) = &args.token {
+        return Ok(t.clone());
+    }
+    let text = std::fs::read_to_string(&args.token_file).with_context(|| {
+        format!(
+            "no --token or TESSERA_ADMIN_TOKEN, and cannot read {}",
+            args.token_file.display()
+        )
+    })?;
+    Ok(text.trim().to_string())
+}
+
+/// Runs one admin command and prints its result.
+pub async fn run(args: AdminArgs) -> Result<()> {
+    let token = token(&args)?;
+    let meta = MetaClient::Remote(Arc::new(RemoteMeta::connect(&args.meta)));
+    let call = |op| {
+        let meta = meta.clone();
+        let token = token.clone();
+        async move { meta.admin(&token, op).await.map_err(anyhow::Error::from) }
+    };
+    let response = match &args.command {
+        AdminCommand::User(UserCommand::Create { name }) => {
+            call(AdminOp::CreateUser { name: name.clone() }).await?;
+            call(AdminOp::CreateKey { user: name.clone() }).await?
+        }
+        AdminCommand::User(UserCommand::List) => call(AdminOp::ListUsers).await?,
+        AdminCommand::User(UserCommand::Delete { name }) => {
+            call(AdminOp::DeleteUser { name: name.clone() }).await?
+        }
+        AdminCommand::Key(KeyCommand::Create { user }) => {
+            call(AdminOp::CreateKey { user: user.clone() }).await?
+        }
+        AdminCommand::Key(KeyCommand::List { user }) => {
+            call(AdminOp::ListKeys { user: user.clone() }).await?
+        }
+        AdminCommand::Key(KeyCommand::Delete { access_key }) => {
+            call(AdminOp::DeleteKey {
+                access_key: access_key.clone(),
+            })
+            .await?
+        }
+        AdminCommand::Bucket(BucketCommand::Create {
+            name,
+            owner,
+            replication,
+        }) => {
+            call(AdminOp::CreateBucket {
+                name: name.clone(),
+                owner: owner.clone(),
+                replication: *replication,
+            })
+            .await?
+        }
+        AdminCommand::Bucket(BucketCommand::List) => call(AdminOp::ListBuckets).await?,
+        AdminCommand::Bucket(BucketCommand::Delete { name }) => {
+            call(AdminOp::DeleteBucket { name: name.clone() }).await?
+        }
+        AdminCommand::Status => call(AdminOp::Status).await?,
+    };
+    print_response(&response, args.json)
+}
+
+fn print_response(response: &MetaResponse, json: bool) -> Result<()> {
+    use serde_json::json;
+    let value = match response {
+        MetaResponse::Done => json!({"ok": true}),
+        MetaResponse::Key(k) => json!({
+            "user": k.user, "access_key": k.access_key, "secret_key": k.secret_key,
+        }),
+        MetaResponse::Users(users) => json!(users
+            .iter()
+            .map(|u| json!({"name": u.name, "root": u.is_root, "created": u.created}))
+            .collect::<Vec<_>>()),
+        MetaResponse::Keys(keys) => json!(keys
+            .iter()
+            .map(|k| json!({"user": k.user, "access_key": k.access_key, "created": k.created}))
+            .collect::<Vec<_>>()),
+        MetaResponse::Buckets(buckets) => json!(buckets
+            .iter()
+            .map(|b| json!({
+                "name": b.name, "owner": b.owner, "created": b.created,
+                "replication": b.replication.map(|r| r.to_string()),
+            }))
+            .collect::<Vec<_>>()),
+        MetaResponse::Status(status) => json!({
+            "datanodes": status.datanodes.iter().map(|d| json!({
+                "id": d.id.0, "address": d.addr, "state": format!("{:?}", d.state).to_lowercase(),
+                "capacity": d.capacity, "used": d.used, "blocks": d.blocks,
+                "last_heartbeat": d.last_heartbeat,
+            })).collect::<Vec<_>>(),
+            "buckets": status.buckets,
+            "objects": status.objects,
+            "pending_deletions": status.pending_deletions,
+        }),
+        other => bail!("unexpected answer from meta: {other:?}"),
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        print_human(&value);
+    }
+    Ok(())
+}
+
+fn print_human(value: &serde_json::Value) {
+    match value {
+        serde_json::Value::Array(rows) => {
+            for row in rows {
+                print_human(row);
+            }
+        }
+        serde_json::Value::Object(map) => {
+            if let Some(serde_json::Value::Array(nodes)) = map.get("datanodes") {
+                println!(
+                    "{:<38} {:<22} {:<8} {:>14} {:>14} {:>8}",
+                    "DATANODE", "ADDRESS", "STATE", "CAPACITY", "USED", "BLOCKS"
+                );
+                for n in nodes {
+                    println!(
+                        "{:<38} {:<22} {:<8} {:>14} {:>14} {:>8}",
+                        n["id"].as_str().unwrap_or(""),
+                        n["address"].as_str().unwrap_or(""),
+                        n["state"].as_str().unwrap_or(""),
+                        n["capacity"],
+                        n["used"],
+                        n["blocks"]
+                    );
+                }
+                println!(
+                    "buckets {}  objects {}  pending deletions {}",
+                    map["buckets"], map["objects"], map["pending_deletions"]
+                );
+                return;
+            }
+            let fields: Vec<String> = map.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            println!("{}", fields.join("  "));
+        }
+        other => println!("{other}"),
+    }
+}

@@ -1,0 +1,56 @@
+//! The operations endpoint every role serves on its own port: `/health` for
+//! orchestrators and `/metrics` in Prometheus text format.
+
+use crate::shutdown::Shutdown;
+use anyhow::{Context, Result};
+use axum::{routing::get, Router};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Installs the process-wide Prometheus recorder behind the `metrics` macros.
+pub fn install_recorder() -> Result<PrometheusHandle> {
+    let handle = PrometheusBuilder::new()
+        .set_buckets(&[
+            0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+        ])
+        .context("metrics buckets")?
+        .install_recorder()
+        .context("installing the metrics recorder")?;
+    let upkeep = handle.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            upkeep.run_upkeep();
+        }
+    });
+    Ok(handle)
+}
+
+/// Binds `listen` and serves /health and /metrics until shutdown.
+pub async fn serve(
+    listen: &str,
+    metrics: PrometheusHandle,
+    shutdown: &Shutdown,
+) -> Result<SocketAddr> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("binding the ops endpoint on {listen}"))?;
+    let addr = listener.local_addr()?;
+    let app = Router::new()
+        .route("/health", get(|| async { "ok\n" }))
+        .route(
+            "/metrics",
+            get(move || std::future::ready(metrics.render())),
+        );
+    let stop = shutdown.wait();
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app)
+            .with_graceful_shutdown(stop)
+            .await
+        {
+            tracing::error!("ops endpoint: {e}");
+        }
+    });
+    Ok(addr)
+}

@@ -1,0 +1,43 @@
+//! `tessera gateway`: the S3 gateway as its own process.
+
+use super::{print_ready, serve_gateway, GatewaySettings, StorageSettings};
+use crate::ops;
+use crate::shutdown::Shutdown;
+use anyhow::Result;
+use blockstore::meta::{rpc::RemoteMeta, MetaClient};
+use clap::Args;
+use std::sync::Arc;
+
+/// Flags of `tessera gateway`.
+#[derive(Args, Debug)]
+pub struct GatewayArgs {
+    /// Address of meta's RPC.
+    #[arg(long, env = "TESSERA_META")]
+    pub meta: String,
+    /// Address of the S3 endpoint.
+    #[arg(long, env = "TESSERA_LISTEN", default_value = "127.0.0.1:9878")]
+    pub listen: String,
+    /// Address of /health and /metrics.
+    #[arg(long, env = "TESSERA_OPS_LISTEN", default_value = "127.0.0.1:9880")]
+    pub ops_listen: String,
+    #[command(flatten)]
+    pub gateway: GatewaySettings,
+    #[command(flatten)]
+    pub storage: StorageSettings,
+}
+
+/// Runs the gateway until SIGTERM, then finishes in-flight requests.
+pub async fn run(args: GatewayArgs) -> Result<()> {
+    let metrics = ops::install_recorder()?;
+    let shutdown = Shutdown::on_signals();
+    let meta = MetaClient::Remote(Arc::new(RemoteMeta::connect(&args.meta)));
+    let (addr, task) =
+        serve_gateway(&args.listen, meta, &args.storage, &args.gateway, &shutdown).await?;
+    let ops_addr = ops::serve(&args.ops_listen, metrics, &shutdown).await?;
+    print_ready(&[
+        ("s3", format!("http://{addr}")),
+        ("ops", format!("http://{ops_addr}")),
+    ]);
+    task.await?;
+    Ok(())
+}

@@ -1,0 +1,44 @@
+//! `tessera meta`: the metadata service as its own process.
+
+use super::{open_meta, print_ready, serve_meta, MetaSettings};
+use crate::ops;
+use crate::shutdown::Shutdown;
+use anyhow::Result;
+use clap::Args;
+use std::path::PathBuf;
+
+/// Flags of `tessera meta`.
+#[derive(Args, Debug)]
+pub struct MetaArgs {
+    /// Folder for the metadata database and generated secrets.
+    #[arg(long, env = "TESSERA_DATA", default_value = "./tessera-data/meta")]
+    pub data: PathBuf,
+    /// Address of the meta RPC.
+    #[arg(long, env = "TESSERA_LISTEN", default_value = "127.0.0.1:9879")]
+    pub listen: String,
+    /// Address of /health and /metrics.
+    #[arg(long, env = "TESSERA_OPS_LISTEN", default_value = "127.0.0.1:9881")]
+    pub ops_listen: String,
+    /// Block size the allocator checks free space against.
+    #[arg(long, env = "TESSERA_BLOCK_SIZE", default_value = "256MiB", value_parser = super::parse_size)]
+    pub block_size: u64,
+    #[command(flatten)]
+    pub meta: MetaSettings,
+}
+
+/// Runs meta until SIGTERM.
+pub async fn run(args: MetaArgs) -> Result<()> {
+    let metrics = ops::install_recorder()?;
+    let shutdown = Shutdown::on_signals();
+    let service = open_meta(&args.data, &args.meta, args.block_size)?;
+    let addr = serve_meta(&args.listen, service, &shutdown).await?;
+    let ops_addr = ops::serve(&args.ops_listen, metrics, &shutdown).await?;
+    print_ready(&[
+        ("meta", addr.to_string()),
+        ("ops", format!("http://{ops_addr}")),
+    ]);
+    shutdown.wait().await;
+    // Give in-flight RPCs a moment; the RPC server stops accepting at once.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    Ok(())
+}

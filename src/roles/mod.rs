@@ -1,0 +1,221 @@
+//! The long-running roles of the `tessera` binary and the settings they share.
+//! Each role module builds its parts from these settings, prints one `READY`
+//! line once every listener is bound, and stops cleanly on SIGTERM.
+
+pub mod datanode;
+pub mod gateway;
+pub mod meta;
+pub mod server;
+
+use crate::shutdown::Shutdown;
+use anyhow::{Context, Result};
+use blockstore::client::{ClientConfig, StoreClient};
+use blockstore::meta::{MetaClient, MetaConfig, MetaService};
+use clap::Args;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Parses sizes like `256MiB`, `16KiB`, `1048576`.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let n: u64 = digits.parse().map_err(|_| format!("bad size {text:?}"))?;
+    let mult = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        other => return Err(format!("unknown size unit {other:?} in {text:?}")),
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size {text:?} too large"))
+}
+
+/// Parses durations like `3s`, `500ms`, `2m`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|e| format!("bad duration {text:?}: {e}"))
+}
+
+/// Settings of the metadata service.
+#[derive(Args, Clone, Debug)]
+pub struct MetaSettings {
+    /// Time without heartbeat after which a datanode is stale (gets no new blocks).
+    #[arg(long, env = "TESSERA_STALE_AFTER", default_value = "15s", value_parser = parse_duration)]
+    pub stale_after: Duration,
+    /// Time without heartbeat after which a datanode is dead.
+    #[arg(long, env = "TESSERA_DEAD_AFTER", default_value = "60s", value_parser = parse_duration)]
+    pub dead_after: Duration,
+    /// Root S3 access key; generated once and saved in the meta data folder when unset.
+    #[arg(long, env = "TESSERA_ROOT_ACCESS_KEY", hide_env_values = true)]
+    pub root_access_key: Option<String>,
+    /// Root S3 secret key; generated with the access key when unset.
+    #[arg(long, env = "TESSERA_ROOT_SECRET_KEY", hide_env_values = true)]
+    pub root_secret_key: Option<String>,
+    /// Token for admin requests; generated once and saved in the meta data folder when unset.
+    #[arg(long, env = "TESSERA_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+}
+
+/// Settings of the block store shared by writers and datanodes.
+#[derive(Args, Clone, Debug)]
+pub struct StorageSettings {
+    /// Size of one block file (one internal block for EC).
+    #[arg(long, env = "TESSERA_BLOCK_SIZE", default_value = "256MiB", value_parser = parse_size)]
+    pub block_size: u64,
+    /// Bytes covered by one CRC32C checksum.
+    #[arg(long, env = "TESSERA_BYTES_PER_CHECKSUM", default_value = "16KiB", value_parser = parse_size)]
+    pub bytes_per_checksum: u64,
+    /// Deadline for one datanode request before the datanode counts as failed.
+    #[arg(long, env = "TESSERA_IO_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub io_timeout: Duration,
+}
+
+impl StorageSettings {
+    /// The client settings these imply.
+    pub fn client_config(&self) -> Result<ClientConfig> {
+        Ok(ClientConfig {
+            block_size: self.block_size,
+            bytes_per_checksum: u32::try_from(self.bytes_per_checksum)
+                .context("--bytes-per-checksum too large")?,
+            io_timeout: self.io_timeout,
+            ..ClientConfig::default()
+        })
+    }
+}
+
+/// Settings of a datanode.
+#[derive(Args, Clone, Debug)]
+pub struct DatanodeSettings {
+    /// fsync block files before acknowledging their commit (turn off only for throwaway data).
+    #[arg(long, env = "TESSERA_FSYNC", default_value_t = true, action = clap::ArgAction::Set)]
+    pub fsync: bool,
+    /// Interval between heartbeats to meta.
+    #[arg(long, env = "TESSERA_HEARTBEAT_INTERVAL", default_value = "3s", value_parser = parse_duration)]
+    pub heartbeat_interval: Duration,
+    /// Capacity to report, overriding the file system's size.
+    #[arg(long, env = "TESSERA_CAPACITY", value_parser = parse_size)]
+    pub capacity: Option<u64>,
+}
+
+/// Settings of the S3 gateway.
+#[derive(Args, Clone, Debug)]
+pub struct GatewaySettings {
+    /// Region in SigV4 credential scopes.
+    #[arg(long, env = "TESSERA_REGION", default_value = "us-east-1")]
+    pub region: String,
+    /// Domain for virtual-hosted-style requests (`bucket.DOMAIN`); path style always works.
+    #[arg(long, env = "TESSERA_DOMAIN")]
+    pub domain: Option<String>,
+}
+
+/// Opens the metadata service in `dir`, printing the root credentials when
+/// they were generated now.
+pub fn open_meta(dir: &Path, settings: &MetaSettings, block_size: u64) -> Result<Arc<MetaService>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let service = MetaService::open(MetaConfig {
+        data_dir: dir.to_path_buf(),
+        stale_after: settings.stale_after,
+        dead_after: settings.dead_after,
+        admin_token: settings.admin_token.clone(),
+        root_access_key: settings.root_access_key.clone(),
+        root_secret_key: settings.root_secret_key.clone(),
+        block_size,
+    })
+    .with_context(|| format!("opening metadata in {}", dir.display()))?;
+    let root = service.root_credentials();
+    if settings.root_access_key.is_some() {
+        eprintln!("root access key {} (from the environment)", root.access_key);
+    } else {
+        eprintln!(
+            "root credentials{} (saved in {}):\n  AWS_ACCESS_KEY_ID={}\n  AWS_SECRET_ACCESS_KEY={}",
+            if root.generated {
+                ", generated now"
+            } else {
+                ""
+            },
+            dir.join("root-credentials").display(),
+            root.access_key,
+            root.secret_key
+        );
+    }
+    Ok(service)
+}
+
+/// Serves the meta RPC on `listen` until shutdown.
+pub async fn serve_meta(
+    listen: &str,
+    service: Arc<MetaService>,
+    shutdown: &Shutdown,
+) -> Result<SocketAddr> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("binding meta on {listen}"))?;
+    let addr = listener.local_addr()?;
+    let stop = shutdown.wait();
+    tokio::spawn(async move {
+        if let Err(e) = blockstore::meta::rpc::serve(listener, service, stop).await {
+            tracing::error!("meta RPC: {e}");
+        }
+    });
+    Ok(addr)
+}
+
+/// Binds the S3 gateway on `listen`; the returned task ends once shutdown was
+/// asked and every in-flight request finished.
+pub async fn serve_gateway(
+    listen: &str,
+    meta: MetaClient,
+    storage: &StorageSettings,
+    settings: &GatewaySettings,
+    shutdown: &Shutdown,
+) -> Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("binding the S3 gateway on {listen}"))?;
+    let addr = listener.local_addr()?;
+    let store = StoreClient::new(meta.clone(), storage.client_config()?);
+    let app = ::gateway::router(
+        meta,
+        store,
+        ::gateway::GatewayConfig {
+            region: settings.region.clone(),
+            domain: settings.domain.clone(),
+        },
+    );
+    let stop = shutdown.wait();
+    let task = tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app)
+            .with_graceful_shutdown(stop)
+            .await
+        {
+            tracing::error!("S3 gateway: {e}");
+        }
+    });
+    Ok((addr, task))
+}
+
+/// Prints the one line test fixtures and scripts wait for.
+pub fn print_ready(fields: &[(&str, String)]) {
+    let line: Vec<String> = fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "READY {}", line.join(" "));
+    let _ = out.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_units() {
+        assert_eq!(parse_size("16KiB"), Ok(16384));
+        assert_eq!(parse_size("256MiB"), Ok(256 << 20));
+        assert_eq!(parse_size("1048576"), Ok(1 << 20));
+        assert!(parse_size("12XB").is_err());
+        assert!(parse_size("MiB").is_err());
+    }
+}

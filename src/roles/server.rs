@@ -1,0 +1,111 @@
+//! `tessera server`: the embedded default. Meta, several datanodes (each on its
+//! own folder and loopback port) and the gateway in one process over one data
+//! folder; the meta RPC is served too so `tessera admin` works against it.
+
+use super::{
+    datanode, open_meta, print_ready, serve_gateway, serve_meta, DatanodeSettings, GatewaySettings,
+    MetaSettings, StorageSettings,
+};
+use crate::ops;
+use crate::shutdown::Shutdown;
+use anyhow::Result;
+use blockstore::meta::{MetaClient, MetaService};
+use clap::Args;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Flags of `tessera server`.
+#[derive(Args, Debug)]
+pub struct ServerArgs {
+    /// Data folder: meta/ and datanode-N/ live under it.
+    #[arg(long, env = "TESSERA_DATA", default_value = "./tessera-data")]
+    pub data: PathBuf,
+    /// Address of the S3 endpoint.
+    #[arg(long, env = "TESSERA_LISTEN", default_value = "127.0.0.1:9878")]
+    pub listen: String,
+    /// Address of the meta RPC (for `tessera admin`).
+    #[arg(long, env = "TESSERA_META_LISTEN", default_value = "127.0.0.1:9879")]
+    pub meta_listen: String,
+    /// Address of /health and /metrics.
+    #[arg(long, env = "TESSERA_OPS_LISTEN", default_value = "127.0.0.1:9880")]
+    pub ops_listen: String,
+    /// Number of datanodes to run.
+    #[arg(long, env = "TESSERA_DATANODES", default_value_t = 5)]
+    pub datanodes: usize,
+    #[command(flatten)]
+    pub meta: MetaSettings,
+    #[command(flatten)]
+    pub datanode: DatanodeSettings,
+    #[command(flatten)]
+    pub storage: StorageSettings,
+    #[command(flatten)]
+    pub gateway: GatewaySettings,
+}
+
+/// Waits until meta sees `count` healthy datanodes, so the first PUT gets the
+/// default replication of a full cluster.
+async fn wait_for_datanodes(service: &Arc<MetaService>, count: usize) {
+    for _ in 0..100 {
+        if let Ok(blockstore::meta::MetaResponse::Status(status)) = service
+            .handle(blockstore::meta::MetaRequest::Admin {
+                token: service.admin_token().to_string(),
+                op: blockstore::meta::AdminOp::Status,
+            })
+            .await
+        {
+            let healthy = status
+                .datanodes
+                .iter()
+                .filter(|d| d.state == blockstore::meta::DatanodeState::Healthy)
+                .count();
+            if healthy >= count {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tracing::warn!("not every datanode registered in time; continuing");
+}
+
+/// Runs the whole cluster in this process until SIGTERM.
+pub async fn run(args: ServerArgs) -> Result<()> {
+    let metrics = ops::install_recorder()?;
+    let shutdown = Shutdown::on_signals();
+    std::fs::create_dir_all(&args.data)?;
+    let service = open_meta(&args.data.join("meta"), &args.meta, args.storage.block_size)?;
+    let meta = MetaClient::Local(service.clone());
+    let meta_addr = serve_meta(&args.meta_listen, service.clone(), &shutdown).await?;
+    let mut nodes = Vec::with_capacity(args.datanodes);
+    for i in 1..=args.datanodes {
+        let dir = args.data.join(format!("datanode-{i}"));
+        let node = datanode::start(
+            &dir,
+            "127.0.0.1:0",
+            None,
+            &args.datanode,
+            &args.storage,
+            meta.clone(),
+        )
+        .await?;
+        nodes.push(node);
+    }
+    wait_for_datanodes(&service, args.datanodes).await;
+    let (addr, gateway) =
+        serve_gateway(&args.listen, meta, &args.storage, &args.gateway, &shutdown).await?;
+    let ops_addr = ops::serve(&args.ops_listen, metrics, &shutdown).await?;
+    eprintln!(
+        "tessera server: S3 endpoint http://{addr}, data in {}",
+        args.data.display()
+    );
+    print_ready(&[
+        ("s3", format!("http://{addr}")),
+        ("meta", meta_addr.to_string()),
+        ("ops", format!("http://{ops_addr}")),
+    ]);
+    gateway.await?;
+    for node in nodes {
+        node.shutdown().await;
+    }
+    Ok(())
+}

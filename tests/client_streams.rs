@@ -1,0 +1,360 @@
+//! The client streams against a real metadata service and real datanodes on
+//! 127.0.0.1:0: round trips for every replication config at the sizes around
+//! cell, stripe and group boundaries, then faults by real means (datanodes
+//! shut down, a byte flipped in a block file on disk).
+
+use blockstore::client::{ClientConfig, ClientError, StoreClient};
+use blockstore::meta::{
+    AdminOp, DatanodeState, MetaClient, MetaConfig, MetaResponse, MetaService, ObjectRecord,
+};
+use blockstore::{BlockKey, EcLayout, ObjectId, ReplicationConfig};
+use bytes::Bytes;
+use datanode::{DatanodeConfig, RunningDatanode};
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tempfile::TempDir;
+
+const CELL: u32 = 16 * 1024;
+const BYTES_PER_CHECKSUM: u32 = 4 * 1024;
+/// Four cells per block file, so objects of a few hundred KiB span several groups.
+const BLOCK_SIZE: u64 = 4 * CELL as u64;
+const BUCKET: &str = "streams";
+
+fn rs(data: u8, parity: u8) -> ReplicationConfig {
+    ReplicationConfig::Ec(EcLayout {
+        data,
+        parity,
+        cell_size: CELL,
+    })
+}
+
+struct Cluster {
+    dir: TempDir,
+    service: Arc<MetaService>,
+    meta: MetaClient,
+    datanodes: Vec<Option<RunningDatanode>>,
+    client: StoreClient,
+}
+
+impl Cluster {
+    async fn start(count: usize) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = MetaConfig::new(dir.path().join("meta"));
+        config.block_size = BLOCK_SIZE;
+        let service = MetaService::open(config).unwrap();
+        let meta = MetaClient::Local(service.clone());
+        let mut datanodes = Vec::new();
+        for i in 0..count {
+            let config = DatanodeConfig {
+                data_dir: Self::datanode_dir(dir.path(), i),
+                listen: "127.0.0.1:0".into(),
+                advertise: None,
+                bytes_per_checksum: BYTES_PER_CHECKSUM,
+                fsync: false,
+                heartbeat_interval: Duration::from_millis(100),
+                capacity: None,
+            };
+            datanodes.push(Some(datanode::start(config, meta.clone()).await.unwrap()));
+        }
+        let client = StoreClient::new(
+            meta.clone(),
+            ClientConfig {
+                block_size: BLOCK_SIZE,
+                bytes_per_checksum: BYTES_PER_CHECKSUM,
+                connect_timeout: Duration::from_secs(2),
+                io_timeout: Duration::from_secs(10),
+            },
+        );
+        let cluster = Self {
+            dir,
+            service,
+            meta,
+            datanodes,
+            client,
+        };
+        cluster.wait_healthy(count).await;
+        cluster
+            .meta
+            .create_bucket(BUCKET, "root", None)
+            .await
+            .unwrap();
+        cluster
+    }
+
+    fn datanode_dir(root: &Path, i: usize) -> PathBuf {
+        root.join(format!("dn{i}"))
+    }
+
+    async fn wait_healthy(&self, count: usize) {
+        for _ in 0..200 {
+            let status = self
+                .meta
+                .admin(self.service.admin_token(), AdminOp::Status)
+                .await
+                .unwrap();
+            let MetaResponse::Status(status) = status else {
+                panic!("unexpected {status:?}");
+            };
+            let healthy = status
+                .datanodes
+                .iter()
+                .filter(|d| d.state == DatanodeState::Healthy)
+                .count();
+            if healthy >= count {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("{count} datanodes never became healthy");
+    }
+
+    /// Index of the datanode serving `addr`.
+    fn datanode_at(&self, addr: &str) -> usize {
+        self.datanodes
+            .iter()
+            .position(|d| d.as_ref().is_some_and(|d| d.addr().to_string() == addr))
+            .unwrap_or_else(|| panic!("no running datanode at {addr}"))
+    }
+
+    async fn stop(&mut self, i: usize) {
+        let datanode = self.datanodes[i].take().expect("datanode already stopped");
+        datanode.shutdown().await;
+    }
+
+    /// Writes `data` in `piece`-sized writes and commits it as `key`.
+    async fn put(
+        &self,
+        key: &str,
+        replication: ReplicationConfig,
+        data: &[u8],
+        piece: usize,
+    ) -> ObjectRecord {
+        let mut writer = self.client.writer(replication);
+        for chunk in data.chunks(piece.max(1)) {
+            writer.write(Bytes::copy_from_slice(chunk)).await.unwrap();
+        }
+        let written = writer.finish().await.unwrap();
+        assert_eq!(written.size, data.len() as u64, "{key}");
+        assert_eq!(written.replication, replication);
+        let group_sum: u64 = written.groups.iter().map(|g| g.length).sum();
+        assert_eq!(group_sum, data.len() as u64, "{key}: group lengths");
+        let capacity = replication.group_capacity(BLOCK_SIZE);
+        assert_eq!(
+            written.groups.len() as u64,
+            (data.len() as u64).div_ceil(capacity)
+        );
+        let record = ObjectRecord {
+            id: ObjectId::random(),
+            bucket: BUCKET.into(),
+            key: key.into(),
+            size: written.size,
+            etag: "0".repeat(32),
+            content_type: None,
+            headers: BTreeMap::new(),
+            user_metadata: BTreeMap::new(),
+            created: 0,
+            replication,
+            groups: written.groups,
+            parts: Vec::new(),
+        };
+        self.meta.commit_object(record).await.unwrap();
+        self.meta.get_object(BUCKET, key).await.unwrap().unwrap()
+    }
+
+    /// Path of the committed data file of `key` on datanode `i` (the
+    /// datanode keeps a block's bytes, and nothing else, in `<key>.data`).
+    fn block_file(&self, i: usize, key: BlockKey) -> PathBuf {
+        let wanted = format!("{key}.data");
+        let mut found = Vec::new();
+        let mut dirs = vec![Self::datanode_dir(self.dir.path(), i)];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n == wanted)
+                {
+                    found.push(path);
+                }
+            }
+        }
+        assert_eq!(
+            found.len(),
+            1,
+            "block files of {key} on datanode {i}: {found:?}"
+        );
+        found.remove(0)
+    }
+}
+
+fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..len).map(|_| rng.gen()).collect()
+}
+
+/// Sizes around cell, stripe and group boundaries for `replication`.
+fn sizes(replication: ReplicationConfig) -> Vec<usize> {
+    let cell = CELL as usize;
+    let stripe = match replication {
+        ReplicationConfig::Ec(l) => l.stripe_width() as usize,
+        ReplicationConfig::Replicated { .. } => cell,
+    };
+    let group = replication.group_capacity(BLOCK_SIZE) as usize;
+    vec![
+        0,
+        1,
+        cell - 1,
+        cell,
+        cell + 1,
+        stripe + 1,
+        group,
+        2 * group + stripe + cell / 2 + 3,
+    ]
+}
+
+/// Reads the whole object, edge ranges and random ranges, and compares each
+/// with `data`.
+async fn check_reads(client: &StoreClient, record: &ObjectRecord, data: &[u8], seed: u64) {
+    let reader = client.reader(record);
+    assert_eq!(reader.len(), data.len() as u64);
+    let size = data.len();
+    let whole = reader.read_at(0, size + 10).await.unwrap();
+    assert!(
+        whole[..] == data[..],
+        "{}: whole object differs",
+        record.key
+    );
+    assert!(reader.read_at(size as u64, 10).await.unwrap().is_empty());
+    assert!(reader
+        .read_at(size as u64 + 100, 10)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(reader.read_at(0, 0).await.unwrap().is_empty());
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut ranges = vec![(size.saturating_sub(1), 1), (size / 2, size)];
+    for _ in 0..24 {
+        let offset = rng.gen_range(0..=size);
+        let len = if rng.gen_bool(0.5) {
+            rng.gen_range(0..=2 * CELL as usize)
+        } else {
+            rng.gen_range(0..=size + 1)
+        };
+        ranges.push((offset, len));
+    }
+    for (offset, len) in ranges {
+        let got = reader.read_at(offset as u64, len).await.unwrap();
+        let end = (offset + len).min(size);
+        let want = &data[offset.min(size)..end];
+        assert!(
+            got[..] == want[..],
+            "{}: range {offset}+{len} differs",
+            record.key
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn round_trips_every_replication_at_boundary_sizes() {
+    let cluster = Cluster::start(9).await;
+    let configs = [
+        rs(3, 2),
+        rs(6, 3),
+        ReplicationConfig::REPLICATED_3,
+        ReplicationConfig::REPLICATED_1,
+    ];
+    let mut seed = 0;
+    for replication in configs {
+        for size in sizes(replication) {
+            seed += 1;
+            let data = random_bytes(size, seed);
+            // Odd write sizes cross cell edges inside one write; one big write too.
+            for piece in [7_777, size] {
+                let key = format!("{replication}/{size}/{piece}");
+                let record = cluster.put(&key, replication, &data, piece).await;
+                check_reads(&cluster.client, &record, &data, seed).await;
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn empty_object_has_no_groups() {
+    let cluster = Cluster::start(5).await;
+    let written = cluster.client.writer(rs(3, 2)).finish().await.unwrap();
+    assert_eq!(written.size, 0);
+    assert!(written.groups.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ec_reads_survive_up_to_parity_lost_datanodes() {
+    let mut cluster = Cluster::start(5).await;
+    let mut objects = Vec::new();
+    let ec = rs(3, 2);
+    for (i, size) in sizes(ec).into_iter().enumerate() {
+        let data = random_bytes(size, 100 + i as u64);
+        let record = cluster.put(&format!("ec/{size}"), ec, &data, 10_000).await;
+        objects.push((record, data));
+    }
+    let size = 3 * BLOCK_SIZE as usize + 5;
+    let data = random_bytes(size, 200);
+    let record = cluster
+        .put("replicated", ReplicationConfig::REPLICATED_3, &data, 10_000)
+        .await;
+    objects.push((record, data));
+
+    for stop in [0, 1] {
+        cluster.stop(stop).await;
+        for (seed, (record, data)) in objects.iter().enumerate() {
+            check_reads(&cluster.client, record, data, seed as u64).await;
+        }
+    }
+
+    // With p + 1 datanodes gone, a stripe of a multi-group object has only 2 of
+    // the 3 cells it needs.
+    cluster.stop(2).await;
+    let (record, data) = objects
+        .iter()
+        .find(|(r, _)| r.groups.len() > 1 && r.replication == ec)
+        .unwrap();
+    let err = cluster
+        .client
+        .reader(record)
+        .read_at(0, data.len())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ClientError::Unavailable(_)), "{err:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_repair_a_corrupt_block_file() {
+    let cluster = Cluster::start(5).await;
+    let size = 2 * rs(3, 2).group_capacity(BLOCK_SIZE) as usize + 1000;
+    for (i, replication) in [rs(3, 2), ReplicationConfig::REPLICATED_3]
+        .into_iter()
+        .enumerate()
+    {
+        let data = random_bytes(size, 300 + i as u64);
+        let record = cluster
+            .put(&format!("corrupt/{i}"), replication, &data, 50_000)
+            .await;
+        // Internal block 1 (EC) or the first replica of the first group.
+        let group = &record.groups[0];
+        let (key, replica) = group
+            .block_keys()
+            .find(|(k, _)| k.index == if i == 0 { 1 } else { 0 })
+            .unwrap();
+        let path = cluster.block_file(cluster.datanode_at(&replica.addr), key);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = bytes.len() / 2;
+        bytes[at] ^= 0x5a;
+        std::fs::write(&path, &bytes).unwrap();
+        check_reads(&cluster.client, &record, &data, 7).await;
+    }
+}
