@@ -1,7 +1,15 @@
 """Fixtures shared by the conformance tests: a `tessera server` for the
-session, a multi-process cluster per module, S3 clients and scratch buckets."""
+session, a multi-process cluster per module, S3 clients and scratch buckets.
+
+The tests are functions of an endpoint and a key pair: with S3_TEST_ENDPOINT,
+S3_TEST_ACCESS_KEY and S3_TEST_SECRET_KEY set, they run against that S3 server
+instead, and the tests marked `tessera` (admin, ops port, own processes) are
+skipped."""
 
 from __future__ import annotations
+
+import os
+from dataclasses import dataclass
 
 import pytest
 
@@ -10,6 +18,25 @@ from tessera_clients import MIB, AwsCli, RawS3, empty_and_delete, new_bucket_nam
 from tessera_procs import HarnessError, find_binary, start_cluster, start_server
 
 BIG_OBJECT_SIZE = 100 * MIB
+EXTERNAL_ENDPOINT = os.environ.get("S3_TEST_ENDPOINT")
+
+
+@dataclass
+class ExternalServer:
+    """Another S3 server under test; it has no admin, ops port or processes."""
+
+    endpoint: str
+    access_key: str
+    secret_key: str
+
+
+def pytest_collection_modifyitems(config, items):
+    if not EXTERNAL_ENDPOINT:
+        return
+    skip = pytest.mark.skip(reason=f"needs tessera itself; testing {EXTERNAL_ENDPOINT}")
+    for item in items:
+        if "tessera" in item.keywords or {"tessera_bin", "cluster"} & set(item.fixturenames):
+            item.add_marker(skip)
 
 
 def pytest_report_header(config):
@@ -56,8 +83,12 @@ def stop_checked(proc) -> None:
 
 
 @pytest.fixture(scope="session")
-def server(tessera_bin, tmp_path_factory):
+def server(request, tmp_path_factory):
     """`tessera server` on port 0 with random root keys and admin token."""
+    if EXTERNAL_ENDPOINT:
+        yield ExternalServer(EXTERNAL_ENDPOINT, os.environ["S3_TEST_ACCESS_KEY"], os.environ["S3_TEST_SECRET_KEY"])
+        return
+    tessera_bin = request.getfixturevalue("tessera_bin")
     try:
         srv = start_server(tessera_bin, tmp_path_factory.mktemp("server"))
     except HarnessError as exc:

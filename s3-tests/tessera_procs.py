@@ -88,6 +88,7 @@ def process_env(extra: dict[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TESSERA_")}
     env.setdefault("RUST_LOG", "info")
     env.setdefault("RUST_BACKTRACE", "1")
+    env.setdefault("NO_COLOR", "1")
     env.update(extra)
     return env
 

@@ -123,6 +123,7 @@ def second_user(server):
     return name, s3_client(server.endpoint, access_key, secret_key)
 
 
+@pytest.mark.tessera
 def test_second_user_cannot_read_or_list_first_users_bucket(s3, bucket, second_user):
     _, other = second_user
     s3.put_object(Bucket=bucket, Key="root-only", Body=b"root data")
@@ -150,6 +151,7 @@ def test_second_user_cannot_read_or_list_first_users_bucket(s3, bucket, second_u
         s3.head_object(Bucket=bucket, Key="intruder")
 
 
+@pytest.mark.tessera
 def test_second_user_creates_and_uses_its_own_bucket(s3, bucket, second_user):
     _, other = second_user
     own = new_bucket_name("own")

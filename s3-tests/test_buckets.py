@@ -93,3 +93,24 @@ def test_second_create_by_owner_is_already_owned_by_you(s3, bucket):
         s3.create_bucket(Bucket=bucket)
     assert error_code(again.value) == "BucketAlreadyOwnedByYou"
     assert http_status(again.value) == 409
+
+
+@pytest.mark.tessera
+def test_create_bucket_header_sets_default_replication(server, s3):
+    name = new_bucket_name("repl")
+
+    def add_header(request, **_):
+        request.headers["x-tessera-replication"] = "replicated-3"
+
+    s3.meta.events.register("before-sign.s3.CreateBucket", add_header, unique_id="bucket-replication")
+    try:
+        s3.create_bucket(Bucket=name)
+    finally:
+        s3.meta.events.unregister("before-sign.s3.CreateBucket", unique_id="bucket-replication")
+    try:
+        listed = server.admin("bucket", "list")
+        mine = [b for b in listed if b.get("name") == name]
+        assert len(mine) == 1, listed
+        assert mine[0].get("replication") == "replicated-3", mine
+    finally:
+        s3.delete_bucket(Bucket=name)

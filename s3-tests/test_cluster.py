@@ -10,6 +10,8 @@ from tessera_procs import find_key, healthy_datanodes
 
 REPLICATION_HEADER = "x-tessera-replication"
 
+pytestmark = pytest.mark.tessera
+
 
 def put_with_replication(client, bucket, key, body, replication):
     """PutObject through boto3 with x-tessera-replication added before signing."""
@@ -39,6 +41,36 @@ def test_status_lists_five_healthy_datanodes(cluster):
 @pytest.fixture(scope="module")
 def cluster_client(cluster):
     return s3_client(cluster.endpoint, cluster.access_key, cluster.secret_key)
+
+
+def block_files(cluster):
+    """Committed block data files per datanode (see docs/architecture.md)."""
+    return [len(list((cluster.work_dir / f"dn{i}" / "blocks").glob("*/*.data"))) for i in range(len(cluster.datanodes))]
+
+
+def test_replication_header_decides_block_placement(cluster, cluster_client):
+    bucket = new_bucket_name("placement")
+    cluster_client.create_bucket(Bucket=bucket)
+    try:
+        cases = [
+            (None, [1] * 5),  # default rs-3-2-1024k: one internal block on each of 5 datanodes
+            ("rs-3-2-1024k", [1] * 5),
+            ("replicated-3", [1, 1, 1, 0, 0]),
+            ("replicated-1", [1, 0, 0, 0, 0]),
+        ]
+        for replication, expected in cases:
+            before = block_files(cluster)
+            body = os.urandom(2 * MIB + 17)
+            key = f"obj-{replication or 'default'}"
+            if replication is None:
+                cluster_client.put_object(Bucket=bucket, Key=key, Body=body)
+            else:
+                put_with_replication(cluster_client, bucket, key, body, replication)
+            gained = [after - was for after, was in zip(block_files(cluster), before)]
+            assert sorted(gained, reverse=True) == expected, f"{replication}: new block files per datanode {gained}"
+            assert cluster_client.get_object(Bucket=bucket, Key=key)["Body"].read() == body
+    finally:
+        empty_and_delete(cluster_client, bucket)
 
 
 def test_objects_survive_a_killed_datanode(cluster, cluster_client):

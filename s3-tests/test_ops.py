@@ -12,6 +12,8 @@ import requests
 from tessera_clients import MIB, s3_client
 from tessera_procs import start_server
 
+pytestmark = pytest.mark.tessera
+
 
 def test_health_is_ok(server):
     response = requests.get(f"{server.ops}/health", timeout=10)

@@ -68,7 +68,7 @@ sha256() {
 }
 
 log "building the image"
-"$TESSERA_ROOT/scripts/docker-build.sh"
+bash "$TESSERA_ROOT/scripts/docker-build.sh"
 
 log "starting $PROJECT with ${COMPOSE[0]}"
 UP=1

@@ -17,7 +17,12 @@ fi
 context=$TESSERA_ROOT/target/docker-context
 rm -rf "$context"
 mkdir -p "$context/rootfs"
-cp "$TESSERA_RELEASE_BIN" "$context/rootfs/tessera"
+# Debug info is most of the release binary's size; symbols stay for backtraces.
+if command -v strip >/dev/null 2>&1; then
+    strip --strip-debug -o "$context/rootfs/tessera" "$TESSERA_RELEASE_BIN"
+else
+    cp "$TESSERA_RELEASE_BIN" "$context/rootfs/tessera"
+fi
 cp docker/Dockerfile "$context/Dockerfile"
 
 if ! is_static "$TESSERA_RELEASE_BIN"; then

@@ -89,7 +89,7 @@ compose_smoke() {
     elif ! docker_reachable; then
         log "skipped: no Docker engine answers (docker info failed)"
     else
-        "$TESSERA_ROOT/scripts/compose-smoke.sh"
+        bash "$TESSERA_ROOT/scripts/compose-smoke.sh"
     fi
 }
 

@@ -42,12 +42,11 @@ pub fn apply_config_file(args: &[OsString], command: &clap::Command) -> Result<(
         .with_context(|| format!("reading config file {}", path.display()))?;
     let table: toml::Table =
         toml::from_str(&text).with_context(|| format!("parsing config file {}", path.display()))?;
-    let subcommand = args
-        .iter()
-        .skip(1)
-        .map(|a| a.to_string_lossy().into_owned())
-        .find(|a| !a.starts_with('-'))
-        .and_then(|name| command.find_subcommand(&name).cloned());
+    let subcommand = args.iter().skip(1).find_map(|a| {
+        command
+            .find_subcommand(a.to_string_lossy().as_ref())
+            .cloned()
+    });
     let Some(subcommand) = subcommand else {
         bail!("--config needs a role: tessera <server|meta|datanode|gateway> --config FILE");
     };
@@ -106,5 +105,28 @@ mod tests {
             .map(OsString::from)
             .collect();
         assert_eq!(config_path(&args), Some(PathBuf::from("b.toml")));
+    }
+
+    #[test]
+    fn file_fills_what_flags_and_env_do_not() {
+        use clap::CommandFactory;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tessera.toml");
+        std::fs::write(
+            &file,
+            "bytes_per_checksum = \"1MiB\"\nregion = \"eu-west-1\"\n",
+        )
+        .unwrap();
+        let args: Vec<OsString> = ["tessera", "--config", file.to_str().unwrap(), "gateway"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        apply_config_file(&args, &crate::Cli::command()).unwrap();
+        assert_eq!(std::env::var("TESSERA_BYTES_PER_CHECKSUM").unwrap(), "1MiB");
+        assert_eq!(std::env::var("TESSERA_REGION").unwrap(), "eu-west-1");
+
+        std::fs::write(&file, "no_such_setting = 1\n").unwrap();
+        let err = apply_config_file(&args, &crate::Cli::command()).unwrap_err();
+        assert!(err.to_string().contains("unknown setting"), "{err}");
     }
 }

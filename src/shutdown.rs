@@ -14,12 +14,15 @@ impl Shutdown {
     pub fn on_signals() -> Self {
         let (sender, receiver) = watch::channel(false);
         tokio::spawn(async move {
-            let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                    .expect("installing the SIGTERM handler");
-            tokio::select! {
-                _ = term.recv() => tracing::info!("SIGTERM: finishing in-flight requests"),
-                _ = tokio::signal::ctrl_c() => tracing::info!("interrupt: finishing in-flight requests"),
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut term) => tokio::select! {
+                    _ = term.recv() => tracing::info!("SIGTERM: finishing in-flight requests"),
+                    _ = tokio::signal::ctrl_c() => tracing::info!("interrupt: finishing in-flight requests"),
+                },
+                Err(e) => {
+                    tracing::error!("cannot watch SIGTERM ({e}); only Ctrl-C stops gracefully");
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
             let _ = sender.send(true);
         });

@@ -358,3 +358,65 @@ async fn reads_repair_a_corrupt_block_file() {
         check_reads(&cluster.client, &record, &data, 7).await;
     }
 }
+
+/// Every file under the `sub` folder of each datanode's data folder.
+fn files_under(cluster: &Cluster, sub: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs: Vec<PathBuf> = (0..cluster.datanodes.len())
+        .map(|i| Cluster::datanode_dir(cluster.dir.path(), i).join(sub))
+        .filter(|d| d.is_dir())
+        .collect();
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abort_deletes_written_blocks() {
+    let cluster = Cluster::start(5).await;
+    for replication in [rs(3, 2), ReplicationConfig::REPLICATED_3] {
+        let mut writer = cluster.client.writer(replication);
+        // Two sealed groups, then a third still being written.
+        let size = 2 * replication.group_capacity(BLOCK_SIZE) as usize + 3 * CELL as usize;
+        writer
+            .write(Bytes::from(random_bytes(size, 400)))
+            .await
+            .unwrap();
+        assert!(!files_under(&cluster, "blocks").is_empty());
+        writer.abort().await;
+        let left: Vec<PathBuf> = files_under(&cluster, "blocks")
+            .into_iter()
+            .chain(files_under(&cluster, "tmp"))
+            .collect();
+        assert!(left.is_empty(), "{replication}: left behind {left:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_reads_share_one_reader() {
+    let cluster = Cluster::start(5).await;
+    let size = 3 * rs(3, 2).group_capacity(BLOCK_SIZE) as usize + 17;
+    let data = Arc::new(random_bytes(size, 500));
+    let record = cluster.put("shared", rs(3, 2), &data, size).await;
+    let reader = Arc::new(cluster.client.reader(&record));
+    let reads = (0..32u64).map(|i| {
+        let (reader, data) = (reader.clone(), data.clone());
+        tokio::spawn(async move {
+            let offset = (i * 9_973) as usize % size;
+            let len = 3 * CELL as usize + i as usize;
+            let got = reader.read_at(offset as u64, len).await.unwrap();
+            assert!(got[..] == data[offset..(offset + len).min(size)]);
+        })
+    });
+    for read in futures::future::join_all(reads).await {
+        read.unwrap();
+    }
+}

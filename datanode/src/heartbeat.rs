@@ -39,15 +39,32 @@ impl HeartbeatTarget for MetaClient {
 pub(crate) struct HeartbeatSettings {
     /// Address clients use to reach this datanode.
     pub addr: String,
-    /// Fixed capacity, or None for the data folder's filesystem size.
+    /// Fixed capacity, or None to measure it (see [`measured_capacity`]).
     pub capacity: Option<u64>,
     pub interval: Duration,
 }
 
-/// Total size of the filesystem holding `path` (statvfs).
-pub fn filesystem_capacity(path: &Path) -> std::io::Result<u64> {
+/// Bytes still free for unprivileged use in the filesystem holding `path`
+/// (statvfs `f_bavail * f_frsize`).
+pub fn available_space(path: &Path) -> std::io::Result<u64> {
     let stat = rustix::fs::statvfs(path)?;
-    Ok(stat.f_blocks.saturating_mul(stat.f_frsize))
+    Ok(stat.f_bavail.saturating_mul(stat.f_frsize))
+}
+
+/// Capacity to report for a store using `used` bytes in the filesystem holding
+/// `path`: the space it can still fill plus what it uses, not the filesystem's
+/// size, so that datanodes sharing one filesystem and a disk filled by others
+/// are seen as they are. When the filesystem cannot be measured, `used`
+/// alone (no free space: the node gets no new blocks until it can be), never
+/// 0, which meta would also read as full but which hides what the node holds.
+pub fn measured_capacity(path: &Path, used: u64) -> u64 {
+    match available_space(path) {
+        Ok(available) => available.saturating_add(used),
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "statvfs of the data folder failed; reporting no free space");
+            used
+        }
+    }
 }
 
 /// Runs until `stop` turns true.
@@ -93,25 +110,20 @@ async fn report(
     settings: &HeartbeatSettings,
     deleted: Vec<BlockKey>,
 ) -> DatanodeReport {
+    let stats = store.stats();
     let capacity = match settings.capacity {
         Some(capacity) => capacity,
         None => {
             let dir = store.data_dir().to_path_buf();
-            let size = tokio::task::spawn_blocking(move || filesystem_capacity(&dir)).await;
-            match size {
-                Ok(Ok(size)) => size,
-                Ok(Err(e)) => {
-                    tracing::warn!(error = %e, "statvfs of the data folder failed; reporting capacity 0");
-                    0
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "statvfs task failed; reporting capacity 0");
-                    0
-                }
-            }
+            let used = stats.used;
+            tokio::task::spawn_blocking(move || measured_capacity(&dir, used))
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "statvfs task failed; reporting no free space");
+                    used
+                })
         }
     };
-    let stats = store.stats();
     DatanodeReport {
         id: store.id().clone(),
         addr: settings.addr.clone(),
@@ -120,5 +132,34 @@ async fn report(
         used: stats.used,
         blocks: stats.blocks,
         deleted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capacity_is_free_space_plus_use_and_never_zero_on_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let available = available_space(dir.path()).unwrap();
+        let reported = measured_capacity(dir.path(), 5_000);
+        // Other processes write meanwhile: allow some drift either way.
+        let slack = 64 * 1024 * 1024;
+        assert!(
+            reported.abs_diff(available + 5_000) < slack,
+            "{reported} vs {available}"
+        );
+        let stat = rustix::fs::statvfs(dir.path()).unwrap();
+        let total = stat.f_blocks * stat.f_frsize;
+        if total > available + 5_000 + slack {
+            assert!(
+                reported < total,
+                "the filesystem's size is not our capacity"
+            );
+        }
+        let missing = dir.path().join("gone");
+        assert_eq!(measured_capacity(&missing, 5_000), 5_000);
+        assert_eq!(measured_capacity(&missing, 0), 0);
     }
 }

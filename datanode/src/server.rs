@@ -15,11 +15,32 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 
 /// How long shutdown waits for requests in flight before cutting them off.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 /// Pause after a failed accept (e.g. out of file descriptors).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// Default [`ServerLimits::frame_read_timeout`].
+pub const FRAME_READ_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Limits that protect the server from slow or stalled peers.
+#[derive(Clone, Copy, Debug)]
+pub struct ServerLimits {
+    /// Longest time a request frame (headers and payload) may take to arrive
+    /// once its first byte did; a peer that stalls mid-frame is cut off so
+    /// that it does not hold a connection and its buffer for ever. Idle
+    /// connections between frames are not limited.
+    pub frame_read_timeout: Duration,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        Self {
+            frame_read_timeout: FRAME_READ_TIMEOUT,
+        }
+    }
+}
 
 /// Serves the block protocol on `listener` from `store` until `shutdown`
 /// completes, then stops accepting, closes idle connections, and waits (up to
@@ -28,6 +49,16 @@ pub async fn serve(
     listener: TcpListener,
     store: Arc<BlockStore>,
     shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    serve_with_limits(listener, store, shutdown, ServerLimits::default()).await
+}
+
+/// [`serve`] with explicit [`ServerLimits`].
+pub async fn serve_with_limits(
+    listener: TcpListener,
+    store: Arc<BlockStore>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    limits: ServerLimits,
 ) -> std::io::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut connections = JoinSet::new();
@@ -40,7 +71,7 @@ pub async fn serve(
                     if let Err(e) = stream.set_nodelay(true) {
                         tracing::debug!(%peer, error = %e, "could not set TCP_NODELAY");
                     }
-                    connections.spawn(serve_connection(stream, peer, store.clone(), stop_rx.clone()));
+                    connections.spawn(serve_connection(stream, peer, store.clone(), stop_rx.clone(), limits));
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "accept failed");
@@ -77,6 +108,8 @@ enum Close {
     /// The peer sent something undecodable or cut a frame short (it may have
     /// only half-closed): tell it, then close.
     WithError(ProtocolError),
+    /// The peer started a frame and did not finish it in time.
+    Stalled,
 }
 
 async fn serve_connection(
@@ -84,6 +117,7 @@ async fn serve_connection(
     peer: SocketAddr,
     store: Arc<BlockStore>,
     mut stop: watch::Receiver<bool>,
+    limits: ServerLimits,
 ) {
     let mut probe = [0u8; 1];
     loop {
@@ -97,14 +131,25 @@ async fn serve_connection(
             Ok(0) | Err(_) => return,
             Ok(_) => {}
         }
-        let close = match protocol::read_request(&mut stream).await {
-            Ok(Some(incoming)) => match serve_request(&mut stream, &store, incoming).await {
-                Ok(()) => continue,
-                Err(close) => close,
-            },
-            Ok(None) => return,
-            Err(e) => classify(e),
+        // The frame has started: all of it must arrive by this deadline.
+        let deadline = Instant::now() + limits.frame_read_timeout;
+        let read = tokio::time::timeout_at(deadline, protocol::read_request(&mut stream)).await;
+        let close = match read {
+            Ok(Ok(Some(incoming))) => {
+                match serve_request(&mut stream, &store, incoming, deadline).await {
+                    Ok(()) => continue,
+                    Err(close) => close,
+                }
+            }
+            Ok(Ok(None)) => return,
+            Ok(Err(e)) => classify(e),
+            Err(_elapsed) => Close::Stalled,
         };
+        if let Close::Stalled = close {
+            telemetry::protocol_error();
+            tracing::warn!(%peer, timeout = ?limits.frame_read_timeout, "request frame not received in time; closing the connection");
+            return;
+        }
         if let Close::WithError(e) = close {
             telemetry::protocol_error();
             if matches!(e, ProtocolError::Truncated(_)) {
@@ -145,6 +190,7 @@ async fn serve_request(
     stream: &mut TcpStream,
     store: &BlockStore,
     incoming: Incoming<Request>,
+    deadline: Instant,
 ) -> Result<(), Close> {
     let Incoming {
         request_id,
@@ -155,9 +201,13 @@ async fn serve_request(
     let key = request.key();
     let result = match request {
         Request::WriteChunks(w) => {
+            // The buffer grows as the payload arrives: the announced length
+            // is the peer's claim, not yet memory we owe it.
             let mut data = BytesMut::new();
-            protocol::read_payload_into(stream, payload_len, &mut data)
+            let read = protocol::read_payload_into(stream, payload_len, &mut data);
+            tokio::time::timeout_at(deadline, read)
                 .await
+                .map_err(|_| Close::Stalled)?
                 .map_err(classify)?;
             store
                 .write_chunks(w.key, w.offset, w.bytes_per_checksum, w.crcs, data.freeze())

@@ -1,6 +1,9 @@
-//! The datanode's metrics, named in one place.
+//! The datanode's metrics, named in one place. Gauges carry the datanode's
+//! id (label `id`): one process may run several datanodes (`tessera server`),
+//! and a gauge without it would hold whichever one wrote last.
 
 use crate::store::StoreStats;
+use blockstore::DatanodeId;
 
 /// Bytes of block data accepted by writes.
 pub const BYTES_WRITTEN: &str = "tessera_datanode_bytes_written_total";
@@ -12,9 +15,9 @@ pub const CHUNKS_REJECTED: &str = "tessera_datanode_chunks_rejected_total";
 pub const REQUESTS: &str = "tessera_datanode_requests_total";
 /// Frames that could not be decoded (the connection was closed).
 pub const PROTOCOL_ERRORS: &str = "tessera_datanode_protocol_errors_total";
-/// Committed blocks.
+/// Committed blocks, by datanode id.
 pub const BLOCKS: &str = "tessera_datanode_blocks";
-/// Bytes of committed block data.
+/// Bytes of committed block data, by datanode id.
 pub const USED_BYTES: &str = "tessera_datanode_used_bytes";
 
 pub(crate) fn bytes_written(n: u64) {
@@ -37,7 +40,35 @@ pub(crate) fn protocol_error() {
     metrics::counter!(PROTOCOL_ERRORS).increment(1);
 }
 
-pub(crate) fn store_gauges(stats: StoreStats) {
-    metrics::gauge!(BLOCKS).set(stats.blocks as f64);
-    metrics::gauge!(USED_BYTES).set(stats.used as f64);
+pub(crate) fn store_gauges(id: &DatanodeId, stats: StoreStats) {
+    metrics::gauge!(BLOCKS, "id" => id.0.clone()).set(stats.blocks as f64);
+    metrics::gauge!(USED_BYTES, "id" => id.0.clone()).set(stats.used as f64);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gauges_of_datanodes_in_one_process_stay_apart() {
+        let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+        let handle = recorder.handle();
+        metrics::with_local_recorder(&recorder, || {
+            let stats = |blocks, used| StoreStats { blocks, used };
+            store_gauges(&DatanodeId("dn-a".into()), stats(3, 300));
+            store_gauges(&DatanodeId("dn-b".into()), stats(5, 500));
+        });
+        let text = handle.render();
+        for line in [
+            "tessera_datanode_blocks{id=\"dn-a\"} 3",
+            "tessera_datanode_blocks{id=\"dn-b\"} 5",
+            "tessera_datanode_used_bytes{id=\"dn-a\"} 300",
+            "tessera_datanode_used_bytes{id=\"dn-b\"} 500",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "{line} missing in:\n{text}"
+            );
+        }
+    }
 }

@@ -192,3 +192,26 @@ fn base64_md5(digest: &[u8; 16]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(digest)
 }
+
+/// Commits what a PUT or UploadPart stored with `commit`. On a definite refusal
+/// (NoSuchBucket, NoSuchUpload, ...) the written blocks are freed; when the
+/// answer was lost the commit may have landed, so the blocks are left alone
+/// rather than risk deleting a visible object (an orphan costs only space).
+pub async fn commit_or_discard<F>(
+    meta: &blockstore::meta::MetaClient,
+    groups: Vec<blockstore::meta::BlockGroup>,
+    commit: F,
+) -> Result<(), S3Error>
+where
+    F: std::future::Future<Output = Result<(), blockstore::meta::MetaError>>,
+{
+    let Err(error) = commit.await else {
+        return Ok(());
+    };
+    if error.may_have_applied() {
+        tracing::warn!(%error, "commit outcome unknown; keeping its blocks");
+    } else if let Err(discard) = meta.discard_blocks(groups).await {
+        tracing::warn!(error = %discard, "discarding blocks of an uncommitted write failed");
+    }
+    Err(error.into())
+}

@@ -68,6 +68,7 @@ impl Cluster {
             root_access_key: Some(ROOT_KEY.into()),
             root_secret_key: Some(ROOT_SECRET.into()),
             block_size: BLOCK_SIZE,
+            ..MetaConfig::new(dir.path().join("meta"))
         })
         .unwrap();
         let meta = MetaClient::Local(service);

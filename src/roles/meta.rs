@@ -31,14 +31,12 @@ pub async fn run(args: MetaArgs) -> Result<()> {
     let metrics = ops::install_recorder()?;
     let shutdown = Shutdown::on_signals();
     let service = open_meta(&args.data, &args.meta, args.block_size)?;
-    let addr = serve_meta(&args.listen, service, &shutdown).await?;
+    let (addr, rpc) = serve_meta(&args.listen, service, &shutdown).await?;
     let ops_addr = ops::serve(&args.ops_listen, metrics, &shutdown).await?;
     print_ready(&[
         ("meta", addr.to_string()),
         ("ops", format!("http://{ops_addr}")),
     ]);
-    shutdown.wait().await;
-    // Give in-flight RPCs a moment; the RPC server stops accepting at once.
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    rpc.await?;
     Ok(())
 }

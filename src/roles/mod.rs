@@ -55,6 +55,10 @@ pub struct MetaSettings {
     /// Root S3 secret key; generated with the access key when unset.
     #[arg(long, env = "TESSERA_ROOT_SECRET_KEY", hide_env_values = true)]
     pub root_secret_key: Option<String>,
+    /// How long blocks of an overwritten or deleted object stay readable (GETs
+    /// already streaming them finish) before datanodes delete them.
+    #[arg(long, env = "TESSERA_DELETION_DELAY", default_value = "60s", value_parser = parse_duration)]
+    pub deletion_delay: Duration,
     /// Token for admin requests; generated once and saved in the meta data folder when unset.
     #[arg(long, env = "TESSERA_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
@@ -124,6 +128,7 @@ pub fn open_meta(dir: &Path, settings: &MetaSettings, block_size: u64) -> Result
         root_access_key: settings.root_access_key.clone(),
         root_secret_key: settings.root_secret_key.clone(),
         block_size,
+        deletion_delay: settings.deletion_delay,
     })
     .with_context(|| format!("opening metadata in {}", dir.display()))?;
     let root = service.root_credentials();
@@ -145,23 +150,24 @@ pub fn open_meta(dir: &Path, settings: &MetaSettings, block_size: u64) -> Result
     Ok(service)
 }
 
-/// Serves the meta RPC on `listen` until shutdown.
+/// Serves the meta RPC on `listen`; the returned task ends once shutdown was
+/// asked and every in-flight request was answered.
 pub async fn serve_meta(
     listen: &str,
     service: Arc<MetaService>,
     shutdown: &Shutdown,
-) -> Result<SocketAddr> {
+) -> Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("binding meta on {listen}"))?;
     let addr = listener.local_addr()?;
     let stop = shutdown.wait();
-    tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         if let Err(e) = blockstore::meta::rpc::serve(listener, service, stop).await {
             tracing::error!("meta RPC: {e}");
         }
     });
-    Ok(addr)
+    Ok((addr, task))
 }
 
 /// Binds the S3 gateway on `listen`; the returned task ends once shutdown was

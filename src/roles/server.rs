@@ -75,7 +75,7 @@ pub async fn run(args: ServerArgs) -> Result<()> {
     std::fs::create_dir_all(&args.data)?;
     let service = open_meta(&args.data.join("meta"), &args.meta, args.storage.block_size)?;
     let meta = MetaClient::Local(service.clone());
-    let meta_addr = serve_meta(&args.meta_listen, service.clone(), &shutdown).await?;
+    let (meta_addr, meta_rpc) = serve_meta(&args.meta_listen, service.clone(), &shutdown).await?;
     let mut nodes = Vec::with_capacity(args.datanodes);
     for i in 1..=args.datanodes {
         let dir = args.data.join(format!("datanode-{i}"));
@@ -107,5 +107,6 @@ pub async fn run(args: ServerArgs) -> Result<()> {
     for node in nodes {
         node.shutdown().await;
     }
+    meta_rpc.await?;
     Ok(())
 }

@@ -139,7 +139,7 @@ impl DatanodePool {
         let bpc = self.config.bytes_per_checksum;
         checksum::validate_bytes_per_checksum(bpc)
             .map_err(|e| protocol_error(addr, e.to_string()))?;
-        let crcs = compute_checksums(data.clone(), bpc).await;
+        let crcs = compute_checksums(addr, data.clone(), bpc).await?;
         self.write_chunks_with_checksums(addr, key, offset, bpc, crcs, data)
             .await
     }
@@ -234,11 +234,17 @@ impl DatanodePool {
                 offset: next,
                 length: piece_end - next,
             };
-            let reply = match self.call(addr, &request, &[], Some(&mut buf)).await? {
+            let sink = ReadSink {
+                buf: &mut buf,
+                want: next,
+                want_end: piece_end,
+                base_and_bpc,
+            };
+            // `call` has checked the reply against the piece (see `ReadSink`).
+            let reply = match self.call(addr, &request, &[], Some(sink)).await? {
                 Reply::ReadData(data) => data,
                 other => return Err(unexpected_reply(addr, key, other)),
             };
-            check_read_reply(addr, &reply, next, piece_end, base_and_bpc)?;
             base_and_bpc.get_or_insert((reply.offset, reply.bytes_per_checksum));
             crcs.extend_from_slice(&reply.crcs);
             next = reply.offset + reply.length;
@@ -247,8 +253,8 @@ impl DatanodePool {
             }
         }
         let (base, bpc) = base_and_bpc.expect("at least one reply was read");
-        let data = verify_checksums(buf.freeze(), base, bpc, crcs)
-            .await
+        let data = verify_checksums(addr, buf.freeze(), base, bpc, crcs)
+            .await?
             .map_err(|e| checksum_error(addr, key, e))?;
         Ok(data.slice((offset - base) as usize..(end - base) as usize))
     }
@@ -262,14 +268,15 @@ impl DatanodePool {
     }
 
     /// One request/reply exchange with the datanode at `addr`, within the
-    /// I/O deadline. A read reply's data is appended to `sink`. A pooled
-    /// connection found closed is replaced by a fresh one, once.
+    /// I/O deadline. A read reply is checked against `sink`'s piece and its
+    /// data appended to `sink`'s buffer. A pooled connection found closed is
+    /// replaced by a fresh one, once.
     async fn call(
         &self,
         addr: &str,
         request: &Request,
         payload: &[u8],
-        mut sink: Option<&mut BytesMut>,
+        mut sink: Option<ReadSink<'_>>,
     ) -> Result<Reply, ClientError> {
         let mut pooled = self.take_idle(addr);
         loop {
@@ -279,13 +286,7 @@ impl DatanodePool {
                 None => self.connect(addr).await?,
             };
             let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
-            let exchange = exchange(
-                &mut stream,
-                request_id,
-                request,
-                payload,
-                sink.as_deref_mut(),
-            );
+            let exchange = exchange(&mut stream, request_id, request, payload, sink.as_mut());
             let outcome = tokio::time::timeout(self.config.io_timeout, exchange).await;
             match outcome {
                 Err(_elapsed) => {
@@ -339,13 +340,26 @@ impl DatanodePool {
     }
 }
 
-/// Sends `request` and reads its reply; a read reply's data goes to `sink`.
+/// Where the data of a read reply goes, and the piece of the block it must cover.
+struct ReadSink<'a> {
+    /// The read buffer the data is appended to.
+    buf: &'a mut BytesMut,
+    /// Start of the piece asked for.
+    want: u64,
+    /// End of the piece asked for.
+    want_end: u64,
+    /// Aligned start and chunk size of the pieces read before, if any.
+    base_and_bpc: Option<(u64, u32)>,
+}
+
+/// Sends `request` and reads its reply; a read reply is checked against
+/// `sink` before any of its data is read, then its data goes to `sink`.
 async fn exchange(
     stream: &mut TcpStream,
     request_id: u64,
     request: &Request,
     payload: &[u8],
-    sink: Option<&mut BytesMut>,
+    sink: Option<&mut ReadSink<'_>>,
 ) -> Result<Reply, Failure> {
     let head = protocol::encode_request_head(request_id, request, payload.len())
         .map_err(|e| Failure::Protocol(e.to_string()))?;
@@ -377,13 +391,23 @@ async fn exchange(
             incoming.request_id
         )));
     }
-    if incoming.payload_len > 0 {
-        let Some(sink) = sink else {
+    match (&incoming.message, sink) {
+        (Reply::ReadData(reply), Some(sink)) => {
+            check_read_reply(reply, sink.want, sink.want_end, sink.base_and_bpc)
+                .map_err(Failure::Protocol)?;
+            // Checked: the reply is at most a chunk longer than the piece
+            // asked for, so its length can be reserved at once and the data
+            // lands in one buffer (the whole read's, reserved by read_block).
+            let len = incoming.payload_len;
+            sink.buf.reserve(len as usize);
+            protocol::read_payload_into(stream, len, sink.buf)
+                .await
+                .map_err(Failure::from_protocol)?;
+        }
+        _ if incoming.payload_len > 0 => {
             return Err(Failure::Protocol("unexpected data in reply".into()));
-        };
-        protocol::read_payload_into(stream, incoming.payload_len, sink)
-            .await
-            .map_err(Failure::from_protocol)?;
+        }
+        _ => {}
     }
     Ok(incoming.message)
 }
@@ -402,59 +426,119 @@ fn unexpected_reply(addr: &str, key: BlockKey, reply: Reply) -> ClientError {
     }
 }
 
-/// Checks that a read reply covers the piece `[want, want_end)` asked for and
-/// continues the previous pieces (same chunk size, contiguous).
+/// Checks that a read reply covers the piece `[want, want_end)` asked for,
+/// widened by less than a chunk at each end (so its length is bounded by the
+/// request), and continues the previous pieces (same chunk size, contiguous).
 fn check_read_reply(
-    addr: &str,
     reply: &ReadData,
     want: u64,
     want_end: u64,
     base_and_bpc: Option<(u64, u32)>,
-) -> Result<(), ClientError> {
+) -> Result<(), String> {
     let reply_end = reply
         .offset
         .checked_add(reply.length)
-        .ok_or_else(|| protocol_error(addr, "read reply range overflows"))?;
+        .ok_or("read reply range overflows")?;
+    let bpc = u64::from(reply.bytes_per_checksum);
     let covers = reply.offset <= want
-        && want - reply.offset < u64::from(reply.bytes_per_checksum)
-        && reply_end >= want_end;
+        && want - reply.offset < bpc
+        && reply_end >= want_end
+        && reply_end - want_end < bpc;
     let continues = match base_and_bpc {
         None => true,
         Some((_, bpc)) => bpc == reply.bytes_per_checksum && reply.offset == want,
     };
     if !covers || !continues {
-        return Err(protocol_error(
-            addr,
-            format!(
-                "read reply [{}, {reply_end}) does not match the range [{want}, {want_end}) asked for",
-                reply.offset
-            ),
+        return Err(format!(
+            "read reply [{}, {reply_end}) does not match the range [{want}, {want_end}) asked for",
+            reply.offset
         ));
     }
     Ok(())
 }
 
-async fn compute_checksums(data: Bytes, bytes_per_checksum: u32) -> Vec<u32> {
-    if data.len() <= INLINE_CHECKSUM_LIMIT {
-        return checksum::compute(&data, bytes_per_checksum);
-    }
-    tokio::task::spawn_blocking(move || checksum::compute(&data, bytes_per_checksum))
+/// Runs checksum work `f` on the blocking pool; a task that panicked or was
+/// cancelled is an error of the request to `addr`, not a panic of the caller.
+async fn on_blocking_pool<T: Send + 'static>(
+    addr: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ClientError> {
+    tokio::task::spawn_blocking(f)
         .await
-        .expect("checksum task panicked")
+        .map_err(|e| ClientError::Io {
+            addr: addr.to_string(),
+            message: format!("local checksum task failed: {e}"),
+        })
 }
 
+async fn compute_checksums(
+    addr: &str,
+    data: Bytes,
+    bytes_per_checksum: u32,
+) -> Result<Vec<u32>, ClientError> {
+    if data.len() <= INLINE_CHECKSUM_LIMIT {
+        return Ok(checksum::compute(&data, bytes_per_checksum));
+    }
+    on_blocking_pool(addr, move || checksum::compute(&data, bytes_per_checksum)).await
+}
+
+/// Verifies `data` (see [`checksum::verify`]); the outer error is a failed
+/// task, the inner one a bad checksum.
 async fn verify_checksums(
+    addr: &str,
     data: Bytes,
     start: u64,
     bytes_per_checksum: u32,
     crcs: Vec<u32>,
-) -> Result<Bytes, ChecksumError> {
-    if data.len() <= INLINE_CHECKSUM_LIMIT {
-        return checksum::verify(&data, start, bytes_per_checksum, &crcs).map(|()| data);
+) -> Result<Result<Bytes, ChecksumError>, ClientError> {
+    let inline = data.len() <= INLINE_CHECKSUM_LIMIT;
+    let verify = move || checksum::verify(&data, start, bytes_per_checksum, &crcs).map(|()| data);
+    if inline {
+        return Ok(verify());
     }
-    tokio::task::spawn_blocking(move || {
-        checksum::verify(&data, start, bytes_per_checksum, &crcs).map(|()| data)
-    })
-    .await
-    .expect("checksum task panicked")
+    on_blocking_pool(addr, verify).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_checksum_task_is_an_error_not_a_panic() {
+        let err = on_blocking_pool("dn:1", || -> u32 { panic!("checksum code bug") })
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, ClientError::Io { addr, message } if addr == "dn:1" && message.contains("checksum task")),
+            "{err:?}"
+        );
+        assert_eq!(on_blocking_pool("dn:1", || 7).await.unwrap(), 7);
+    }
+
+    fn reply(offset: u64, length: u64) -> ReadData {
+        ReadData {
+            offset,
+            length,
+            bytes_per_checksum: 512,
+            crcs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_read_reply_may_widen_the_piece_by_less_than_a_chunk_each_side() {
+        assert_eq!(check_read_reply(&reply(0, 1024), 100, 1000, None), Ok(()));
+        assert_eq!(check_read_reply(&reply(512, 300), 600, 812, None), Ok(()));
+        // Starts too early, ends too early, or runs on far past the piece.
+        assert!(check_read_reply(&reply(0, 1024), 600, 1000, None).is_err());
+        assert!(check_read_reply(&reply(0, 512), 100, 1000, None).is_err());
+        assert!(check_read_reply(&reply(0, 1536), 100, 1000, None).is_err());
+        assert!(check_read_reply(&reply(0, 64 << 20), 0, 100, None).is_err());
+        // A continuation starts exactly where asked, with the same chunk size.
+        assert_eq!(
+            check_read_reply(&reply(1024, 512), 1024, 1536, Some((0, 512))),
+            Ok(())
+        );
+        assert!(check_read_reply(&reply(1024, 512), 1024, 1536, Some((0, 1024))).is_err());
+        assert!(check_read_reply(&reply(u64::MAX, 2), u64::MAX, u64::MAX, None).is_err());
+    }
 }

@@ -3,9 +3,10 @@
 
 use super::api::{AdminOp, MetaError, MetaResponse};
 use super::credentials::{generate_access_key, generate_secret_key, ROOT_USER};
+use super::deletions;
 use super::naming::validate_user_name;
 use super::service::Inner;
-use super::store::{all_json, encode, get_json, ACCESS_KEYS, BUCKETS, DELETIONS, OBJECTS, USERS};
+use super::store::{all_json, encode, get_json, ACCESS_KEYS, BUCKETS, OBJECTS, USERS};
 use super::types::{AccessKeyRecord, BucketRecord, ClusterStatus, UnixMillis, UserRecord};
 use redb::{ReadableTable, ReadableTableMetadata};
 use subtle::ConstantTimeEq;
@@ -177,7 +178,7 @@ impl Inner {
                 datanodes,
                 buckets: txn.open_table(BUCKETS)?.len()?,
                 objects: txn.open_table(OBJECTS)?.len()?,
-                pending_deletions: txn.open_table(DELETIONS)?.len()?,
+                pending_deletions: deletions::pending_count(txn)?,
             })
         })
     }

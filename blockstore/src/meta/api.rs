@@ -218,6 +218,19 @@ pub enum MetaError {
     Protocol(String),
 }
 
+impl MetaError {
+    /// True when the request may have been applied although it failed: the
+    /// answer was lost in transit or the store failed mid-way. Callers must not
+    /// undo such a request (e.g. discard the blocks of a commit that may have
+    /// landed); every other error is a definite refusal.
+    pub fn may_have_applied(&self) -> bool {
+        matches!(
+            self,
+            Self::Transport(_) | Self::Store(_) | Self::Protocol(_)
+        )
+    }
+}
+
 /// A handle on meta, in-process or remote; cheap to clone.
 #[derive(Clone)]
 pub enum MetaClient {

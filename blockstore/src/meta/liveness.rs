@@ -3,20 +3,25 @@
 //! heartbeat, computed whenever it is asked.
 
 use super::api::MetaError;
+use super::deletions::DeletionQueue;
 use super::service::Inner;
-use super::store::{
-    block_key_of_deletion, decode, deletion_key, deletions_prefix, encode, prefix_end, DATANODES,
-    DELETIONS,
-};
+use super::store::{decode, encode, DATANODES};
 use super::types::{BlockGroup, DatanodeRecord, DatanodeReport, DatanodeState, UnixMillis};
 use crate::ids::{BlockKey, DatanodeId};
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use redb::ReadableTable;
 use std::collections::HashMap;
 use std::time::Duration;
 
 /// Most deletions handed to one datanode per heartbeat.
 pub(super) const MAX_DELETIONS_PER_HEARTBEAT: usize = 1000;
+
+/// Every state, with its label in metrics.
+const STATES: [(DatanodeState, &str); 3] = [
+    (DatanodeState::Healthy, "healthy"),
+    (DatanodeState::Stale, "stale"),
+    (DatanodeState::Dead, "dead"),
+];
 
 /// State of a datanode last heard from at `last_heartbeat`, at time `now`.
 pub(super) fn state_at(
@@ -48,6 +53,9 @@ pub(super) struct RegisteredNode {
 #[derive(Default)]
 pub(super) struct Registry {
     nodes: RwLock<HashMap<DatanodeId, RegisteredNode>>,
+    /// The address each datanode's gauges were last published under, so
+    /// that the series of an old address are zeroed when a datanode moves.
+    published: Mutex<HashMap<DatanodeId, String>>,
 }
 
 impl Registry {
@@ -59,6 +67,7 @@ impl Registry {
             .collect();
         Self {
             nodes: RwLock::new(nodes),
+            published: Mutex::default(),
         }
     }
 
@@ -121,31 +130,65 @@ impl Registry {
         }
     }
 
-    /// Publishes the number of datanodes in each state.
+    /// Publishes the number of datanodes in each state, and each datanode's
+    /// capacity, usage and state labelled with its id and address.
     pub(super) fn publish_gauges(
         &self,
         now: UnixMillis,
         stale_after: Duration,
         dead_after: Duration,
     ) {
-        let (mut healthy, mut stale, mut dead) = (0u32, 0u32, 0u32);
-        for node in self.nodes.read().values() {
-            match state_at(node.record.last_heartbeat, now, stale_after, dead_after) {
-                DatanodeState::Healthy => healthy += 1,
-                DatanodeState::Stale => stale += 1,
-                DatanodeState::Dead => dead += 1,
+        let mut counts = [0u32; STATES.len()];
+        let nodes = self.nodes.read();
+        let mut published = self.published.lock();
+        for node in nodes.values() {
+            let record = &node.record;
+            let state = state_at(record.last_heartbeat, now, stale_after, dead_after);
+            for (count, (s, _)) in counts.iter_mut().zip(STATES) {
+                *count += u32::from(s == state);
             }
+            let old = published.insert(record.id.clone(), record.addr.clone());
+            if let Some(old) = old.filter(|old| *old != record.addr) {
+                publish_datanode_gauges(&record.id, &old, None);
+            }
+            publish_datanode_gauges(&record.id, &record.addr, Some((record, state)));
         }
-        metrics::gauge!("tessera_meta_datanodes", "state" => "healthy").set(healthy);
-        metrics::gauge!("tessera_meta_datanodes", "state" => "stale").set(stale);
-        metrics::gauge!("tessera_meta_datanodes", "state" => "dead").set(dead);
+        for (count, (_, label)) in counts.into_iter().zip(STATES) {
+            metrics::gauge!("tessera_meta_datanodes", "state" => label).set(count);
+        }
+    }
+}
+
+/// Sets the gauges of datanode `id` at `addr` from its record and state, or
+/// to 0 when `current` is None (an address it no longer uses).
+fn publish_datanode_gauges(
+    id: &DatanodeId,
+    addr: &str,
+    current: Option<(&DatanodeRecord, DatanodeState)>,
+) {
+    let labels = [("id", id.0.clone()), ("addr", addr.to_string())];
+    let (capacity, used, blocks) =
+        current.map_or((0, 0, 0), |(r, _)| (r.capacity, r.used, r.blocks));
+    metrics::gauge!("tessera_datanode_capacity_bytes", &labels).set(capacity as f64);
+    metrics::gauge!("tessera_datanode_used_bytes", &labels).set(used as f64);
+    metrics::gauge!("tessera_datanode_blocks", &labels).set(blocks as f64);
+    for (state, label) in STATES {
+        let on = current.is_some_and(|(_, s)| s == state);
+        metrics::gauge!(
+            "tessera_datanode_state",
+            "id" => id.0.clone(),
+            "addr" => addr.to_string(),
+            "state" => label
+        )
+        .set(if on { 1.0 } else { 0.0 });
     }
 }
 
 impl Inner {
     /// Registers or refreshes a datanode, drops the deletions it acknowledges,
-    /// and returns the ones still queued for it (repeated until acknowledged,
-    /// so a datanode must treat deleting a missing block as done).
+    /// and returns the ones queued for it whose grace period has passed
+    /// (repeated until acknowledged, so a datanode must treat deleting a
+    /// missing block as done).
     pub(super) fn heartbeat(
         &self,
         report: DatanodeReport,
@@ -182,22 +225,11 @@ impl Inner {
                 tracing::info!(datanode = %record.id, addr = %record.addr, "datanode registered");
             }
             datanodes.insert(record.id.0.as_str(), encode(&record)?.as_slice())?;
-            let mut deletions = txn.open_table(DELETIONS)?;
+            let mut deletions = DeletionQueue::open(txn)?;
             for key in &report.deleted {
-                deletions.remove(deletion_key(&report.id, *key).as_slice())?;
+                deletions.acknowledge(&report.id, *key)?;
             }
-            let prefix = deletions_prefix(&report.id);
-            let end = prefix_end(&prefix)
-                .ok_or_else(|| MetaError::Store("datanode id has no upper bound".into()))?;
-            let mut pending = Vec::new();
-            for entry in deletions
-                .range::<&[u8]>(prefix.as_slice()..end.as_slice())?
-                .take(MAX_DELETIONS_PER_HEARTBEAT)
-            {
-                let (key, _) = entry?;
-                pending.push(block_key_of_deletion(key.value())?);
-            }
-            Ok(pending)
+            deletions.due(&report.id, now, MAX_DELETIONS_PER_HEARTBEAT)
         })?;
         self.registry.upsert(record);
         self.registry
@@ -209,6 +241,76 @@ impl Inner {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn record(id: &str, addr: &str, last_heartbeat: UnixMillis) -> DatanodeRecord {
+        DatanodeRecord {
+            id: DatanodeId(id.into()),
+            addr: addr.into(),
+            local_socket: None,
+            capacity: 1000,
+            used: 300,
+            blocks: 7,
+            last_heartbeat,
+            state: DatanodeState::Healthy,
+        }
+    }
+
+    /// The value of the series `name{labels}` in Prometheus text `text`.
+    fn value(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        text.lines()
+            .filter(|l| l.starts_with(&format!("{name}{{")))
+            .find(|l| {
+                labels
+                    .iter()
+                    .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
+            })
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+    }
+
+    #[test]
+    fn gauges_per_datanode_carry_id_address_and_state() {
+        let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+        let handle = recorder.handle();
+        let (stale, dead) = (Duration::from_secs(10), Duration::from_secs(60));
+        let registry = Registry::load(vec![
+            record("a", "a:1", 100_000),
+            record("b", "b:1", 80_000),
+        ]);
+        metrics::with_local_recorder(&recorder, || {
+            registry.publish_gauges(100_000, stale, dead);
+            // "a" moves: its old address's series drop to 0.
+            registry.upsert(record("a", "a:2", 101_000));
+            registry.publish_gauges(101_000, stale, dead);
+        });
+        let text = handle.render();
+        let a2 = [("id", "a"), ("addr", "a:2")];
+        assert_eq!(
+            value(&text, "tessera_datanode_capacity_bytes", &a2),
+            Some(1000.0)
+        );
+        assert_eq!(
+            value(&text, "tessera_datanode_used_bytes", &a2),
+            Some(300.0)
+        );
+        assert_eq!(value(&text, "tessera_datanode_blocks", &a2), Some(7.0));
+        let state = |id, addr, state| {
+            let labels = [("id", id), ("addr", addr), ("state", state)];
+            value(&text, "tessera_datanode_state", &labels)
+        };
+        assert_eq!(state("a", "a:2", "healthy"), Some(1.0));
+        assert_eq!(state("a", "a:2", "stale"), Some(0.0));
+        assert_eq!(state("a", "a:2", "dead"), Some(0.0));
+        assert_eq!(state("b", "b:1", "healthy"), Some(0.0));
+        assert_eq!(state("b", "b:1", "stale"), Some(1.0));
+        assert_eq!(state("a", "a:1", "healthy"), Some(0.0));
+        let a1 = [("id", "a"), ("addr", "a:1")];
+        assert_eq!(
+            value(&text, "tessera_datanode_capacity_bytes", &a1),
+            Some(0.0)
+        );
+        let states = |s| value(&text, "tessera_meta_datanodes", &[("state", s)]);
+        assert_eq!((states("healthy"), states("stale")), (Some(1.0), Some(1.0)));
+    }
 
     #[test]
     fn state_follows_silence() {

@@ -6,6 +6,7 @@ mod admin;
 pub mod api;
 mod buckets;
 pub mod credentials;
+mod deletions;
 mod listing;
 mod liveness;
 pub mod multipart;

@@ -4,11 +4,12 @@
 
 use super::api::MetaError;
 use super::buckets::require_bucket;
+use super::deletions::DeletionQueue;
 use super::naming::validate_object_key;
 use super::service::Inner;
 use super::store::{
-    block_ids, decode, encode, get_json, object_key, part_key, queue_deletions, upload_index_key,
-    BUCKETS, DELETIONS, OBJECTS, PARTS, UPLOADS, UPLOAD_INDEX,
+    block_ids, decode, encode, get_json, object_key, part_key, upload_index_key, BUCKETS, OBJECTS,
+    PARTS, UPLOADS, UPLOAD_INDEX,
 };
 use super::types::{
     CompletedPart, ObjectRecord, PartRecord, PartSummary, UnixMillis, UploadRecord,
@@ -125,8 +126,8 @@ impl Inner {
     }
 
     /// Stores a part; an older part of the same number is replaced and its
-    /// blocks queued for deletion.
-    pub(super) fn commit_part(&self, part: PartRecord) -> Result<(), MetaError> {
+    /// blocks queued for deletion (after the grace period).
+    pub(super) fn commit_part(&self, part: PartRecord, now: UnixMillis) -> Result<(), MetaError> {
         if !(1..=MAX_PART_NUMBER).contains(&part.number) {
             return Err(MetaError::InvalidRequest(format!(
                 "part numbers run from 1 to {MAX_PART_NUMBER}, not {}",
@@ -148,10 +149,10 @@ impl Inner {
             )?;
             if let Some(old) = old {
                 let old: PartRecord = decode(old.value())?;
-                queue_deletions(
-                    &mut txn.open_table(DELETIONS)?,
+                DeletionQueue::open(txn)?.queue_groups(
                     &old.groups,
                     &block_ids(&part.groups),
+                    self.deletion_not_before(now),
                 )?;
             }
             Ok(())
@@ -254,10 +255,11 @@ impl Inner {
                     .collect(),
             };
             let kept = block_ids(&record.groups);
-            let mut deletions = txn.open_table(DELETIONS)?;
+            let not_before = self.deletion_not_before(now);
+            let mut deletions = DeletionQueue::open(txn)?;
             let named_numbers: HashSet<u32> = named.iter().map(|p| p.number).collect();
             for part in stored.iter().filter(|p| !named_numbers.contains(&p.number)) {
-                queue_deletions(&mut deletions, &part.groups, &kept)?;
+                deletions.queue_groups(&part.groups, &kept, not_before)?;
             }
             let mut objects = txn.open_table(OBJECTS)?;
             let old = objects.insert(
@@ -266,7 +268,7 @@ impl Inner {
             )?;
             if let Some(old) = old {
                 let old: ObjectRecord = decode(old.value())?;
-                queue_deletions(&mut deletions, &old.groups, &kept)?;
+                deletions.queue_groups(&old.groups, &kept, not_before)?;
             }
             remove_upload(txn, &upload, &mut parts_table, &stored)?;
             Ok(record)
@@ -283,21 +285,24 @@ impl Inner {
         Ok(record)
     }
 
-    /// Removes the upload and its parts and queues their blocks for deletion.
+    /// Removes the upload and its parts and queues their blocks for deletion
+    /// (after the grace period).
     pub(super) fn abort_upload(
         &self,
         bucket: &str,
         key: &str,
         upload_id: &str,
+        now: UnixMillis,
     ) -> Result<(), MetaError> {
         self.store.write(|txn| {
             let upload = upload_for(&txn.open_table(UPLOADS)?, bucket, key, upload_id)?
                 .ok_or_else(|| MetaError::NoSuchUpload(upload_id.to_string()))?;
             let mut parts = txn.open_table(PARTS)?;
             let stored = all_parts(&parts, upload_id)?;
-            let mut deletions = txn.open_table(DELETIONS)?;
+            let not_before = self.deletion_not_before(now);
+            let mut deletions = DeletionQueue::open(txn)?;
             for part in &stored {
-                queue_deletions(&mut deletions, &part.groups, &HashSet::new())?;
+                deletions.queue_groups(&part.groups, &HashSet::new(), not_before)?;
             }
             remove_upload(txn, &upload, &mut parts, &stored)
         })

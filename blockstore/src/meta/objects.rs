@@ -3,18 +3,22 @@
 
 use super::api::MetaError;
 use super::buckets::require_bucket;
+use super::deletions::DeletionQueue;
 use super::naming::validate_object_key;
 use super::service::Inner;
-use super::store::{
-    block_ids, decode, encode, get_json, object_key, queue_deletions, BUCKETS, DELETIONS, OBJECTS,
-};
-use super::types::{BlockGroup, ObjectRecord};
+use super::store::{block_ids, decode, encode, get_json, object_key, BUCKETS, OBJECTS};
+use super::types::{BlockGroup, ObjectRecord, UnixMillis};
 use std::collections::HashSet;
 
 impl Inner {
     /// Makes `record` the object at (bucket, key); the blocks of the object it
-    /// replaces are queued for deletion in the same transaction.
-    pub(super) fn commit_object(&self, record: ObjectRecord) -> Result<(), MetaError> {
+    /// replaces are queued for deletion (after the grace period) in the same
+    /// transaction.
+    pub(super) fn commit_object(
+        &self,
+        record: ObjectRecord,
+        now: UnixMillis,
+    ) -> Result<(), MetaError> {
         validate_object_key(&record.key).map_err(MetaError::InvalidRequest)?;
         let key = object_key(&record.bucket, record.key.as_bytes());
         let replaced = self.store.write(|txn| {
@@ -25,8 +29,11 @@ impl Inner {
                 return Ok(false);
             };
             let old: ObjectRecord = decode(old.value())?;
-            let mut deletions = txn.open_table(DELETIONS)?;
-            queue_deletions(&mut deletions, &old.groups, &block_ids(&record.groups))?;
+            DeletionQueue::open(txn)?.queue_groups(
+                &old.groups,
+                &block_ids(&record.groups),
+                self.deletion_not_before(now),
+            )?;
             Ok(true)
         })?;
         tracing::debug!(bucket = %record.bucket, key = %record.key, size = record.size, replaced, "object committed");
@@ -53,11 +60,13 @@ impl Inner {
         }))
     }
 
-    /// Removes the object, if any, and queues its blocks for deletion.
+    /// Removes the object, if any, and queues its blocks for deletion (after
+    /// the grace period).
     pub(super) fn delete_object(
         &self,
         bucket: &str,
         key: &str,
+        now: UnixMillis,
     ) -> Result<Option<ObjectRecord>, MetaError> {
         let removed = self.store.write(|txn| {
             require_bucket(&txn.open_table(BUCKETS)?, bucket)?;
@@ -67,10 +76,10 @@ impl Inner {
                 return Ok(None);
             };
             let old: ObjectRecord = decode(old.value())?;
-            queue_deletions(
-                &mut txn.open_table(DELETIONS)?,
+            DeletionQueue::open(txn)?.queue_groups(
                 &old.groups,
                 &HashSet::new(),
+                self.deletion_not_before(now),
             )?;
             Ok(Some(old))
         })?;
@@ -80,13 +89,22 @@ impl Inner {
         }))
     }
 
-    /// Queues the block files of an uncommitted write for deletion.
-    pub(super) fn discard_blocks(&self, groups: &[BlockGroup]) -> Result<(), MetaError> {
+    /// Queues the block files of an uncommitted write for deletion (after the
+    /// grace period, like every release: one rule for every queued block).
+    pub(super) fn discard_blocks(
+        &self,
+        groups: &[BlockGroup],
+        now: UnixMillis,
+    ) -> Result<(), MetaError> {
         if groups.is_empty() {
             return Ok(());
         }
         self.store.write(|txn| {
-            queue_deletions(&mut txn.open_table(DELETIONS)?, groups, &HashSet::new())?;
+            DeletionQueue::open(txn)?.queue_groups(
+                groups,
+                &HashSet::new(),
+                self.deletion_not_before(now),
+            )?;
             Ok(())
         })
     }

@@ -120,10 +120,9 @@ impl Inner {
             .into_iter()
             .filter(|n| n.record.state == DatanodeState::Healthy)
             .filter(|n| !exclude.contains(&n.record.id))
-            .filter(|n| {
-                n.record.capacity == 0
-                    || n.record.capacity.saturating_sub(n.record.used) >= block_size
-            })
+            // Capacity is what the datanode may still fill plus what it
+            // uses; 0 (nothing measured) means full, never unlimited.
+            .filter(|n| n.record.capacity.saturating_sub(n.record.used) >= block_size)
             .map(|n| Candidate {
                 load: n.record.used / block_size + n.pending,
                 id: n.record.id,

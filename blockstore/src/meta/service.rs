@@ -21,6 +21,11 @@ pub const DATABASE_FILE: &str = "meta.redb";
 /// How often the datanode gauges are refreshed when no heartbeat arrives.
 const GAUGE_INTERVAL: Duration = Duration::from_secs(5);
 
+/// Default [`MetaConfig::deletion_delay`]: longer than any read of one piece
+/// of a block takes, so a GET streaming an object that is being replaced
+/// finishes.
+pub const DEFAULT_DELETION_DELAY: Duration = Duration::from_secs(60);
+
 /// Settings of the metadata service.
 #[derive(Clone)]
 pub struct MetaConfig {
@@ -38,11 +43,14 @@ pub struct MetaConfig {
     pub root_secret_key: Option<String>,
     /// Size of one block file; a datanode needs this much free space to get a block.
     pub block_size: u64,
+    /// How long the blocks of an overwritten or deleted object stay on their
+    /// datanodes, so that reads already streaming the old object can finish.
+    pub deletion_delay: Duration,
 }
 
 impl MetaConfig {
     /// Defaults for a data folder: stale after 10 s, dead after 60 s, generated
-    /// secrets, 256 MiB blocks.
+    /// secrets, 256 MiB blocks, released blocks deleted after 60 s.
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         Self {
             data_dir: data_dir.into(),
@@ -52,6 +60,7 @@ impl MetaConfig {
             root_access_key: None,
             root_secret_key: None,
             block_size: DEFAULT_BLOCK_SIZE,
+            deletion_delay: DEFAULT_DELETION_DELAY,
         }
     }
 }
@@ -67,6 +76,7 @@ impl std::fmt::Debug for MetaConfig {
             .field("root_access_key", &self.root_access_key)
             .field("root_secret_key", &redacted(&self.root_secret_key))
             .field("block_size", &self.block_size)
+            .field("deletion_delay", &self.deletion_delay)
             .finish()
     }
 }
@@ -214,6 +224,12 @@ fn spawn_gauge_refresher(inner: Weak<Inner>) {
 }
 
 impl Inner {
+    /// When blocks released at `now` may be handed to their datanodes.
+    pub(super) fn deletion_not_before(&self, now: UnixMillis) -> UnixMillis {
+        let delay = i64::try_from(self.config.deletion_delay.as_millis()).unwrap_or(i64::MAX);
+        now.saturating_add(delay)
+    }
+
     /// Serves one request at time `now`, synchronously.
     fn handle(&self, request: MetaRequest, now: UnixMillis) -> Result<MetaResponse, MetaError> {
         use MetaRequest as R;
@@ -243,11 +259,11 @@ impl Inner {
                 A::Allocated(self.allocate_block(config, &exclude, now)?)
             }
             R::CommitObject { record } => {
-                self.commit_object(record)?;
+                self.commit_object(record, now)?;
                 A::Done
             }
             R::GetObject { bucket, key } => A::Object(self.get_object(&bucket, &key)?),
-            R::DeleteObject { bucket, key } => A::Removed(self.delete_object(&bucket, &key)?),
+            R::DeleteObject { bucket, key } => A::Removed(self.delete_object(&bucket, &key, now)?),
             R::ListObjects {
                 bucket,
                 prefix,
@@ -262,7 +278,7 @@ impl Inner {
                 max_keys,
             )?),
             R::DiscardBlocks { groups } => {
-                self.discard_blocks(&groups)?;
+                self.discard_blocks(&groups, now)?;
                 A::Done
             }
             R::CreateUpload { record } => {
@@ -275,7 +291,7 @@ impl Inner {
                 upload_id,
             } => A::Upload(self.get_upload(&bucket, &key, &upload_id)?),
             R::CommitPart { part } => {
-                self.commit_part(part)?;
+                self.commit_part(part, now)?;
                 A::Done
             }
             R::ListParts {
@@ -302,7 +318,7 @@ impl Inner {
                 key,
                 upload_id,
             } => {
-                self.abort_upload(&bucket, &key, &upload_id)?;
+                self.abort_upload(&bucket, &key, &upload_id, now)?;
                 A::Done
             }
             R::ListUploads { bucket } => A::Uploads(self.list_uploads(&bucket)?),

@@ -80,7 +80,7 @@ async fn overwrite_queues_old_blocks_on_their_datanodes_until_acknowledged() {
     // Unacknowledged deletions are handed out again.
     assert_eq!(queued_for(&meta, "dn0").await, vec![key(7)]);
 
-    let mut ack = report("dn0", 0, 0);
+    let mut ack = report("dn0", ROOMY, 0);
     ack.deleted = vec![key(7)];
     assert!(heartbeat_at(&meta, ack, T0).await.is_empty());
     assert!(queued_for(&meta, "dn0").await.is_empty());
@@ -131,9 +131,56 @@ async fn heartbeat_hands_out_at_most_a_thousand_deletions() {
         .unwrap();
     let first = queued_for(&meta, "dn0").await;
     assert_eq!(first.len(), 1000);
-    let mut ack = report("dn0", 0, 0);
+    let mut ack = report("dn0", ROOMY, 0);
     ack.deleted = first;
     assert_eq!(heartbeat_at(&meta, ack, T0).await.len(), 500);
+}
+
+#[tokio::test]
+async fn released_blocks_wait_out_the_deletion_delay() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(
+        MetaConfig::new(dir.path()).deletion_delay,
+        std::time::Duration::from_secs(60)
+    );
+    let meta = MetaService::open(MetaConfig {
+        deletion_delay: std::time::Duration::from_secs(60),
+        ..config(dir.path())
+    })
+    .unwrap();
+    register(&meta, 1).await;
+    create_bucket(&meta, "bk1", ROOT_USER).await;
+    let at = |request, t| meta.handle_at(request, t);
+    commit(&meta, object("bk1", "k", vec![group(7, &["dn0"])])).await;
+    // Overwritten at T0 + 10 s (block 7 may go at T0 + 70 s), then deleted at
+    // T0 + 20 s (block 8 at T0 + 80 s), then a discarded write at T0 + 5 s.
+    let record = object("bk1", "k", vec![group(8, &["dn0"])]);
+    at(MetaRequest::CommitObject { record }, T0 + 10_000)
+        .await
+        .unwrap();
+    let delete = MetaRequest::DeleteObject {
+        bucket: "bk1".into(),
+        key: "k".into(),
+    };
+    at(delete, T0 + 20_000).await.unwrap();
+    let groups = vec![group(9, &["dn0"])];
+    at(MetaRequest::DiscardBlocks { groups }, T0 + 5_000)
+        .await
+        .unwrap();
+
+    let Ok(MetaResponse::Status(status)) = admin(&meta, AdminOp::Status).await else {
+        panic!("status")
+    };
+    assert_eq!(status.pending_deletions, 3, "pending counts undue ones too");
+    let beat = |t| heartbeat_at(&meta, report("dn0", ROOMY, 0), t);
+    // A GET streaming the old object meanwhile still finds its blocks.
+    assert_eq!(beat(T0 + 10_000).await, Vec::<BlockKey>::new());
+    assert_eq!(beat(T0 + 64_999).await, Vec::<BlockKey>::new());
+    assert_eq!(beat(T0 + 65_000).await, vec![key(9)]);
+    assert_eq!(beat(T0 + 79_999).await, vec![key(9), key(7)]);
+    let mut ack = report("dn0", ROOMY, 0);
+    ack.deleted = vec![key(9), key(7)];
+    assert_eq!(heartbeat_at(&meta, ack, T0 + 80_000).await, vec![key(8)]);
 }
 
 #[tokio::test]
@@ -143,7 +190,7 @@ async fn get_object_uses_the_datanodes_current_address() {
     register(&meta, 1).await;
     create_bucket(&meta, "bk1", ROOT_USER).await;
     commit(&meta, object("bk1", "k", vec![group(1, &["dn0"])])).await;
-    let mut moved = report("dn0", 0, 0);
+    let mut moved = report("dn0", ROOMY, 0);
     moved.addr = "10.0.0.9:7777".into();
     heartbeat_at(&meta, moved, T0 + 1).await;
     let record = get(&meta, "bk1", "k").await.unwrap();
@@ -155,11 +202,13 @@ async fn allocation_picks_distinct_healthy_nodes_with_space() {
     let dir = tempfile::tempdir().unwrap();
     let meta = open(dir.path());
     for i in 0..4 {
-        heartbeat_at(&meta, report(&format!("dn{i}"), 0, 0), T0).await;
+        heartbeat_at(&meta, report(&format!("dn{i}"), ROOMY, 0), T0).await;
     }
-    heartbeat_at(&meta, report("stale", 0, 0), T0 - 15_000).await;
-    heartbeat_at(&meta, report("dead", 0, 0), T0 - 40_000).await;
+    heartbeat_at(&meta, report("stale", ROOMY, 0), T0 - 15_000).await;
+    heartbeat_at(&meta, report("dead", ROOMY, 0), T0 - 40_000).await;
     heartbeat_at(&meta, report("full", 2 * BLOCK, BLOCK + 1), T0).await;
+    // Capacity 0 (a datanode that could not measure its disk) is full, not unlimited.
+    heartbeat_at(&meta, report("unmeasured", 0, 0), T0).await;
 
     let err = allocate(&meta, ReplicationConfig::RS_3_2, &[], T0)
         .await
@@ -198,7 +247,7 @@ async fn allocation_picks_distinct_healthy_nodes_with_space() {
     );
 
     // The stale node heartbeats again: five healthy nodes take an EC group.
-    heartbeat_at(&meta, report("stale", 0, 0), T0).await;
+    heartbeat_at(&meta, report("stale", ROOMY, 0), T0).await;
     let g = allocate(&meta, ReplicationConfig::RS_3_2, &[], T0)
         .await
         .unwrap();
@@ -222,9 +271,9 @@ async fn allocation_picks_distinct_healthy_nodes_with_space() {
 async fn allocation_prefers_the_least_used_and_spreads_load() {
     let dir = tempfile::tempdir().unwrap();
     let meta = open(dir.path());
-    heartbeat_at(&meta, report("busy", 0, 100 * BLOCK), T0).await;
+    heartbeat_at(&meta, report("busy", ROOMY, 100 * BLOCK), T0).await;
     for i in 0..4 {
-        heartbeat_at(&meta, report(&format!("dn{i}"), 0, 0), T0).await;
+        heartbeat_at(&meta, report(&format!("dn{i}"), ROOMY, 0), T0).await;
     }
     let mut counts = std::collections::HashMap::new();
     for _ in 0..40 {
@@ -242,9 +291,9 @@ async fn allocation_prefers_the_least_used_and_spreads_load() {
 async fn status_reports_states_and_counts() {
     let dir = tempfile::tempdir().unwrap();
     let meta = open(dir.path());
-    heartbeat_at(&meta, report("a", 0, 0), T0).await;
-    heartbeat_at(&meta, report("b", 0, 0), T0 - 15_000).await;
-    heartbeat_at(&meta, report("c", 0, 0), T0 - 40_000).await;
+    heartbeat_at(&meta, report("a", ROOMY, 0), T0).await;
+    heartbeat_at(&meta, report("b", ROOMY, 0), T0 - 15_000).await;
+    heartbeat_at(&meta, report("c", ROOMY, 0), T0 - 40_000).await;
     create_bucket(&meta, "bk1", ROOT_USER).await;
     commit(&meta, object("bk1", "x", vec![group(1, &["a"])])).await;
     commit(&meta, object("bk1", "x", vec![group(2, &["a"])])).await;

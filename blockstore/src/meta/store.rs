@@ -1,13 +1,12 @@
 //! The redb store under meta: table definitions, the byte encodings of their
-//! keys (chosen so that range scans follow the orders meta needs), JSON values,
-//! and the block deletion queue every namespace change feeds.
+//! keys (chosen so that range scans follow the orders meta needs) and JSON
+//! values. The block deletion queue has its own module (`deletions`).
 
 use super::api::MetaError;
+use super::deletions;
 use super::types::BlockGroup;
-use crate::ids::{BlockId, BlockKey, DatanodeId};
-use redb::{
-    Database, Key, ReadTransaction, ReadableTable, Table, TableDefinition, WriteTransaction,
-};
+use crate::ids::BlockId;
+use redb::{Database, Key, ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::borrow::Borrow;
@@ -31,8 +30,6 @@ pub(super) const USERS: TableDefinition<&str, &[u8]> = TableDefinition::new("use
 pub(super) const ACCESS_KEYS: TableDefinition<&str, &[u8]> = TableDefinition::new("access_keys");
 /// Datanode id -> `DatanodeRecord`.
 pub(super) const DATANODES: TableDefinition<&str, &[u8]> = TableDefinition::new("datanodes");
-/// `deletion_key(datanode, block key)` -> (): block files a datanode must delete.
-pub(super) const DELETIONS: TableDefinition<&[u8], ()> = TableDefinition::new("deletions");
 /// Named counters (the next free block id).
 pub(super) const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
 
@@ -87,8 +84,8 @@ impl Store {
         txn.open_table(USERS)?;
         txn.open_table(ACCESS_KEYS)?;
         txn.open_table(DATANODES)?;
-        txn.open_table(DELETIONS)?;
         txn.open_table(COUNTERS)?;
+        deletions::prepare_tables(&txn)?;
         txn.commit()?;
         Ok(Self { db })
     }
@@ -194,7 +191,7 @@ pub(super) fn any_with_prefix<V: redb::Value + 'static>(
 
 /// Appends `id` with a big-endian u16 length, so that no id is a prefix of
 /// another's encoding.
-fn push_length_prefixed(out: &mut Vec<u8>, id: &str) {
+pub(super) fn push_length_prefixed(out: &mut Vec<u8>, id: &str) {
     // Ids longer than u16::MAX are refused at the boundary; truncating the
     // length here would only merge keys of such (impossible) ids.
     let len = u16::try_from(id.len()).unwrap_or(u16::MAX);
@@ -216,54 +213,7 @@ pub(super) fn part_key(upload_id: &str, number: u32) -> Vec<u8> {
     out
 }
 
-/// `DELETIONS` key prefix of one datanode.
-pub(super) fn deletions_prefix(datanode: &DatanodeId) -> Vec<u8> {
-    let mut out = Vec::with_capacity(2 + datanode.0.len() + 9);
-    push_length_prefixed(&mut out, &datanode.0);
-    out
-}
-
-/// `DELETIONS` key of one block file on one datanode.
-pub(super) fn deletion_key(datanode: &DatanodeId, key: BlockKey) -> Vec<u8> {
-    let mut out = deletions_prefix(datanode);
-    out.extend_from_slice(&key.block.0.to_be_bytes());
-    out.push(key.index);
-    out
-}
-
-/// The block key at the end of a `DELETIONS` key.
-pub(super) fn block_key_of_deletion(key: &[u8]) -> Result<BlockKey, MetaError> {
-    let tail = key
-        .len()
-        .checked_sub(9)
-        .map(|at| &key[at..])
-        .ok_or_else(|| MetaError::Store("corrupt deletion key".into()))?;
-    let mut block = [0u8; 8];
-    block.copy_from_slice(&tail[..8]);
-    Ok(BlockKey::new(BlockId(u64::from_be_bytes(block)), tail[8]))
-}
-
-/// Queues every block file of `groups` for deletion on its datanode, except
-/// blocks of `keep` (a record that replaces another never loses blocks it shares).
-pub(super) fn queue_deletions(
-    deletions: &mut Table<&[u8], ()>,
-    groups: &[BlockGroup],
-    keep: &HashSet<BlockId>,
-) -> Result<u64, MetaError> {
-    let mut queued = 0;
-    for group in groups.iter().filter(|g| !keep.contains(&g.block)) {
-        for (key, replica) in group.block_keys() {
-            deletions.insert(deletion_key(&replica.datanode, key).as_slice(), ())?;
-            queued += 1;
-        }
-    }
-    if queued > 0 {
-        metrics::counter!("tessera_meta_blocks_queued_for_deletion_total").increment(queued);
-    }
-    Ok(queued)
-}
-
-/// The block ids of `groups`, for `queue_deletions`' `keep`.
+/// The block ids of `groups`, for `DeletionQueue::queue_groups`' `keep`.
 pub(super) fn block_ids(groups: &[BlockGroup]) -> HashSet<BlockId> {
     groups.iter().map(|g| g.block).collect()
 }
@@ -278,18 +228,6 @@ mod tests {
         assert_eq!(prefix_end(b"a\xff"), Some(b"b".to_vec()));
         assert_eq!(prefix_end(b"\xff\xff"), None);
         assert_eq!(prefix_end(b"b/"), Some(b"b0".to_vec()));
-    }
-
-    #[test]
-    fn deletion_keys_round_trip_and_group_by_datanode() {
-        let a = DatanodeId("dn".into());
-        let b = DatanodeId("dn2".into());
-        let key = BlockKey::new(BlockId(0x0102_0304_0506_0708), 4);
-        let encoded = deletion_key(&a, key);
-        assert!(encoded.starts_with(&deletions_prefix(&a)));
-        assert!(!encoded.starts_with(&deletions_prefix(&b)));
-        assert_eq!(block_key_of_deletion(&encoded), Ok(key));
-        assert!(block_key_of_deletion(b"short").is_err());
     }
 
     #[test]

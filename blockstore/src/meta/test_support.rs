@@ -15,14 +15,19 @@ use std::time::Duration;
 pub(super) const T0: UnixMillis = 1_700_000_000_000;
 /// Block size of test services.
 pub(super) const BLOCK: u64 = 1024;
+/// Capacity of test datanodes that should never be full.
+pub(super) const ROOMY: u64 = 1 << 40;
 
-/// Test settings: stale after 10 s, dead after 30 s, 1 KiB blocks, fixed admin token.
+/// Test settings: stale after 10 s, dead after 30 s, 1 KiB blocks, fixed
+/// admin token, released blocks handed out at once (the grace period has
+/// its own tests).
 pub(super) fn config(dir: &Path) -> MetaConfig {
     MetaConfig {
         stale_after: Duration::from_secs(10),
         dead_after: Duration::from_secs(30),
         admin_token: Some("admin-secret".into()),
         block_size: BLOCK,
+        deletion_delay: Duration::ZERO,
         ..MetaConfig::new(dir)
     }
 }
@@ -70,13 +75,13 @@ pub(super) async fn heartbeat_at(
 /// Registers healthy, empty datanodes dn0..dn{n-1} at T0.
 pub(super) async fn register(meta: &MetaService, n: usize) {
     for i in 0..n {
-        heartbeat_at(meta, report(&format!("dn{i}"), 0, 0), T0).await;
+        heartbeat_at(meta, report(&format!("dn{i}"), ROOMY, 0), T0).await;
     }
 }
 
 /// Deletions queued for `name` (a heartbeat that acknowledges nothing).
 pub(super) async fn queued_for(meta: &MetaService, name: &str) -> Vec<BlockKey> {
-    heartbeat_at(meta, report(name, 0, 0), T0).await
+    heartbeat_at(meta, report(name, ROOMY, 0), T0).await
 }
 
 pub(super) async fn create_bucket(meta: &MetaService, name: &str, owner: &str) {

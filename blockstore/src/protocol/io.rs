@@ -4,6 +4,11 @@
 //! frame's message first, then decides where its payload goes
 //! ([`read_payload_into`]), and writes a read reply's data itself after
 //! [`write_reply`] (today with positioned reads, later with sendfile).
+//!
+//! An announced payload length is only a claim: the payload buffer grows
+//! with the bytes that actually arrive, so a peer that announces 64 MiB and
+//! stalls pins little memory. A caller that trusts the length (it checked the
+//! reply against its own request) reserves it first.
 
 use super::frame::FrameHeader;
 use super::message::{Reply, Request};
@@ -11,6 +16,10 @@ use super::{ProtocolError, FRAME_HEADER_LEN, MAX_HEADER_LEN, MAX_PAYLOAD_LEN};
 use bytes::BytesMut;
 use std::io::{ErrorKind, IoSlice};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// Most payload buffer [`read_payload_into`] reserves ahead of the bytes
+/// received.
+pub(crate) const PAYLOAD_READ_AHEAD: usize = 1024 * 1024;
 
 /// A decoded message and what is left of its frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,19 +107,26 @@ pub async fn read_reply<R: AsyncRead + Unpin>(r: &mut R) -> Result<Incoming<Repl
 }
 
 /// Appends exactly `len` payload bytes from `r` to `dest`, reading straight
-/// into its spare capacity (reserved here once) without an intermediate buffer.
+/// into its spare capacity without an intermediate buffer. When `dest` has
+/// no spare capacity left, at most 1 MiB more is reserved
+/// (`BytesMut` may round that up to double its size, so the buffer stays
+/// within twice the bytes received): an unchecked `len` costs nothing until
+/// its bytes arrive. A caller that trusts `len` reserves it beforehand and
+/// gets one buffer, filled in place.
 pub async fn read_payload_into<R: AsyncRead + Unpin>(
     r: &mut R,
     len: u32,
     dest: &mut BytesMut,
 ) -> Result<(), ProtocolError> {
     let len = len as usize;
-    dest.reserve(len);
     let target = dest.len() + len;
     // `take` keeps read_buf from consuming bytes of the next frame when
     // `dest` has more spare capacity than this payload.
     let mut limited = r.take(len as u64);
     while dest.len() < target {
+        if dest.capacity() == dest.len() {
+            dest.reserve((target - dest.len()).min(PAYLOAD_READ_AHEAD));
+        }
         let n = limited.read_buf(dest).await?;
         if n == 0 {
             return Err(ProtocolError::Truncated("payload"));
@@ -382,6 +398,46 @@ mod tests {
             read_whole_request(&bad).await,
             Err(ProtocolError::UnsupportedVersion(0))
         ));
+    }
+
+    #[tokio::test]
+    async fn a_stalled_payload_pins_memory_only_for_bytes_received() {
+        let (mut client, mut server) = tokio::io::duplex(1 << 20);
+        let sent = payload(300_000);
+        client.write_all(&sent).await.unwrap();
+        let mut dest = BytesMut::new();
+        // 64 MiB announced, 300 kB sent, then silence.
+        let read = read_payload_into(&mut server, MAX_PAYLOAD_LEN, &mut dest);
+        let stalled = tokio::time::timeout(std::time::Duration::from_millis(200), read).await;
+        assert!(stalled.is_err(), "the payload cannot be complete");
+        assert_eq!(&dest[..], &sent[..]);
+        assert!(
+            dest.capacity() <= 2 * PAYLOAD_READ_AHEAD,
+            "{} bytes reserved for {} received",
+            dest.capacity(),
+            dest.len()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_payload_grows_its_buffer_as_it_arrives_and_a_reserved_one_in_place() {
+        let len = 5 * PAYLOAD_READ_AHEAD as u32 + 17;
+        let data = payload(len);
+        let mut dest = BytesMut::new();
+        read_payload_into(&mut data.as_slice(), len, &mut dest)
+            .await
+            .unwrap();
+        assert_eq!(&dest[..], &data[..]);
+        assert!(dest.capacity() <= 2 * len as usize);
+
+        // A trusted length reserved first: filled in place, no reallocation.
+        let mut dest = BytesMut::with_capacity(len as usize);
+        let start = dest.as_ptr();
+        read_payload_into(&mut data.as_slice(), len, &mut dest)
+            .await
+            .unwrap();
+        assert_eq!(&dest[..], &data[..]);
+        assert_eq!(dest.as_ptr(), start);
     }
 
     /// A reader that fails the test if anything past the frame header is read:

@@ -146,7 +146,7 @@ impl BlockStore {
             open: Mutex::new(HashMap::new()),
             next_upload: AtomicU64::new(1),
         });
-        telemetry::store_gauges(store.stats());
+        telemetry::store_gauges(&store.id, store.stats());
         Ok(store)
     }
 
@@ -354,7 +354,7 @@ impl BlockStore {
         }
         block.closed = true;
         self.forget_upload(key, &handle);
-        telemetry::store_gauges(self.stats());
+        telemetry::store_gauges(&self.id, self.stats());
         Ok(())
     }
 
@@ -466,13 +466,20 @@ impl BlockStore {
         if removed.is_some() {
             existed = true;
             let (data, sidecar) = (self.paths.data(key), self.paths.sidecar(key));
-            // The sidecar marks a block as committed: it goes first.
+            let (shard, fsync) = (self.paths.shard_dir(key), self.fsync);
+            // The sidecar marks a block as committed: it goes first. The
+            // folder is synced before the delete is reported done (and meta
+            // forgets it), so a crash cannot bring the block back.
             blocking(move || {
                 remove_if_present(&sidecar)?;
-                remove_if_present(&data)
+                remove_if_present(&data)?;
+                if fsync {
+                    sync_shard(&shard)?;
+                }
+                Ok(())
             })
             .await?;
-            telemetry::store_gauges(self.stats());
+            telemetry::store_gauges(&self.id, self.stats());
         }
         Ok(existed)
     }
@@ -551,6 +558,14 @@ impl BlockStore {
             open.remove(&key);
         }
     }
+}
+
+/// Fsyncs a shard folder, making the removal of block files in it durable.
+fn sync_shard(shard: &Path) -> Result<(), StoreError> {
+    recovery::sync_dir(shard)?;
+    #[cfg(test)]
+    tests::SYNCED_SHARDS.lock().push(shard.to_path_buf());
+    Ok(())
 }
 
 /// Durably moves an upload into place: fsync the data, write and fsync the

@@ -3,6 +3,9 @@ use blockstore::BlockId;
 
 const BPC: u32 = 1024;
 
+/// Shard folders synced after a removal, in order (fsync is invisible otherwise).
+pub(super) static SYNCED_SHARDS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
 fn key(n: u64) -> BlockKey {
     BlockKey::new(BlockId(n), (n % 5) as u8)
 }
@@ -282,4 +285,30 @@ async fn idle_uploads_are_discarded() {
     assert_eq!(store.discard_idle_uploads(Duration::ZERO).await, 1);
     assert_eq!(store.open_uploads(), 0);
     assert_eq!(tmp_files(dir.path()), 0);
+}
+
+#[tokio::test]
+async fn delete_syncs_the_shard_folder_only_when_fsync_is_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let syncs = |shard: &Path| SYNCED_SHARDS.lock().iter().filter(|p| *p == shard).count();
+    let store = BlockStore::open(dir.path().join("durable"), BPC, true)
+        .await
+        .unwrap();
+    let k = key(11);
+    write(&store, k, 0, &data(3000, 1)).await.unwrap();
+    store.commit(k, 3000).await.unwrap();
+    let shard = store.paths.shard_dir(k);
+    assert_eq!(syncs(&shard), 0);
+    assert!(store.delete(k).await.unwrap());
+    assert!(!store.data_path(k).exists() && !store.sidecar_path(k).exists());
+    assert_eq!(syncs(&shard), 1);
+    // Deleting an absent block has nothing to make durable.
+    assert!(!store.delete(k).await.unwrap());
+    assert_eq!(syncs(&shard), 1);
+
+    let scratch = open(&dir.path().join("scratch")).await;
+    write(&scratch, k, 0, &data(3000, 1)).await.unwrap();
+    scratch.commit(k, 3000).await.unwrap();
+    assert!(scratch.delete(k).await.unwrap());
+    assert_eq!(syncs(&scratch.paths.shard_dir(k)), 0);
 }

@@ -26,13 +26,24 @@ pub struct TestNode {
 impl TestNode {
     /// Opens the store in `dir` and serves it on a fresh port.
     pub async fn start(dir: &Path) -> Self {
+        Self::start_with_limits(dir, server::ServerLimits::default()).await
+    }
+
+    /// [`start`](Self::start) with explicit server limits.
+    pub async fn start_with_limits(dir: &Path, limits: server::ServerLimits) -> Self {
         let store = BlockStore::open(dir, BPC, false).await.unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(server::serve(listener, store.clone(), async move {
+        let shutdown = async move {
             let _ = stopped.await;
-        }));
+        };
+        let task = tokio::spawn(server::serve_with_limits(
+            listener,
+            store.clone(),
+            shutdown,
+            limits,
+        ));
         Self {
             addr,
             store,

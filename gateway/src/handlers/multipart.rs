@@ -8,7 +8,7 @@ use crate::dates::now_millis;
 use crate::error::S3Error;
 use crate::headers::{etag_value, ObjectMetadata};
 use crate::params::{ListPartsParams, ListUploadsParams};
-use crate::request_body::read_small_body;
+use crate::request_body::{commit_or_discard, read_small_body};
 use crate::xml::documents::{self, ListPartsDoc, ListUploadsDoc};
 use crate::xml::parse::{parse_complete_upload, COMPLETE_UPLOAD_BODY_LIMIT};
 use axum::body::Body;
@@ -88,12 +88,8 @@ pub async fn upload_part(
         created: now_millis(),
         groups: stored.written.groups,
     };
-    if let Err(e) = ctx.state.meta.commit_part(part).await {
-        if let Err(discard) = ctx.state.meta.discard_blocks(groups).await {
-            tracing::warn!(error = %discard, "discarding blocks of an uncommitted part failed");
-        }
-        return Err(e.into());
-    }
+    let meta = &ctx.state.meta;
+    commit_or_discard(meta, groups, meta.commit_part(part)).await?;
     let mut response = empty_response(StatusCode::OK);
     response.headers_mut().insert(ETAG, etag);
     Ok(response)

@@ -9,7 +9,9 @@ use crate::error::{S3Code, S3Error};
 use crate::headers::{self, etag_value, object_headers, ObjectMetadata};
 use crate::params::ReadParams;
 use crate::range::{self, ByteRange};
-use crate::request_body::{open_object_body, read_small_body, store_body, StoredBody};
+use crate::request_body::{
+    commit_or_discard, open_object_body, read_small_body, store_body, StoredBody,
+};
 use crate::router::MAX_KEY_LEN;
 use crate::xml::documents::{self, DeleteOutcome};
 use crate::xml::parse::{parse_delete_objects, DELETE_OBJECTS_BODY_LIMIT};
@@ -73,12 +75,8 @@ pub async fn put_object(
         parts: vec![],
     };
     let etag = etag_value(&record.etag);
-    if let Err(e) = ctx.state.meta.commit_object(record).await {
-        if let Err(discard) = ctx.state.meta.discard_blocks(groups).await {
-            tracing::warn!(error = %discard, "discarding blocks of an uncommitted PUT failed");
-        }
-        return Err(e.into());
-    }
+    let meta = &ctx.state.meta;
+    commit_or_discard(meta, groups, meta.commit_object(record)).await?;
     let mut response = empty_response(StatusCode::OK);
     response.headers_mut().insert(ETAG, etag);
     Ok(response)
