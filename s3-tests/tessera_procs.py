@@ -223,9 +223,18 @@ class Server:
         return run_admin(self.meta, self.admin_token, *args)
 
 
-def start_server(binary: Path, work_dir: Path, name: str = "server") -> Server:
-    """Start `tessera server` on port 0 everywhere and wait for READY."""
-    creds = Credentials.random()
+def start_server(
+    binary: Path,
+    work_dir: Path,
+    name: str = "server",
+    extra_args: tuple[str, ...] = (),
+    creds: Credentials | None = None,
+) -> Server:
+    """Start `tessera server` on port 0 everywhere and wait for READY.
+
+    `creds=None` gives fresh random credentials; pass the same ones (and name)
+    to restart a server over its data folder."""
+    creds = creds or Credentials.random()
     data_dir = work_dir / f"{name}-data"
     data_dir.mkdir(parents=True, exist_ok=True)
     argv = [
@@ -239,6 +248,7 @@ def start_server(binary: Path, work_dir: Path, name: str = "server") -> Server:
         "127.0.0.1:0",
         "--ops-listen",
         "127.0.0.1:0",
+        *extra_args,
     ]
     proc = Proc(name, argv, process_env(creds.env()), work_dir)
     fields = proc.wait_ready()
