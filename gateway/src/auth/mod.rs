@@ -52,6 +52,30 @@ pub struct VerifiedRequest {
 }
 
 impl VerifiedRequest {
+    /// Checks `signed` with the key derived from `secret` (header and presigned
+    /// forms alike); the verified signature seeds the aws-chunked chain.
+    fn check(
+        parts: &Parts,
+        signed: &canonical::SignedParts<'_>,
+        secret: &str,
+        identity: Identity,
+        payload: ContentSha256,
+    ) -> Result<Self, AuthError> {
+        let key = canonical::SigningKey::derive(secret, signed.amz_date.time, &signed.scope.region);
+        let seed = canonical::verify_signature(parts, signed, &key)?;
+        let chain = SignatureChain::new(
+            key,
+            signed.amz_date.text.clone(),
+            signed.scope.scope(),
+            seed,
+        );
+        Ok(Self {
+            identity,
+            payload,
+            chain,
+        })
+    }
+
     /// The request's `x-amz-content-sha256` (`UNSIGNED-PAYLOAD` for a presigned URL without it).
     pub fn content_sha256(&self) -> ContentSha256 {
         self.payload

@@ -8,10 +8,8 @@ use std::time::{Duration, SystemTime};
 use http::request::Parts;
 
 use super::canonical::{
-    canonical_query, verify_signature, AmzDate, CredentialScope, SignedParts, SigningKey,
-    ALGORITHM, MAX_SKEW,
+    canonical_query, AmzDate, CredentialScope, SignedParts, ALGORITHM, MAX_SKEW,
 };
-use super::chunked::SignatureChain;
 use super::payload::{invalid_content_sha256, ContentSha256, UNSIGNED_PAYLOAD};
 use super::sigv4::parse_signed_headers;
 use super::{AuthError, Identity, VerifiedRequest};
@@ -156,7 +154,6 @@ impl PresignedAuth {
                 "Request is not valid yet".to_string(),
             ));
         }
-        let key = SigningKey::derive(secret, self.date.time, &self.scope.region);
         let canonical_query = canonical_query(parts.uri.query(), |name| name == SIGNATURE_PARAM);
         let signed = SignedParts {
             amz_date: &self.date,
@@ -166,12 +163,7 @@ impl PresignedAuth {
             payload: &self.payload_line,
             signature: &self.signature,
         };
-        let seed = verify_signature(parts, &signed, &key)?;
-        Ok(VerifiedRequest {
-            identity,
-            payload: self.payload,
-            chain: SignatureChain::new(key, self.date.text.clone(), self.scope.scope(), seed),
-        })
+        VerifiedRequest::check(parts, &signed, secret, identity, self.payload)
     }
 }
 

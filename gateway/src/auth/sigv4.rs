@@ -6,10 +6,7 @@ use std::time::SystemTime;
 use http::request::Parts;
 use http::HeaderValue;
 
-use super::canonical::{
-    canonical_query, verify_signature, AmzDate, CredentialScope, SignedParts, SigningKey, ALGORITHM,
-};
-use super::chunked::SignatureChain;
+use super::canonical::{canonical_query, AmzDate, CredentialScope, SignedParts, ALGORITHM};
 use super::payload::{invalid_content_sha256, ContentSha256};
 use super::{unsupported_mechanism, AuthError, Identity, VerifiedRequest};
 
@@ -178,7 +175,6 @@ impl HeaderAuth {
         if self.date.is_skewed(now) {
             return Err(AuthError::RequestTimeTooSkewed);
         }
-        let key = SigningKey::derive(secret, self.date.time, &self.scope.region);
         let canonical_query = canonical_query(parts.uri.query(), |_| false);
         let signed = SignedParts {
             amz_date: &self.date,
@@ -188,12 +184,7 @@ impl HeaderAuth {
             payload: &self.payload_line,
             signature: &self.signature,
         };
-        let seed = verify_signature(parts, &signed, &key)?;
-        Ok(VerifiedRequest {
-            identity,
-            payload: self.payload,
-            chain: SignatureChain::new(key, self.date.text.clone(), self.scope.scope(), seed),
-        })
+        VerifiedRequest::check(parts, &signed, secret, identity, self.payload)
     }
 }
 
