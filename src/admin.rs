@@ -23,6 +23,7 @@ pub struct AdminArgs {
     /// Machine-readable JSON output.
     #[arg(long)]
     pub json: bool,
+    /// The admin operation to run.
     #[command(subcommand)]
     pub command: AdminCommand,
 }

@@ -19,16 +19,29 @@ pub enum ChecksumError {
     /// The chunk starting at `offset` (in the block) does not match its CRC.
     #[error("checksum mismatch in the chunk at offset {offset}: expected {expected:08x}, computed {actual:08x}")]
     Mismatch {
+        /// Block offset of the failing chunk.
         offset: u64,
+        /// CRC that came with the chunk.
         expected: u32,
+        /// CRC computed over the chunk's data.
         actual: u32,
     },
     /// The number of CRCs does not cover the data exactly.
     #[error("{actual} checksums given for data needing {expected}")]
-    CountMismatch { expected: u64, actual: usize },
+    CountMismatch {
+        /// CRCs the data needs.
+        expected: u64,
+        /// CRCs given.
+        actual: usize,
+    },
     /// The data does not start on a chunk boundary.
     #[error("start offset {start} is not a multiple of the chunk size {bytes_per_checksum}")]
-    Misaligned { start: u64, bytes_per_checksum: u32 },
+    Misaligned {
+        /// Block offset the data starts at.
+        start: u64,
+        /// The chunk size it should be a multiple of.
+        bytes_per_checksum: u32,
+    },
     /// The chunk size is outside the accepted bounds.
     #[error("bytes per checksum {0} outside {MIN_BYTES_PER_CHECKSUM}..={MAX_BYTES_PER_CHECKSUM}")]
     InvalidBytesPerChecksum(u32),

@@ -14,16 +14,31 @@ use std::sync::{Arc, OnceLock};
 pub enum CodecError {
     /// The (data, parity) pair cannot be coded (zero cells or over 256 cells).
     #[error("unsupported erasure code: {data} data and {parity} parity cells")]
-    Unsupported { data: usize, parity: usize },
+    Unsupported {
+        /// Data cells asked for.
+        data: usize,
+        /// Parity cells asked for.
+        parity: usize,
+    },
     /// The caller passed the wrong number of cells.
     #[error("expected {expected} cells, got {got}")]
-    CellCount { expected: usize, got: usize },
+    CellCount {
+        /// Cells the code needs.
+        expected: usize,
+        /// Cells passed.
+        got: usize,
+    },
     /// The cells were not all of the same length.
     #[error("cells of a stripe must have equal lengths")]
     CellLength,
     /// Fewer than `data` cells survive, so the stripe cannot be rebuilt.
     #[error("only {present} cells present, {needed} needed to reconstruct")]
-    TooManyLost { present: usize, needed: usize },
+    TooManyLost {
+        /// Cells still available.
+        present: usize,
+        /// Cells needed to rebuild.
+        needed: usize,
+    },
     /// The underlying library refused (should not happen after our checks).
     #[error("reed-solomon: {0}")]
     Library(String),

@@ -17,7 +17,9 @@ impl fmt::Display for BlockId {
 /// (0..d for data, d..d+p for parity) or a replica (always index 0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct BlockKey {
+    /// The block group (or replicated block) this belongs to.
     pub block: BlockId,
+    /// Internal block index within the group; 0 for replicas.
     pub index: u8,
 }
 

@@ -14,7 +14,10 @@ pub enum ReplicationConfig {
     /// Reed-Solomon with `data` data cells and `parity` parity cells per stripe.
     Ec(EcLayout),
     /// Whole copies of each block on `replicas` distinct datanodes.
-    Replicated { replicas: u8 },
+    Replicated {
+        /// Number of copies.
+        replicas: u8,
+    },
 }
 
 /// Why a replication config string was refused.
@@ -108,8 +111,11 @@ impl FromStr for ReplicationConfig {
 /// offset `s * cell_size` of its internal block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct EcLayout {
+    /// Data cells per stripe.
     pub data: u8,
+    /// Parity cells per stripe.
     pub parity: u8,
+    /// Bytes per cell.
     pub cell_size: u32,
 }
 

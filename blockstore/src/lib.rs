@@ -4,6 +4,7 @@
 //!
 //! Nothing here knows HTTP: the gateway sits on top, the datanode beside.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod checksum;
 pub mod client;

@@ -12,20 +12,32 @@ pub enum StoreError {
     NotFound(BlockKey),
     /// A chunk arrived with a CRC that does not match its data; the upload was discarded.
     #[error("block {key}: checksum mismatch in the chunk at offset {offset}")]
-    ChecksumMismatch { key: BlockKey, offset: u64 },
+    ChecksumMismatch {
+        /// The block being written.
+        key: BlockKey,
+        /// Block offset of the chunk that failed its CRC.
+        offset: u64,
+    },
     /// A write does not continue the block where the previous one ended.
     #[error("block {key}: write at offset {got}, expected a chunk-aligned write at {expected}")]
     BadOffset {
+        /// The block being written.
         key: BlockKey,
+        /// Where the next write must start.
         expected: u64,
+        /// Where the write actually started.
         got: u64,
     },
     /// A read reaches past the end of the block.
     #[error("block {key}: range at {offset} of {length} bytes ends past the block's {block_length} bytes")]
     OutOfRange {
+        /// The block being read.
         key: BlockKey,
+        /// Start of the requested range.
         offset: u64,
+        /// Length of the requested range.
         length: u64,
+        /// The block's committed length.
         block_length: u64,
     },
     /// The request makes no sense in the block's state (bad chunk size,
@@ -35,13 +47,20 @@ pub enum StoreError {
     /// The disk failed.
     #[error("{context}: {source}")]
     Io {
+        /// What was being done when the disk failed.
         context: String,
+        /// The underlying I/O error.
         #[source]
         source: std::io::Error,
     },
     /// A file of the store is not what it should be.
     #[error("corrupt store file {}: {reason}", path.display())]
-    Corrupt { path: PathBuf, reason: String },
+    Corrupt {
+        /// The offending file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 impl StoreError {
@@ -103,7 +122,9 @@ pub enum DatanodeError {
     /// The listening socket could not be opened.
     #[error("listen on {addr}: {source}")]
     Listen {
+        /// The address that could not be bound.
         addr: String,
+        /// The underlying I/O error.
         #[source]
         source: std::io::Error,
     },

@@ -41,6 +41,7 @@ pub(crate) struct HeartbeatSettings {
     pub addr: String,
     /// Fixed capacity, or None to measure it (see [`measured_capacity`]).
     pub capacity: Option<u64>,
+    /// Time between heartbeats.
     pub interval: Duration,
 }
 

@@ -6,6 +6,7 @@
 //! [`start`] runs all of it; [`BlockStore::open`] and [`server::serve`] run
 //! the block server alone, without meta.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod error;
 pub mod heartbeat;

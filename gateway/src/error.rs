@@ -16,41 +16,77 @@ use std::borrow::Cow;
 /// The S3 error codes Tessera answers with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum S3Code {
+    /// The caller may not do this (403).
     AccessDenied,
+    /// The Authorization header cannot be parsed (400).
     AuthorizationHeaderMalformed,
+    /// Presigned URL query parameters are missing or malformed (400).
     AuthorizationQueryParametersError,
+    /// The body does not match its Content-MD5 (400).
     BadDigest,
+    /// The bucket name is taken by another user (409).
     BucketAlreadyExists,
+    /// The caller already owns this bucket (409).
     BucketAlreadyOwnedByYou,
+    /// The bucket still holds objects or uploads (409).
     BucketNotEmpty,
+    /// The body exceeds the largest size accepted (400).
     EntityTooLarge,
+    /// A part other than the last is below the minimum size (400).
     EntityTooSmall,
+    /// The body ended before its declared length (400).
     IncompleteBody,
+    /// The server failed (500).
     InternalError,
+    /// The access key does not exist (403).
     InvalidAccessKeyId,
+    /// A parameter or header value is invalid (400).
     InvalidArgument,
+    /// The bucket name breaks the naming rules (400).
     InvalidBucketName,
+    /// Content-MD5 is not valid base64 of 16 bytes (400).
     InvalidDigest,
+    /// A named part is missing or its ETag differs (400).
     InvalidPart,
+    /// The requested part number is not satisfiable (416).
     InvalidPartNumber,
+    /// Parts are not listed in ascending order (400).
     InvalidPartOrder,
+    /// The range starts past the end of the object (416).
     InvalidRange,
+    /// The request is malformed in some other way (400).
     InvalidRequest,
+    /// The URI cannot be decoded (400).
     InvalidURI,
+    /// The object key is too long (400).
     KeyTooLongError,
+    /// The XML body is malformed or not what was expected (400).
     MalformedXML,
+    /// The request body is larger than allowed (400).
     MaxMessageLengthExceeded,
+    /// User metadata headers exceed their size limit (400).
     MetadataTooLarge,
+    /// A body was sent without a declared length (411).
     MissingContentLength,
+    /// A required security header is missing (400).
     MissingSecurityHeader,
+    /// The bucket does not exist (404).
     NoSuchBucket,
+    /// The object does not exist (404).
     NoSuchKey,
+    /// The upload does not exist (404).
     NoSuchUpload,
+    /// The operation or feature is not supported (501).
     NotImplemented,
+    /// A conditional header did not hold (412).
     PreconditionFailed,
+    /// The request time is too far from the server's clock (403).
     RequestTimeTooSkewed,
+    /// The back end cannot serve the request now (503).
     ServiceUnavailable,
+    /// The signature does not match the request (403).
     SignatureDoesNotMatch,
+    /// The body does not match x-amz-content-sha256 (400).
     XAmzContentSHA256Mismatch,
 }
 

@@ -31,6 +31,7 @@ const STORED_HEADERS: [HeaderName; 5] = [
 /// What a PUT or CreateMultipartUpload stores besides the data.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ObjectMetadata {
+    /// Content-Type to store, if sent.
     pub content_type: Option<String>,
     /// Stored standard headers by lower-case name.
     pub headers: BTreeMap<String, String>,

@@ -5,6 +5,7 @@
 //! Request path: `telemetry` (request id, span, metrics) -> `router` (endpoint)
 //! -> `auth` (signature) -> access check -> `handlers` -> blockstore client.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod auth;
 pub mod conditional;

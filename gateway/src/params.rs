@@ -124,15 +124,21 @@ fn decode_continuation_token(token: &str) -> Result<String, S3Error> {
 /// Validated parameters of ListObjectsV2.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ListV2Params {
+    /// Only keys starting with this.
     pub prefix: String,
+    /// Roll keys up to common prefixes at this delimiter.
     pub delimiter: Option<String>,
+    /// Most entries per page.
     pub max_keys: u32,
     /// The continuation token as sent (echoed in the answer).
     pub continuation_token: Option<String>,
+    /// The start-after key as sent (echoed in the answer).
     pub start_after: Option<String>,
     /// Where the page starts (strictly after): the token's marker, else start-after.
     pub resume_after: Option<String>,
+    /// Whether to show each object's owner.
     pub fetch_owner: bool,
+    /// Whether keys are returned URL-encoded (encoding-type=url).
     pub url_encode: bool,
 }
 
@@ -163,10 +169,15 @@ impl ListV2Params {
 /// Validated parameters of ListObjects (v1).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ListV1Params {
+    /// Only keys starting with this.
     pub prefix: String,
+    /// Roll keys up to common prefixes at this delimiter.
     pub delimiter: Option<String>,
+    /// Most entries per page.
     pub max_keys: u32,
+    /// Start strictly after this key.
     pub marker: Option<String>,
+    /// Whether keys are returned URL-encoded (encoding-type=url).
     pub url_encode: bool,
 }
 
@@ -188,6 +199,7 @@ impl ListV1Params {
 pub struct ListPartsParams {
     /// Parts after this number.
     pub part_number_marker: u32,
+    /// Most parts per page.
     pub max_parts: u32,
 }
 
@@ -211,10 +223,15 @@ impl ListPartsParams {
 /// Validated parameters of ListMultipartUploads.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ListUploadsParams {
+    /// Only uploads whose key starts with this.
     pub prefix: String,
+    /// Start after this key (with `upload_id_marker`).
     pub key_marker: Option<String>,
+    /// Within `key_marker`, start after this upload id.
     pub upload_id_marker: Option<String>,
+    /// Most uploads per page.
     pub max_uploads: u32,
+    /// Whether keys are returned URL-encoded (encoding-type=url).
     pub url_encode: bool,
 }
 

@@ -6,17 +6,30 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RangeSpec {
     /// `bytes=first-last`, both inclusive.
-    Bounded { first: u64, last: u64 },
+    Bounded {
+        /// First byte.
+        first: u64,
+        /// Last byte, inclusive.
+        last: u64,
+    },
     /// `bytes=first-`.
-    From { first: u64 },
+    From {
+        /// First byte.
+        first: u64,
+    },
     /// `bytes=-len`: the last `len` bytes.
-    Suffix { len: u64 },
+    Suffix {
+        /// Bytes from the end.
+        len: u64,
+    },
 }
 
 /// The bytes `start..end` (end exclusive) of an object, never empty.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ByteRange {
+    /// First byte, inclusive.
     pub start: u64,
+    /// End, exclusive.
     pub end: u64,
 }
 

@@ -26,6 +26,7 @@ const BLOCKING_HASH_MIN: usize = 128 * 1024;
 pub struct StoredBody {
     /// Hex MD5 of the bytes, the object's or part's ETag.
     pub etag: String,
+    /// Where the bytes were stored.
     pub written: WrittenKey,
 }
 

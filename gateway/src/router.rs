@@ -16,76 +16,131 @@ pub const MAX_KEY_LEN: usize = 1024;
 /// Every S3 operation Tessera serves, with its validated parameters.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Endpoint {
+    /// GET /: the caller's buckets.
     ListBuckets,
+    /// PUT /bucket.
     CreateBucket {
+        /// Bucket name.
         bucket: String,
     },
+    /// HEAD /bucket.
     HeadBucket {
+        /// Bucket name.
         bucket: String,
     },
+    /// DELETE /bucket.
     DeleteBucket {
+        /// Bucket name.
         bucket: String,
     },
+    /// GET /bucket?location.
     GetBucketLocation {
+        /// Bucket name.
         bucket: String,
     },
+    /// GET /bucket (v1 listing).
     ListObjects {
+        /// Bucket name.
         bucket: String,
+        /// Listing parameters.
         params: ListV1Params,
     },
+    /// GET /bucket?list-type=2.
     ListObjectsV2 {
+        /// Bucket name.
         bucket: String,
+        /// Listing parameters.
         params: ListV2Params,
     },
+    /// GET /bucket?uploads.
     ListMultipartUploads {
+        /// Bucket name.
         bucket: String,
+        /// Listing parameters.
         params: ListUploadsParams,
     },
+    /// POST /bucket?delete.
     DeleteObjects {
+        /// Bucket name.
         bucket: String,
     },
+    /// PUT /bucket/key.
     PutObject {
+        /// Bucket name.
         bucket: String,
+        /// Object key.
         key: String,
     },
+    /// GET /bucket/key.
     GetObject {
+        /// Bucket name.
         bucket: String,
+        /// Object key.
         key: String,
+        /// Range, part number and response-header overrides.
         params: ReadParams,
     },
+    /// HEAD /bucket/key.
     HeadObject {
+        /// Bucket name.
         bucket: String,
+        /// Object key.
         key: String,
+        /// Range, part number and response-header overrides.
         params: ReadParams,
     },
+    /// DELETE /bucket/key.
     DeleteObject {
+        /// Bucket name.
         bucket: String,
+        /// Object key.
         key: String,
     },
+    /// POST /bucket/key?uploads.
     CreateMultipartUpload {
+        /// Bucket name.
         bucket: String,
+        /// Object key.
         key: String,
     },
+    /// PUT /bucket/key?partNumber&uploadId.
     UploadPart {
+        /// Bucket name.
         bucket: String,
+        /// Object key.
         key: String,
+        /// Upload id.
         upload_id: String,
+        /// Part number, 1..=10000.
         part_number: u32,
     },
+    /// POST /bucket/key?uploadId.
     CompleteMultipartUpload {
+        /// Bucket name.
         bucket: String,
+        /// Object key.
         key: String,
+        /// Upload id.
         upload_id: String,
     },
+    /// DELETE /bucket/key?uploadId.
     AbortMultipartUpload {
+        /// Bucket name.
         bucket: String,
+        /// Object key.
         key: String,
+        /// Upload id.
         upload_id: String,
     },
+    /// GET /bucket/key?uploadId.
     ListParts {
+        /// Bucket name.
         bucket: String,
+        /// Object key.
         key: String,
+        /// Upload id.
         upload_id: String,
+        /// Paging parameters.
         params: ListPartsParams,
     },
 }
@@ -154,7 +209,9 @@ impl Endpoint {
 /// The bucket and key a request addresses, decoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Target {
+    /// Bucket name, if the path has one.
     pub bucket: Option<String>,
+    /// Object key, if the path has one.
     pub key: Option<String>,
 }
 

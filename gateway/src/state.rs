@@ -7,7 +7,10 @@ use blockstore::meta::MetaClient;
 
 /// State shared by all requests of one gateway (behind an `Arc`).
 pub struct AppState {
+    /// Metadata service handle.
     pub meta: MetaClient,
+    /// Block store client for object data.
     pub store: StoreClient,
+    /// Gateway settings.
     pub config: GatewayConfig,
 }

@@ -27,8 +27,10 @@ pub struct DatanodeArgs {
     /// Address of /health and /metrics.
     #[arg(long, env = "TESSERA_OPS_LISTEN", default_value = "127.0.0.1:0")]
     pub ops_listen: String,
+    /// Datanode settings.
     #[command(flatten)]
     pub datanode: DatanodeSettings,
+    /// Block store settings.
     #[command(flatten)]
     pub storage: StorageSettings,
 }

@@ -20,8 +20,10 @@ pub struct GatewayArgs {
     /// Address of /health and /metrics.
     #[arg(long, env = "TESSERA_OPS_LISTEN", default_value = "127.0.0.1:9880")]
     pub ops_listen: String,
+    /// Gateway settings.
     #[command(flatten)]
     pub gateway: GatewaySettings,
+    /// Block store settings.
     #[command(flatten)]
     pub storage: StorageSettings,
 }

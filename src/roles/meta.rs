@@ -22,6 +22,7 @@ pub struct MetaArgs {
     /// Block size the allocator checks free space against.
     #[arg(long, env = "TESSERA_BLOCK_SIZE", default_value = "256MiB", value_parser = super::parse_size)]
     pub block_size: u64,
+    /// Metadata service settings.
     #[command(flatten)]
     pub meta: MetaSettings,
 }

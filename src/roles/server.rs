@@ -33,12 +33,16 @@ pub struct ServerArgs {
     /// Number of datanodes to run.
     #[arg(long, env = "TESSERA_DATANODES", default_value_t = 5)]
     pub datanodes: usize,
+    /// Metadata service settings.
     #[command(flatten)]
     pub meta: MetaSettings,
+    /// Datanode settings.
     #[command(flatten)]
     pub datanode: DatanodeSettings,
+    /// Block store settings.
     #[command(flatten)]
     pub storage: StorageSettings,
+    /// Gateway settings.
     #[command(flatten)]
     pub gateway: GatewaySettings,
 }

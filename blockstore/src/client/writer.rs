@@ -25,8 +25,11 @@ const DISCARD_CONCURRENCY: usize = 16;
 /// What a finished writer stored: durable on datanodes, not yet visible.
 #[derive(Clone, Debug)]
 pub struct WrittenKey {
+    /// Bytes written.
     pub size: u64,
+    /// How the bytes are protected.
     pub replication: ReplicationConfig,
+    /// The block groups holding the bytes, in order.
     pub groups: Vec<BlockGroup>,
 }
 

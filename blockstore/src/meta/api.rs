@@ -16,102 +16,150 @@ pub enum MetaRequest {
     Heartbeat(DatanodeReport),
     /// Secret and owner of an access key, for SigV4 checks.
     GetAccessKey {
+        /// The access key id to look up.
         access_key: String,
     },
+    /// A user by name.
     GetUser {
+        /// User name.
         name: String,
     },
+    /// Creates a bucket owned by `owner`.
     CreateBucket {
+        /// Bucket name.
         name: String,
+        /// User who will own it.
         owner: String,
+        /// Default replication for its objects; None for the cluster default.
         replication: Option<ReplicationConfig>,
     },
+    /// A bucket by name.
     GetBucket {
+        /// Bucket name.
         name: String,
     },
     /// Fails with BucketNotEmpty while objects or uploads remain.
     DeleteBucket {
+        /// Bucket name.
         name: String,
     },
     /// Buckets of `owner`, or every bucket when None.
     ListBuckets {
+        /// Owner to filter by.
         owner: Option<String>,
     },
     /// The config new objects get when the request names none: the bucket's
     /// default, else the cluster default for the live datanodes.
     DefaultReplication {
+        /// Bucket the object goes into.
         bucket: String,
     },
     /// Picks `config.width()` distinct healthy datanodes with free space, none
     /// of `exclude`, under a fresh block id.
     AllocateBlock {
+        /// How the block group is protected, which sets how many datanodes it needs.
         config: ReplicationConfig,
+        /// Datanodes not to use (e.g. ones that just failed).
         exclude: Vec<DatanodeId>,
     },
     /// Makes `record` the visible object at (bucket, key) atomically; the
     /// blocks of an object it replaces are queued for deletion.
     CommitObject {
+        /// The object to commit.
         record: ObjectRecord,
     },
+    /// The visible object at (bucket, key), if any.
     GetObject {
+        /// Bucket name.
         bucket: String,
+        /// Object key.
         key: String,
     },
     /// Removes the object (no error when absent) and queues its blocks for deletion.
     DeleteObject {
+        /// Bucket name.
         bucket: String,
+        /// Object key.
         key: String,
     },
+    /// One page of a bucket's objects.
     ListObjects {
+        /// Bucket name.
         bucket: String,
+        /// Only keys starting with this.
         prefix: String,
         /// Start strictly after this key.
         start_after: Option<String>,
+        /// Roll keys up to common prefixes at this delimiter.
         delimiter: Option<String>,
+        /// Most entries to return.
         max_keys: u32,
     },
     /// Block files written for a PUT that did not commit: delete them.
     DiscardBlocks {
+        /// The groups to delete.
         groups: Vec<BlockGroup>,
     },
+    /// Starts a multipart upload.
     CreateUpload {
+        /// The new upload.
         record: UploadRecord,
     },
+    /// An upload in progress, checked against its bucket and key.
     GetUpload {
+        /// Bucket name.
         bucket: String,
+        /// Object key.
         key: String,
+        /// Upload id.
         upload_id: String,
     },
     /// Stores a part, replacing (and queueing for deletion) an older one of the same number.
     CommitPart {
+        /// The part to store.
         part: PartRecord,
     },
+    /// One page of an upload's parts, in number order.
     ListParts {
+        /// Upload id.
         upload_id: String,
         /// Parts with a number strictly greater than this.
         after_part: u32,
+        /// Most parts to return.
         max_parts: u32,
     },
     /// Checks the named parts (InvalidPart, InvalidPartOrder, EntityTooSmall),
     /// splices their blocks into one object without copying data, commits it,
     /// and frees the parts not named.
     CompleteUpload {
+        /// Bucket name.
         bucket: String,
+        /// Object key.
         key: String,
+        /// Upload id.
         upload_id: String,
+        /// The parts to join, in order.
         parts: Vec<CompletedPart>,
     },
+    /// Drops an upload and queues its parts' blocks for deletion.
     AbortUpload {
+        /// Bucket name.
         bucket: String,
+        /// Object key.
         key: String,
+        /// Upload id.
         upload_id: String,
     },
+    /// Uploads in progress in a bucket.
     ListUploads {
+        /// Bucket name.
         bucket: String,
     },
     /// Administrative operations; refused unless `token` is the admin token.
     Admin {
+        /// Admin token presented by the caller.
         token: String,
+        /// The operation to run.
         op: AdminOp,
     },
 }
@@ -119,101 +167,162 @@ pub enum MetaRequest {
 /// Operations of `tessera admin`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum AdminOp {
+    /// Creates a user.
     CreateUser {
+        /// User name.
         name: String,
     },
+    /// Deletes a user that owns no buckets.
     DeleteUser {
+        /// User name.
         name: String,
     },
+    /// Every user.
     ListUsers,
     /// A new access key (and secret) for `user`.
     CreateKey {
+        /// User the key is for.
         user: String,
     },
+    /// Revokes an access key.
     DeleteKey {
+        /// The access key id.
         access_key: String,
     },
+    /// Access keys of `user`, or all keys when None.
     ListKeys {
+        /// User to filter by.
         user: Option<String>,
     },
+    /// Creates a bucket for `owner`.
     CreateBucket {
+        /// Bucket name.
         name: String,
+        /// User who will own it.
         owner: String,
+        /// Default replication for its objects; None for the cluster default.
         replication: Option<ReplicationConfig>,
     },
+    /// Deletes an empty bucket.
     DeleteBucket {
+        /// Bucket name.
         name: String,
     },
+    /// Every bucket.
     ListBuckets,
+    /// Cluster overview.
     Status,
 }
 
 /// Everything meta can answer.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum MetaResponse {
+    /// Success with nothing to return.
     Done,
+    /// Block files the heartbeating datanode must delete.
     Deletions(Vec<BlockKey>),
+    /// The access key, if it exists.
     AccessKey(Option<AccessKeyRecord>),
+    /// The user, if it exists.
     User(Option<UserRecord>),
+    /// The bucket, if it exists.
     Bucket(Option<BucketRecord>),
+    /// A list of buckets.
     Buckets(Vec<BucketRecord>),
+    /// The default replication asked for.
     Replication(ReplicationConfig),
+    /// A freshly allocated block group.
     Allocated(BlockGroup),
+    /// The object, if it exists.
     Object(Option<ObjectRecord>),
     /// The removed object, if there was one.
     Removed(Option<ObjectRecord>),
+    /// A page of objects.
     Listing(ListPage),
+    /// The upload, if it exists.
     Upload(Option<UploadRecord>),
+    /// A page of parts.
     Parts {
+        /// Parts on this page, in number order.
         parts: Vec<PartRecord>,
+        /// Whether more parts follow.
         is_truncated: bool,
     },
+    /// A list of uploads in progress.
     Uploads(Vec<UploadRecord>),
+    /// A list of users.
     Users(Vec<UserRecord>),
+    /// A list of access keys.
     Keys(Vec<AccessKeyRecord>),
+    /// A newly created access key.
     Key(AccessKeyRecord),
+    /// The cluster overview.
     Status(ClusterStatus),
 }
 
 /// Why meta refused or failed a request. Carried over the wire as is.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 pub enum MetaError {
+    /// The bucket does not exist.
     #[error("no such bucket {0}")]
     NoSuchBucket(String),
+    /// Another user owns a bucket of this name.
     #[error("bucket {0} already exists")]
     BucketAlreadyExists(String),
+    /// The caller already owns this bucket.
     #[error("bucket {0} already exists and is yours")]
     BucketAlreadyOwnedByYou(String),
+    /// The bucket still holds objects or uploads.
     #[error("bucket {0} is not empty")]
     BucketNotEmpty(String),
+    /// The object does not exist.
     #[error("no such key {0}")]
     NoSuchKey(String),
+    /// The upload does not exist or belongs elsewhere.
     #[error("no such upload {0}")]
     NoSuchUpload(String),
+    /// A named part is missing or its ETag differs.
     #[error("part {0} was not uploaded or its ETag does not match")]
     InvalidPart(u32),
+    /// Parts are not listed in ascending order.
     #[error("parts must be listed in ascending order")]
     InvalidPartOrder,
+    /// A part other than the last is below the minimum size.
     #[error("part {0} is smaller than the 5 MiB minimum")]
     EntityTooSmall(u32),
+    /// Too few healthy datanodes with free space to place a block group.
     #[error("need {needed} healthy datanodes with free space, have {available}")]
-    NotEnoughDatanodes { needed: usize, available: usize },
+    NotEnoughDatanodes {
+        /// Datanodes the block group needs.
+        needed: usize,
+        /// Datanodes that qualify.
+        available: usize,
+    },
+    /// The user does not exist.
     #[error("no such user {0}")]
     NoSuchUser(String),
+    /// A user of this name already exists.
     #[error("user {0} already exists")]
     UserExists(String),
+    /// The user still owns buckets.
     #[error("user {0} still owns buckets")]
     UserHasBuckets(String),
+    /// The access key does not exist.
     #[error("no such access key {0}")]
     NoSuchAccessKey(String),
+    /// The admin token is missing or wrong.
     #[error("admin token missing or wrong")]
     Unauthorized,
+    /// The request is malformed.
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+    /// The metadata store failed.
     #[error("metadata store: {0}")]
     Store(String),
+    /// Meta could not be reached.
     #[error("metadata service unreachable: {0}")]
     Transport(String),
+    /// Meta answered with something unexpected.
     #[error("metadata protocol: {0}")]
     Protocol(String),
 }
@@ -234,7 +343,9 @@ impl MetaError {
 /// A handle on meta, in-process or remote; cheap to clone.
 #[derive(Clone)]
 pub enum MetaClient {
+    /// Meta running in this process.
     Local(Arc<super::service::MetaService>),
+    /// Meta reached over TCP.
     Remote(Arc<super::rpc::RemoteMeta>),
 }
 
@@ -265,6 +376,7 @@ impl MetaClient {
         expect!(self.call(MetaRequest::Heartbeat(report)).await?, MetaResponse::Deletions(d) => d)
     }
 
+    /// Secret and owner of an access key, for SigV4 checks.
     pub async fn get_access_key(
         &self,
         access_key: &str,
@@ -275,6 +387,7 @@ impl MetaClient {
         expect!(self.call(req).await?, MetaResponse::AccessKey(k) => k)
     }
 
+    /// A user by name.
     pub async fn get_user(&self, name: &str) -> Result<Option<UserRecord>, MetaError> {
         let req = MetaRequest::GetUser {
             name: name.to_string(),
@@ -282,6 +395,7 @@ impl MetaClient {
         expect!(self.call(req).await?, MetaResponse::User(u) => u)
     }
 
+    /// Creates a bucket owned by `owner`.
     pub async fn create_bucket(
         &self,
         name: &str,
@@ -296,6 +410,7 @@ impl MetaClient {
         expect!(self.call(req).await?, MetaResponse::Done => ())
     }
 
+    /// A bucket by name.
     pub async fn get_bucket(&self, name: &str) -> Result<Option<BucketRecord>, MetaError> {
         let req = MetaRequest::GetBucket {
             name: name.to_string(),
@@ -303,6 +418,7 @@ impl MetaClient {
         expect!(self.call(req).await?, MetaResponse::Bucket(b) => b)
     }
 
+    /// Deletes an empty bucket.
     pub async fn delete_bucket(&self, name: &str) -> Result<(), MetaError> {
         let req = MetaRequest::DeleteBucket {
             name: name.to_string(),
@@ -310,6 +426,7 @@ impl MetaClient {
         expect!(self.call(req).await?, MetaResponse::Done => ())
     }
 
+    /// Buckets of `owner`, or every bucket when None.
     pub async fn list_buckets(&self, owner: Option<&str>) -> Result<Vec<BucketRecord>, MetaError> {
         let req = MetaRequest::ListBuckets {
             owner: owner.map(str::to_string),
@@ -317,6 +434,7 @@ impl MetaClient {
         expect!(self.call(req).await?, MetaResponse::Buckets(b) => b)
     }
 
+    /// The replication new objects in `bucket` get when the request names none.
     pub async fn default_replication(&self, bucket: &str) -> Result<ReplicationConfig, MetaError> {
         let req = MetaRequest::DefaultReplication {
             bucket: bucket.to_string(),
@@ -324,6 +442,7 @@ impl MetaClient {
         expect!(self.call(req).await?, MetaResponse::Replication(r) => r)
     }
 
+    /// Allocates a block group on distinct healthy datanodes, avoiding `exclude`.
     pub async fn allocate_block(
         &self,
         config: ReplicationConfig,
@@ -333,10 +452,12 @@ impl MetaClient {
         expect!(self.call(req).await?, MetaResponse::Allocated(g) => g)
     }
 
+    /// Makes `record` the visible object at its key.
     pub async fn commit_object(&self, record: ObjectRecord) -> Result<(), MetaError> {
         expect!(self.call(MetaRequest::CommitObject { record }).await?, MetaResponse::Done => ())
     }
 
+    /// The visible object at (bucket, key), if any.
     pub async fn get_object(
         &self,
         bucket: &str,
@@ -349,6 +470,7 @@ impl MetaClient {
         expect!(self.call(req).await?, MetaResponse::Object(o) => o)
     }
 
+    /// Removes an object; returns it if it existed.
     pub async fn delete_object(
         &self,
         bucket: &str,
@@ -361,6 +483,7 @@ impl MetaClient {
         expect!(self.call(req).await?, MetaResponse::Removed(o) => o)
     }
 
+    /// One page of a bucket's objects.
     pub async fn list_objects(
         &self,
         bucket: &str,
@@ -379,14 +502,17 @@ impl MetaClient {
         expect!(self.call(req).await?, MetaResponse::Listing(p) => p)
     }
 
+    /// Deletes the blocks of a write that did not commit.
     pub async fn discard_blocks(&self, groups: Vec<BlockGroup>) -> Result<(), MetaError> {
         expect!(self.call(MetaRequest::DiscardBlocks { groups }).await?, MetaResponse::Done => ())
     }
 
+    /// Starts a multipart upload.
     pub async fn create_upload(&self, record: UploadRecord) -> Result<(), MetaError> {
         expect!(self.call(MetaRequest::CreateUpload { record }).await?, MetaResponse::Done => ())
     }
 
+    /// An upload in progress, checked against its bucket and key.
     pub async fn get_upload(
         &self,
         bucket: &str,
@@ -401,10 +527,12 @@ impl MetaClient {
         expect!(self.call(req).await?, MetaResponse::Upload(u) => u)
     }
 
+    /// Stores a part, replacing an older one of the same number.
     pub async fn commit_part(&self, part: PartRecord) -> Result<(), MetaError> {
         expect!(self.call(MetaRequest::CommitPart { part }).await?, MetaResponse::Done => ())
     }
 
+    /// One page of an upload's parts, and whether more follow.
     pub async fn list_parts(
         &self,
         upload_id: &str,
@@ -419,6 +547,7 @@ impl MetaClient {
         expect!(self.call(req).await?, MetaResponse::Parts { parts, is_truncated } => (parts, is_truncated))
     }
 
+    /// Joins the named parts into one object and commits it.
     pub async fn complete_upload(
         &self,
         bucket: &str,
@@ -438,6 +567,7 @@ impl MetaClient {
         }
     }
 
+    /// Drops an upload and its parts.
     pub async fn abort_upload(
         &self,
         bucket: &str,
@@ -452,6 +582,7 @@ impl MetaClient {
         expect!(self.call(req).await?, MetaResponse::Done => ())
     }
 
+    /// Uploads in progress in a bucket.
     pub async fn list_uploads(&self, bucket: &str) -> Result<Vec<UploadRecord>, MetaError> {
         let req = MetaRequest::ListUploads {
             bucket: bucket.to_string(),

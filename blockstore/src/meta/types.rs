@@ -14,6 +14,7 @@ pub type UnixMillis = i64;
 pub struct ReplicaLocation {
     /// Internal block index within the group (0 for replicas).
     pub index: u8,
+    /// The datanode holding this block file.
     pub datanode: DatanodeId,
     /// The datanode's address when the record was read (meta refreshes it from
     /// the registry on every lookup, so a restarted datanode on a new port is found).
@@ -23,9 +24,11 @@ pub struct ReplicaLocation {
 /// One block group (EC) or replicated block of an object, in object order.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BlockGroup {
+    /// Identifier of the group (or replicated block).
     pub block: BlockId,
     /// Bytes of object data in this group (its real length; padding not counted).
     pub length: u64,
+    /// Where each internal block or replica lives.
     pub replicas: Vec<ReplicaLocation>,
 }
 
@@ -42,7 +45,9 @@ impl BlockGroup {
 /// GetObject?partNumber and for ListParts after completion.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartSummary {
+    /// Part number, 1-based.
     pub number: u32,
+    /// Bytes in the part.
     pub size: u64,
     /// Hex MD5 of the part, without quotes.
     pub etag: String,
@@ -51,20 +56,28 @@ pub struct PartSummary {
 /// A committed object: visible to readers from the moment it is stored.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObjectRecord {
+    /// Unique identifier, distinct across overwrites of the same key.
     pub id: ObjectId,
+    /// Bucket holding the object.
     pub bucket: String,
+    /// Object key.
     pub key: String,
+    /// Bytes in the body.
     pub size: u64,
     /// Hex MD5 of the body, or `md5(part md5s)-N` for multipart; without quotes.
     pub etag: String,
+    /// Content-Type sent on upload, if any.
     pub content_type: Option<String>,
     /// Other standard headers kept as sent (Content-Encoding, Cache-Control, ...),
     /// by lower-case header name.
     pub headers: BTreeMap<String, String>,
     /// `x-amz-meta-*` values, by lower-case name without the prefix.
     pub user_metadata: BTreeMap<String, String>,
+    /// When the object was stored.
     pub created: UnixMillis,
+    /// How the body's bytes are protected.
     pub replication: ReplicationConfig,
+    /// Block groups holding the body, in object order.
     pub groups: Vec<BlockGroup>,
     /// Parts in order for a multipart object; empty for a single PUT.
     pub parts: Vec<PartSummary>,
@@ -73,18 +86,24 @@ pub struct ObjectRecord {
 /// One entry of an object listing.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObjectSummary {
+    /// Object key.
     pub key: String,
+    /// Bytes in the body.
     pub size: u64,
+    /// Hex ETag, without quotes.
     pub etag: String,
+    /// When the object was stored.
     pub created: UnixMillis,
 }
 
 /// A page of a listing, in UTF-8 byte order of keys.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListPage {
+    /// Objects on this page, in key order.
     pub objects: Vec<ObjectSummary>,
     /// Prefixes rolled up by the delimiter, each once, in order.
     pub common_prefixes: Vec<String>,
+    /// Whether more entries follow this page.
     pub is_truncated: bool,
     /// When truncated: the last key or common prefix returned; the next page
     /// starts strictly after it.
@@ -94,9 +113,11 @@ pub struct ListPage {
 /// A bucket and who owns it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BucketRecord {
+    /// Bucket name.
     pub name: String,
     /// User name of the owner.
     pub owner: String,
+    /// When the bucket was created.
     pub created: UnixMillis,
     /// Default replication for new objects; None means "the cluster default".
     pub replication: Option<ReplicationConfig>,
@@ -105,32 +126,47 @@ pub struct BucketRecord {
 /// A multipart upload in progress.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UploadRecord {
+    /// Identifier the client uses for the upload.
     pub upload_id: String,
+    /// Bucket the object will land in.
     pub bucket: String,
+    /// Key the object will get.
     pub key: String,
+    /// User who started the upload.
     pub owner: String,
+    /// When the upload started.
     pub created: UnixMillis,
+    /// Content-Type for the completed object.
     pub content_type: Option<String>,
+    /// Standard headers for the completed object, by lower-case name.
     pub headers: BTreeMap<String, String>,
+    /// `x-amz-meta-*` values for the completed object, by name without the prefix.
     pub user_metadata: BTreeMap<String, String>,
+    /// How the parts' bytes are protected.
     pub replication: ReplicationConfig,
 }
 
 /// One uploaded part; a re-upload of the same number replaces it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartRecord {
+    /// Upload the part belongs to.
     pub upload_id: String,
+    /// Part number, 1-based.
     pub number: u32,
+    /// Bytes in the part.
     pub size: u64,
     /// Hex MD5 of the part, without quotes.
     pub etag: String,
+    /// When the part was stored.
     pub created: UnixMillis,
+    /// Block groups holding the part, in order.
     pub groups: Vec<BlockGroup>,
 }
 
 /// A part named in CompleteMultipartUpload.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CompletedPart {
+    /// Part number, 1-based.
     pub number: u32,
     /// The ETag the client sent, with or without quotes.
     pub etag: String,
@@ -139,7 +175,9 @@ pub struct CompletedPart {
 /// A user: owns buckets and access keys.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UserRecord {
+    /// User name.
     pub name: String,
+    /// When the user was created.
     pub created: UnixMillis,
     /// The root user may reach every bucket.
     pub is_root: bool,
@@ -148,9 +186,13 @@ pub struct UserRecord {
 /// An S3 access key and its secret.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AccessKeyRecord {
+    /// The public access key id.
     pub access_key: String,
+    /// The secret used to sign requests.
     pub secret_key: String,
+    /// User the key belongs to.
     pub user: String,
+    /// When the key was created.
     pub created: UnixMillis,
 }
 
@@ -168,26 +210,38 @@ pub enum DatanodeState {
 /// A registered datanode.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DatanodeRecord {
+    /// Identifier the datanode registered with.
     pub id: DatanodeId,
     /// TCP address clients use for the block protocol.
     pub addr: String,
     /// Unix socket for short-circuit reads, when the datanode offers one.
     pub local_socket: Option<String>,
+    /// Disk capacity in bytes.
     pub capacity: u64,
+    /// Bytes in use.
     pub used: u64,
+    /// Block files stored.
     pub blocks: u64,
+    /// When the last heartbeat arrived.
     pub last_heartbeat: UnixMillis,
+    /// Liveness derived from heartbeats.
     pub state: DatanodeState,
 }
 
 /// What a datanode reports on each heartbeat.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DatanodeReport {
+    /// Identifier of the reporting datanode.
     pub id: DatanodeId,
+    /// TCP address for the block protocol.
     pub addr: String,
+    /// Unix socket for short-circuit reads, if offered.
     pub local_socket: Option<String>,
+    /// Disk capacity in bytes.
     pub capacity: u64,
+    /// Bytes in use.
     pub used: u64,
+    /// Block files stored.
     pub blocks: u64,
     /// Block files deleted since the last heartbeat, acknowledging earlier commands.
     pub deleted: Vec<BlockKey>,
@@ -196,8 +250,12 @@ pub struct DatanodeReport {
 /// Cluster overview for `tessera admin status`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClusterStatus {
+    /// Every registered datanode.
     pub datanodes: Vec<DatanodeRecord>,
+    /// Number of buckets.
     pub buckets: u64,
+    /// Number of objects.
     pub objects: u64,
+    /// Block files queued for deletion.
     pub pending_deletions: u64,
 }

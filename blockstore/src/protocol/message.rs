@@ -34,20 +34,27 @@ pub struct WriteChunks {
 /// What a client asks a datanode.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Request {
+    /// Append checksummed chunks to an open block.
     WriteChunks(WriteChunks),
     /// Make the block durable at exactly `length` bytes and visible to reads.
     CommitBlock {
+        /// The block to commit.
         key: BlockKey,
+        /// Its final length in bytes.
         length: u64,
     },
     /// Read `[offset, offset + length)` of a committed block.
     ReadBlock {
+        /// The block to read.
         key: BlockKey,
+        /// First byte of the range.
         offset: u64,
+        /// Bytes to read.
         length: u64,
     },
     /// Delete the block, committed or not; absent is not an error.
     DeleteBlock {
+        /// The block to delete.
         key: BlockKey,
     },
 }
@@ -132,8 +139,11 @@ pub struct ReadData {
 /// What a datanode answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reply {
+    /// The request succeeded with nothing to return.
     Ok,
+    /// The request was refused.
     Error(ErrorReply),
+    /// Data for a read, followed by its payload.
     ReadData(ReadData),
 }
 

@@ -45,8 +45,11 @@ pub enum ProtocolError {
     /// A length field exceeds its limit; refused before allocating.
     #[error("{what} of {len} bytes exceeds the limit of {max}")]
     TooLarge {
+        /// Which length field.
         what: &'static str,
+        /// Its value.
         len: u64,
+        /// The limit it exceeds.
         max: u64,
     },
     /// The stream ended inside a frame.

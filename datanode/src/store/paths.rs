@@ -29,14 +29,20 @@ pub(crate) enum BlockFile {
 /// The folders and file names of one store.
 #[derive(Clone, Debug)]
 pub(crate) struct Paths {
+    /// The store's data directory.
     pub root: PathBuf,
+    /// Shard folders of committed blocks.
     pub blocks: PathBuf,
+    /// Uploads in progress, wiped at start.
     pub tmp: PathBuf,
+    /// Committed files found inconsistent at start.
     pub quarantine: PathBuf,
+    /// File holding the datanode's uuid.
     pub identity: PathBuf,
 }
 
 impl Paths {
+    /// Paths of a store rooted at `root`.
     pub fn new(root: PathBuf) -> Self {
         Self {
             blocks: root.join("blocks"),

@@ -14,7 +14,9 @@ use std::path::Path;
 
 /// The committed blocks found on disk.
 pub(super) struct Recovered {
+    /// Each committed block and its metadata.
     pub blocks: HashMap<BlockKey, BlockMeta>,
+    /// Total length of the committed blocks.
     pub used: u64,
 }
 

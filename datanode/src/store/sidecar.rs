@@ -24,7 +24,9 @@ pub(crate) const HEADER_LEN: u64 = 20;
 /// The fixed part of a sidecar.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct SidecarHeader {
+    /// Chunk size each CRC covers.
     pub bytes_per_checksum: u32,
+    /// Block length in bytes.
     pub length: u64,
 }
 

@@ -25,9 +25,11 @@ pub(crate) const MAX_SKEW: std::time::Duration = std::time::Duration::from_secs(
 /// `AK/YYYYMMDD/REGION/s3/aws4_request`, validated against the gateway's region.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct CredentialScope {
+    /// The access key id.
     pub access_key: String,
     /// `YYYYMMDD`.
     pub date: String,
+    /// Signing region; must be the gateway's.
     pub region: String,
 }
 
@@ -103,7 +105,9 @@ impl CredentialScope {
 /// string to sign.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct AmzDate {
+    /// The timestamp as sent.
     pub text: String,
+    /// The timestamp parsed.
     pub time: SystemTime,
 }
 
@@ -307,9 +311,13 @@ fn push_trimmed_value(out: &mut Vec<u8>, value: &[u8]) {
 
 /// Everything a canonical request is built from, once the URI and the query are canonical.
 pub(crate) struct CanonicalInput<'a> {
+    /// HTTP method.
     pub method: &'a str,
+    /// URI-encoded path.
     pub canonical_uri: &'a str,
+    /// Sorted, encoded query string.
     pub canonical_query: &'a str,
+    /// The request headers.
     pub headers: &'a HeaderMap,
     /// Used for a signed `host` when the request has no Host header (HTTP/2 `:authority`).
     pub authority: Option<&'a str>,
@@ -397,11 +405,17 @@ impl std::fmt::Debug for SigningKey {
 
 /// What a request signature covers beyond the method, path and headers of the request itself.
 pub(crate) struct SignedParts<'a> {
+    /// Request timestamp.
     pub amz_date: &'a AmzDate,
+    /// Credential scope.
     pub scope: &'a CredentialScope,
+    /// Canonical query string.
     pub canonical_query: &'a str,
+    /// Lower-case names of the signed headers.
     pub signed_headers: &'a [String],
+    /// Payload hash or `UNSIGNED-PAYLOAD` as signed.
     pub payload: &'a str,
+    /// The request signature, hex.
     pub signature: &'a str,
 }
 

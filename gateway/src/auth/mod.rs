@@ -44,6 +44,7 @@ pub struct Identity {
 /// A request whose signature is verified; says how to decode and check its body.
 #[derive(Debug)]
 pub struct VerifiedRequest {
+    /// Who signed the request.
     pub identity: Identity,
     payload: ContentSha256,
     /// Seed signature, key and scope from which the chunk signatures of a signed aws-chunked

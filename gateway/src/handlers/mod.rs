@@ -22,8 +22,11 @@ use std::sync::Arc;
 
 /// One authenticated request on its way through a handler.
 pub struct RequestContext<'a> {
+    /// Shared gateway state.
     pub state: &'a AppState,
+    /// The HTTP request head.
     pub parts: &'a Parts,
+    /// The verified signature and how to read the body.
     pub request: VerifiedRequest,
 }
 

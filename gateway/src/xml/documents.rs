@@ -92,10 +92,15 @@ pub fn complete_upload(location: &str, bucket: &str, key: &str, etag: &str) -> V
 
 /// The outcome of one key of a DeleteObjects request.
 pub enum DeleteOutcome<'a> {
+    /// The key was deleted (or was absent).
     Deleted(&'a str),
+    /// The key could not be deleted.
     Failed {
+        /// The key.
         key: &'a str,
+        /// S3 error code.
         code: &'a str,
+        /// Error message.
         message: &'a str,
     },
 }
@@ -148,17 +153,25 @@ fn common_prefixes(w: &mut XmlWriter, prefixes: &[String], url: bool) {
 
 /// What a ListObjectsV2 answer shows besides the page itself.
 pub struct ListV2Doc<'a> {
+    /// Bucket name.
     pub bucket: &'a str,
+    /// The prefix asked for.
     pub prefix: &'a str,
+    /// The delimiter asked for.
     pub delimiter: Option<&'a str>,
+    /// The page size asked for.
     pub max_keys: u32,
+    /// Whether keys are URL-encoded.
     pub url_encode: bool,
     /// The token the client sent, echoed.
     pub continuation_token: Option<&'a str>,
+    /// Token for the next page, when truncated.
     pub next_continuation_token: Option<&'a str>,
+    /// The start-after key asked for.
     pub start_after: Option<&'a str>,
     /// The bucket owner, shown per object when the client asked for fetch-owner.
     pub owner: Option<&'a str>,
+    /// The objects and prefixes.
     pub page: &'a ListPage,
 }
 
@@ -194,15 +207,23 @@ pub fn list_objects_v2(doc: &ListV2Doc<'_>) -> Vec<u8> {
 
 /// What a ListObjects (v1) answer shows besides the page itself.
 pub struct ListV1Doc<'a> {
+    /// Bucket name.
     pub bucket: &'a str,
+    /// The prefix asked for.
     pub prefix: &'a str,
+    /// The marker asked for.
     pub marker: &'a str,
+    /// The delimiter asked for.
     pub delimiter: Option<&'a str>,
+    /// The page size asked for.
     pub max_keys: u32,
+    /// Whether keys are URL-encoded.
     pub url_encode: bool,
     /// Sent only with a delimiter, as in S3.
     pub next_marker: Option<&'a str>,
+    /// The bucket owner, shown per object.
     pub owner: &'a str,
+    /// The objects and prefixes.
     pub page: &'a ListPage,
 }
 
@@ -235,10 +256,15 @@ pub fn list_objects_v1(doc: &ListV1Doc<'_>) -> Vec<u8> {
 
 /// What a ListParts answer shows besides the parts.
 pub struct ListPartsDoc<'a> {
+    /// The upload whose parts are listed.
     pub upload: &'a UploadRecord,
+    /// The part-number marker asked for.
     pub part_number_marker: u32,
+    /// The page size asked for.
     pub max_parts: u32,
+    /// Whether more parts follow.
     pub is_truncated: bool,
+    /// The parts on this page.
     pub parts: &'a [PartRecord],
 }
 
@@ -272,13 +298,21 @@ pub fn list_parts(doc: &ListPartsDoc<'_>) -> Vec<u8> {
 
 /// What a ListMultipartUploads answer shows besides the uploads.
 pub struct ListUploadsDoc<'a> {
+    /// Bucket name.
     pub bucket: &'a str,
+    /// The prefix asked for.
     pub prefix: &'a str,
+    /// The key marker asked for.
     pub key_marker: &'a str,
+    /// The upload-id marker asked for.
     pub upload_id_marker: &'a str,
+    /// The page size asked for.
     pub max_uploads: u32,
+    /// Whether keys are URL-encoded.
     pub url_encode: bool,
+    /// Whether more uploads follow.
     pub is_truncated: bool,
+    /// The uploads on this page.
     pub uploads: &'a [UploadRecord],
 }
 

@@ -21,8 +21,11 @@ const MAX_DEPTH: usize = 16;
 /// One parsed element: local name (namespace prefix dropped), its own text, children.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Element {
+    /// Local name, namespace prefix dropped.
     pub name: String,
+    /// The element's own text.
     pub text: String,
+    /// Child elements, in order.
     pub children: Vec<Element>,
 }
 
@@ -169,7 +172,9 @@ pub fn parse_complete_upload(bytes: &[u8]) -> Result<Vec<CompletedPart>, S3Error
 /// A DeleteObjects request: the keys, in order, and whether only errors are reported.
 #[derive(Debug, PartialEq, Eq)]
 pub struct DeleteRequest {
+    /// Keys to delete, in order.
     pub keys: Vec<String>,
+    /// Whether only errors are reported.
     pub quiet: bool,
 }
 
