@@ -16,9 +16,9 @@ pub const REQUESTS: &str = "tessera_datanode_requests_total";
 /// Frames that could not be decoded (the connection was closed).
 pub const PROTOCOL_ERRORS: &str = "tessera_datanode_protocol_errors_total";
 /// Committed blocks, by datanode id.
-pub const BLOCKS: &str = "tessera_datanode_blocks";
+pub const BLOCKS: &str = "tessera_datanode_store_blocks";
 /// Bytes of committed block data, by datanode id.
-pub const USED_BYTES: &str = "tessera_datanode_used_bytes";
+pub const USED_BYTES: &str = "tessera_datanode_store_used_bytes";
 
 pub(crate) fn bytes_written(n: u64) {
     metrics::counter!(BYTES_WRITTEN).increment(n);
@@ -60,10 +60,10 @@ mod tests {
         });
         let text = handle.render();
         for line in [
-            "tessera_datanode_blocks{id=\"dn-a\"} 3",
-            "tessera_datanode_blocks{id=\"dn-b\"} 5",
-            "tessera_datanode_used_bytes{id=\"dn-a\"} 300",
-            "tessera_datanode_used_bytes{id=\"dn-b\"} 500",
+            "tessera_datanode_store_blocks{id=\"dn-a\"} 3",
+            "tessera_datanode_store_blocks{id=\"dn-b\"} 5",
+            "tessera_datanode_store_used_bytes{id=\"dn-a\"} 300",
+            "tessera_datanode_store_used_bytes{id=\"dn-b\"} 500",
         ] {
             assert!(
                 text.lines().any(|l| l == line),

@@ -599,3 +599,20 @@ impl MetaClient {
         .await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::MetaError;
+
+    #[test]
+    fn only_lost_answers_may_have_applied() {
+        // A commit whose answer was lost may have landed: its blocks must not be discarded.
+        assert!(MetaError::Transport("reset".into()).may_have_applied());
+        assert!(MetaError::Store("io".into()).may_have_applied());
+        assert!(MetaError::Protocol("garbled".into()).may_have_applied());
+        // Refusals are definite: nothing was stored, so the blocks can go.
+        assert!(!MetaError::NoSuchBucket("b".into()).may_have_applied());
+        assert!(!MetaError::NoSuchUpload("u".into()).may_have_applied());
+        assert!(!MetaError::InvalidRequest("x".into()).may_have_applied());
+    }
+}
