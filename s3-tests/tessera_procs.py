@@ -65,11 +65,14 @@ def random_secret() -> str:
 
 @dataclass(frozen=True)
 class Credentials:
-    """Root S3 keys and the admin token handed to a server or meta process."""
+    """Root S3 keys, the admin token and the cluster token handed to every
+    process: meta checks the cluster token on each RPC connection, so separate
+    datanodes and gateways must present the one meta was given."""
 
     access_key: str
     secret_key: str
     admin_token: str
+    cluster_token: str = field(default_factory=lambda: secrets.token_hex(16))
 
     @staticmethod
     def random() -> Credentials:
@@ -80,6 +83,7 @@ class Credentials:
             "TESSERA_ROOT_ACCESS_KEY": self.access_key,
             "TESSERA_ROOT_SECRET_KEY": self.secret_key,
             "TESSERA_ADMIN_TOKEN": self.admin_token,
+            "TESSERA_CLUSTER_TOKEN": self.cluster_token,
         }
 
 

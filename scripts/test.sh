@@ -56,6 +56,8 @@ stage() {
 
 tools() {
     command -v cargo >/dev/null 2>&1 || die "cargo not found: install a Rust toolchain (rustup)"
+    # S3 clients the smoke tests drive (s3-tests/test_tools.py).
+    apt_install rclone s3cmd
     ensure_venv
     "$TESSERA_VENV/bin/python" -c 'import boto3, pytest, pytest_timeout, requests'
     "$TESSERA_VENV/bin/aws" --version >&2

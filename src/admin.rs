@@ -2,7 +2,9 @@
 //! meta's RPC with the admin token.
 
 use anyhow::{bail, Context, Result};
-use blockstore::meta::{rpc::RemoteMeta, AdminOp, MetaClient, MetaResponse};
+use blockstore::meta::{
+    rpc::RemoteMeta, AdminOp, BucketGrant, BucketRight, MetaClient, MetaResponse,
+};
 use blockstore::ReplicationConfig;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -64,6 +66,22 @@ pub enum KeyCommand {
     /// Creates another access key for a user.
     Create {
         user: String,
+        /// Limit the key to these buckets: `NAME:read` or `NAME:rw`, repeatable.
+        #[arg(long = "limit", value_name = "BUCKET:RIGHT")]
+        limits: Vec<BucketGrantArg>,
+    },
+    /// Limits a key to some buckets (`--bucket NAME:read|rw`, repeatable), or
+    /// lifts its limit (`--unlimited`).
+    Limit {
+        access_key: String,
+        #[arg(
+            long = "bucket",
+            value_name = "BUCKET:RIGHT",
+            required_unless_present = "unlimited"
+        )]
+        buckets: Vec<BucketGrantArg>,
+        #[arg(long, conflicts_with = "buckets")]
+        unlimited: bool,
     },
     List {
         #[arg(long)]
@@ -90,6 +108,42 @@ pub enum BucketCommand {
     Delete {
         name: String,
     },
+    /// Lets anonymous callers GET/HEAD the bucket's objects and list it (on), or not (off).
+    PublicRead {
+        name: String,
+        #[arg(value_parser = ["on", "off"])]
+        state: String,
+    },
+}
+
+/// `NAME:read` or `NAME:rw` on the command line.
+#[derive(Clone, Debug)]
+pub struct BucketGrantArg(pub BucketGrant);
+
+impl std::str::FromStr for BucketGrantArg {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let (bucket, right) = text
+            .rsplit_once(':')
+            .ok_or_else(|| format!("expected BUCKET:read or BUCKET:rw, got {text:?}"))?;
+        let right = match right {
+            "read" | "r" | "ro" => BucketRight::Read,
+            "rw" | "read-write" | "write" => BucketRight::ReadWrite,
+            other => return Err(format!("unknown right {other:?}: use read or rw")),
+        };
+        if bucket.is_empty() {
+            return Err("empty bucket name".to_string());
+        }
+        Ok(Self(BucketGrant {
+            bucket: bucket.to_string(),
+            right,
+        }))
+    }
+}
+
+fn grants(args: &[BucketGrantArg]) -> Vec<BucketGrant> {
+    args.iter().map(|g| g.0.clone()).collect()
 }
 
 fn token(args: &AdminArgs) -> Result<String> {
@@ -108,7 +162,8 @@ fn token(args: &AdminArgs) -> Result<String> {
 /// Runs one admin command and prints its result.
 pub async fn run(args: AdminArgs) -> Result<()> {
     let token = token(&args)?;
-    let meta = MetaClient::Remote(Arc::new(RemoteMeta::connect(&args.meta)));
+    // The admin token also opens the connection (meta accepts it as the cluster token).
+    let meta = MetaClient::Remote(Arc::new(RemoteMeta::connect_with_token(&args.meta, &token)));
     let call = |op| {
         let meta = meta.clone();
         let token = token.clone();
@@ -123,8 +178,27 @@ pub async fn run(args: AdminArgs) -> Result<()> {
         AdminCommand::User(UserCommand::Delete { name }) => {
             call(AdminOp::DeleteUser { name: name.clone() }).await?
         }
-        AdminCommand::Key(KeyCommand::Create { user }) => {
-            call(AdminOp::CreateKey { user: user.clone() }).await?
+        AdminCommand::Key(KeyCommand::Create { user, limits }) => {
+            let created = call(AdminOp::CreateKey { user: user.clone() }).await?;
+            if let (MetaResponse::Key(key), false) = (&created, limits.is_empty()) {
+                call(AdminOp::LimitKey {
+                    access_key: key.access_key.clone(),
+                    grants: Some(grants(limits)),
+                })
+                .await?;
+            }
+            created
+        }
+        AdminCommand::Key(KeyCommand::Limit {
+            access_key,
+            buckets,
+            unlimited,
+        }) => {
+            call(AdminOp::LimitKey {
+                access_key: access_key.clone(),
+                grants: (!unlimited).then(|| grants(buckets)),
+            })
+            .await?
         }
         AdminCommand::Key(KeyCommand::List { user }) => {
             call(AdminOp::ListKeys { user: user.clone() }).await?
@@ -151,6 +225,13 @@ pub async fn run(args: AdminArgs) -> Result<()> {
         AdminCommand::Bucket(BucketCommand::Delete { name }) => {
             call(AdminOp::DeleteBucket { name: name.clone() }).await?
         }
+        AdminCommand::Bucket(BucketCommand::PublicRead { name, state }) => {
+            call(AdminOp::SetBucketPublicRead {
+                name: name.clone(),
+                public_read: state == "on",
+            })
+            .await?
+        }
         AdminCommand::Status => call(AdminOp::Status).await?,
     };
     print_response(&response, args.json)
@@ -169,13 +250,17 @@ fn print_response(response: &MetaResponse, json: bool) -> Result<()> {
             .collect::<Vec<_>>()),
         MetaResponse::Keys(keys) => json!(keys
             .iter()
-            .map(|k| json!({"user": k.user, "access_key": k.access_key, "created": k.created}))
+            .map(|k| json!({
+                "user": k.user, "access_key": k.access_key, "created": k.created,
+                "buckets": k.bucket_grants,
+            }))
             .collect::<Vec<_>>()),
         MetaResponse::Buckets(buckets) => json!(buckets
             .iter()
             .map(|b| json!({
                 "name": b.name, "owner": b.owner, "created": b.created,
                 "replication": b.replication.map(|r| r.to_string()),
+                "public_read": b.public_read,
             }))
             .collect::<Vec<_>>()),
         MetaResponse::Status(status) => json!({

@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod admin;
+mod bench;
 mod config;
 mod ops;
 mod probe;
@@ -35,6 +36,8 @@ enum Command {
     Gateway(roles::gateway::GatewayArgs),
     /// Users, keys, buckets and cluster status.
     Admin(admin::AdminArgs),
+    /// Load generators: positioned reads, S3 GETs, key writes.
+    Bench(bench::BenchArgs),
     /// Exits 0 when an HTTP GET of URL answers 200 (container health checks).
     Probe { url: String },
 }
@@ -60,6 +63,7 @@ fn main() -> Result<()> {
             Command::Datanode(a) => roles::datanode::run(a).await,
             Command::Gateway(a) => roles::gateway::run(a).await,
             Command::Admin(a) => admin::run(a).await,
+            Command::Bench(a) => bench::run(a).await,
             Command::Probe { url } => probe::probe(&url).await,
         }
     })

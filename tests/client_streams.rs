@@ -4,18 +4,15 @@
 //! shut down, a byte flipped in a block file on disk).
 
 use blockstore::client::{ClientConfig, ClientError, StoreClient};
-use blockstore::meta::{
-    AdminOp, DatanodeState, MetaClient, MetaConfig, MetaResponse, MetaService, ObjectRecord,
-};
-use blockstore::{BlockKey, EcLayout, ObjectId, ReplicationConfig};
+use blockstore::meta::ObjectRecord;
+use blockstore::{EcLayout, ReplicationConfig};
 use bytes::Bytes;
-use datanode::{DatanodeConfig, RunningDatanode};
+use datanode::testing::{write_key, TestCluster, TestClusterConfig};
 use rand::{Rng, SeedableRng};
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::ops::{Deref, DerefMut};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tempfile::TempDir;
 
 const CELL: u32 = 16 * 1024;
 const BYTES_PER_CHECKSUM: u32 = 4 * 1024;
@@ -31,97 +28,43 @@ fn rs(data: u8, parity: u8) -> ReplicationConfig {
     })
 }
 
+/// Small blocks and checksums, short timeouts.
+fn client_config() -> ClientConfig {
+    ClientConfig {
+        block_size: BLOCK_SIZE,
+        bytes_per_checksum: BYTES_PER_CHECKSUM,
+        connect_timeout: Duration::from_secs(2),
+        io_timeout: Duration::from_secs(10),
+        ..ClientConfig::default()
+    }
+}
+
+/// The shared test cluster, a bucket, and one client of it.
 struct Cluster {
-    dir: TempDir,
-    service: Arc<MetaService>,
-    meta: MetaClient,
-    datanodes: Vec<Option<RunningDatanode>>,
+    cluster: TestCluster,
     client: StoreClient,
+}
+
+impl Deref for Cluster {
+    type Target = TestCluster;
+    fn deref(&self) -> &TestCluster {
+        &self.cluster
+    }
+}
+
+impl DerefMut for Cluster {
+    fn deref_mut(&mut self) -> &mut TestCluster {
+        &mut self.cluster
+    }
 }
 
 impl Cluster {
     async fn start(count: usize) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = MetaConfig::new(dir.path().join("meta"));
-        config.block_size = BLOCK_SIZE;
-        let service = MetaService::open(config).unwrap();
-        let meta = MetaClient::Local(service.clone());
-        let mut datanodes = Vec::new();
-        for i in 0..count {
-            let config = DatanodeConfig {
-                data_dir: Self::datanode_dir(dir.path(), i),
-                listen: "127.0.0.1:0".into(),
-                advertise: None,
-                bytes_per_checksum: BYTES_PER_CHECKSUM,
-                fsync: false,
-                heartbeat_interval: Duration::from_millis(100),
-                capacity: None,
-            };
-            datanodes.push(Some(datanode::start(config, meta.clone()).await.unwrap()));
-        }
-        let client = StoreClient::new(
-            meta.clone(),
-            ClientConfig {
-                block_size: BLOCK_SIZE,
-                bytes_per_checksum: BYTES_PER_CHECKSUM,
-                connect_timeout: Duration::from_secs(2),
-                io_timeout: Duration::from_secs(10),
-            },
-        );
-        let cluster = Self {
-            dir,
-            service,
-            meta,
-            datanodes,
-            client,
-        };
-        cluster.wait_healthy(count).await;
-        cluster
-            .meta
-            .create_bucket(BUCKET, "root", None)
-            .await
-            .unwrap();
-        cluster
-    }
-
-    fn datanode_dir(root: &Path, i: usize) -> PathBuf {
-        root.join(format!("dn{i}"))
-    }
-
-    async fn wait_healthy(&self, count: usize) {
-        for _ in 0..200 {
-            let status = self
-                .meta
-                .admin(self.service.admin_token(), AdminOp::Status)
-                .await
-                .unwrap();
-            let MetaResponse::Status(status) = status else {
-                panic!("unexpected {status:?}");
-            };
-            let healthy = status
-                .datanodes
-                .iter()
-                .filter(|d| d.state == DatanodeState::Healthy)
-                .count();
-            if healthy >= count {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("{count} datanodes never became healthy");
-    }
-
-    /// Index of the datanode serving `addr`.
-    fn datanode_at(&self, addr: &str) -> usize {
-        self.datanodes
-            .iter()
-            .position(|d| d.as_ref().is_some_and(|d| d.addr().to_string() == addr))
-            .unwrap_or_else(|| panic!("no running datanode at {addr}"))
-    }
-
-    async fn stop(&mut self, i: usize) {
-        let datanode = self.datanodes[i].take().expect("datanode already stopped");
-        datanode.shutdown().await;
+        let config = TestClusterConfig::new(BLOCK_SIZE, BYTES_PER_CHECKSUM);
+        let cluster = TestCluster::start(count, config).await;
+        let client = cluster.client(client_config());
+        cluster.create_bucket(BUCKET).await;
+        Self { cluster, client }
     }
 
     /// Writes `data` in `piece`-sized writes and commits it as `key`.
@@ -132,12 +75,7 @@ impl Cluster {
         data: &[u8],
         piece: usize,
     ) -> ObjectRecord {
-        let mut writer = self.client.writer(replication);
-        for chunk in data.chunks(piece.max(1)) {
-            writer.write(Bytes::copy_from_slice(chunk)).await.unwrap();
-        }
-        let written = writer.finish().await.unwrap();
-        assert_eq!(written.size, data.len() as u64, "{key}");
+        let written = write_key(&self.client, replication, data, piece).await;
         assert_eq!(written.replication, replication);
         let group_sum: u64 = written.groups.iter().map(|g| g.length).sum();
         assert_eq!(group_sum, data.len() as u64, "{key}: group lengths");
@@ -146,50 +84,7 @@ impl Cluster {
             written.groups.len() as u64,
             (data.len() as u64).div_ceil(capacity)
         );
-        let record = ObjectRecord {
-            id: ObjectId::random(),
-            bucket: BUCKET.into(),
-            key: key.into(),
-            size: written.size,
-            etag: "0".repeat(32),
-            content_type: None,
-            headers: BTreeMap::new(),
-            user_metadata: BTreeMap::new(),
-            created: 0,
-            replication,
-            groups: written.groups,
-            parts: Vec::new(),
-        };
-        self.meta.commit_object(record).await.unwrap();
-        self.meta.get_object(BUCKET, key).await.unwrap().unwrap()
-    }
-
-    /// Path of the committed data file of `key` on datanode `i` (the
-    /// datanode keeps a block's bytes, and nothing else, in `<key>.data`).
-    fn block_file(&self, i: usize, key: BlockKey) -> PathBuf {
-        let wanted = format!("{key}.data");
-        let mut found = Vec::new();
-        let mut dirs = vec![Self::datanode_dir(self.dir.path(), i)];
-        while let Some(dir) = dirs.pop() {
-            for entry in std::fs::read_dir(&dir).unwrap() {
-                let path = entry.unwrap().path();
-                if path.is_dir() {
-                    dirs.push(path);
-                } else if path
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n == wanted)
-                {
-                    found.push(path);
-                }
-            }
-        }
-        assert_eq!(
-            found.len(),
-            1,
-            "block files of {key} on datanode {i}: {found:?}"
-        );
-        found.remove(0)
+        self.commit(BUCKET, key, written).await
     }
 }
 
@@ -332,6 +227,31 @@ async fn ec_reads_survive_up_to_parity_lost_datanodes() {
     assert!(matches!(err, ClientError::Unavailable(_)), "{err:?}");
 }
 
+/// A stopped datanode restarted over its folder serves its blocks again:
+/// an object with its only replica there is unreadable, then readable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_datanode_serves_its_blocks_again() {
+    let mut cluster = Cluster::start(3).await;
+    let data = random_bytes(100_000, 600);
+    let record = cluster
+        .put("single", ReplicationConfig::REPLICATED_1, &data, 30_000)
+        .await;
+    let holder = cluster.datanode_at(&record.groups[0].replicas[0].addr);
+    cluster.stop(holder).await;
+    let err = cluster
+        .client
+        .reader(&record)
+        .read_at(0, data.len())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ClientError::Unavailable(_)), "{err:?}");
+    cluster.restart(holder).await;
+    cluster.wait_healthy(3).await;
+    // A new client: the first one remembers the datanode as suspect.
+    let client = cluster.cluster.client(client_config());
+    check_reads(&client, &record, &data, 600).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_repair_a_corrupt_block_file() {
     let cluster = Cluster::start(5).await;
@@ -363,7 +283,7 @@ async fn reads_repair_a_corrupt_block_file() {
 fn files_under(cluster: &Cluster, sub: &str) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut dirs: Vec<PathBuf> = (0..cluster.datanodes.len())
-        .map(|i| Cluster::datanode_dir(cluster.dir.path(), i).join(sub))
+        .map(|i| cluster.datanode_dir(i).join(sub))
         .filter(|d| d.is_dir())
         .collect();
     while let Some(dir) = dirs.pop() {
@@ -390,6 +310,9 @@ async fn abort_deletes_written_blocks() {
             .write(Bytes::from(random_bytes(size, 400)))
             .await
             .unwrap();
+        // `write` only queues whole stripes for the flush task; wait until
+        // they are on the datanodes.
+        writer.flush().await.unwrap();
         assert!(!files_under(&cluster, "blocks").is_empty());
         writer.abort().await;
         let left: Vec<PathBuf> = files_under(&cluster, "blocks")

@@ -2,20 +2,34 @@
 //! address, capacity and usage to meta, delete the block files meta answers
 //! with, and acknowledge them in the next heartbeat. Meta being unreachable
 //! is logged and retried, never fatal.
+//!
+//! Once registered, and then every block report interval, the datanode also
+//! sends a block report (every committed block file and its age, in pieces
+//! of [`REPORT_PIECE`] blocks) from a task of its own, so a long report never
+//! delays a heartbeat; meta queues the orphans among them for deletion.
+//! Uploads (temporary files) untouched for the upload grace period belong to
+//! a writer that died and are removed here.
 
 use crate::store::BlockStore;
-use blockstore::meta::{DatanodeReport, MetaClient, MetaError};
-use blockstore::BlockKey;
+use blockstore::meta::{DatanodeReport, MetaClient, MetaError, ReportedBlock};
+use blockstore::{BlockKey, DatanodeId};
 use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 /// Longest wait for one heartbeat answer.
 const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(30);
-/// Uploads untouched this long belong to a writer that died; they are discarded.
-const ABANDONED_UPLOAD: Duration = Duration::from_secs(3600);
+/// Blocks per block report piece (one meta request each).
+pub const REPORT_PIECE: usize = 20_000;
+/// Longest wait for one block report piece's answer (the first one may make
+/// meta scan its tables).
+const REPORT_PIECE_TIMEOUT: Duration = Duration::from_secs(120);
+/// Wait before a failed block report is tried again (unless the report
+/// interval is shorter).
+const REPORT_RETRY: Duration = Duration::from_secs(30);
 
 /// Whoever receives heartbeats: meta through [`MetaClient`], or a stand-in in tests.
 pub trait HeartbeatTarget: Send + Sync + 'static {
@@ -24,6 +38,17 @@ pub trait HeartbeatTarget: Send + Sync + 'static {
         &self,
         report: DatanodeReport,
     ) -> impl Future<Output = Result<Vec<BlockKey>, MetaError>> + Send;
+
+    /// Takes one piece of a block report; answers how many of its blocks
+    /// were queued for deletion. Stand-ins that ignore reports keep this.
+    fn block_report(
+        &self,
+        datanode: DatanodeId,
+        blocks: Vec<ReportedBlock>,
+    ) -> impl Future<Output = Result<u64, MetaError>> + Send {
+        let _ = (datanode, blocks);
+        async { Ok(0) }
+    }
 }
 
 impl HeartbeatTarget for MetaClient {
@@ -32,6 +57,14 @@ impl HeartbeatTarget for MetaClient {
         report: DatanodeReport,
     ) -> impl Future<Output = Result<Vec<BlockKey>, MetaError>> + Send {
         MetaClient::heartbeat(self, report)
+    }
+
+    fn block_report(
+        &self,
+        datanode: DatanodeId,
+        blocks: Vec<ReportedBlock>,
+    ) -> impl Future<Output = Result<u64, MetaError>> + Send {
+        MetaClient::block_report(self, datanode, blocks)
     }
 }
 
@@ -43,6 +76,10 @@ pub(crate) struct HeartbeatSettings {
     pub capacity: Option<u64>,
     /// Time between heartbeats.
     pub interval: Duration,
+    /// Time between block reports (the first follows registration).
+    pub block_report_interval: Duration,
+    /// Uploads untouched this long are discarded, their files removed.
+    pub upload_grace: Duration,
 }
 
 /// Bytes still free for unprivileged use in the filesystem holding `path`
@@ -68,6 +105,52 @@ pub fn measured_capacity(path: &Path, used: u64) -> u64 {
     }
 }
 
+/// Every committed block file of `store` with its age (from its sidecar's
+/// mtime, written at commit). Blocks deleted meanwhile are left out.
+/// Blocking: one stat per block.
+pub fn reported_blocks(store: &BlockStore) -> Vec<ReportedBlock> {
+    let now = SystemTime::now();
+    store
+        .committed_blocks()
+        .into_iter()
+        .filter_map(|key| {
+            let committed = std::fs::metadata(store.sidecar_path(key))
+                .and_then(|m| m.modified())
+                .ok()?;
+            // A clock that went backwards makes a block young, never old.
+            let age = now.duration_since(committed).unwrap_or_default();
+            Some(ReportedBlock {
+                key,
+                age_ms: u64::try_from(age.as_millis()).unwrap_or(u64::MAX),
+            })
+        })
+        .collect()
+}
+
+/// Sends one whole block report in pieces; returns how many blocks meta
+/// queued for deletion.
+async fn send_block_report<H: HeartbeatTarget>(
+    target: &H,
+    store: Arc<BlockStore>,
+) -> Result<u64, MetaError> {
+    let id = store.id().clone();
+    let blocks = tokio::task::spawn_blocking(move || reported_blocks(&store))
+        .await
+        .map_err(|e| MetaError::Transport(format!("block report task: {e}")))?;
+    let mut queued = 0;
+    for piece in blocks.chunks(REPORT_PIECE) {
+        let answer = tokio::time::timeout(
+            REPORT_PIECE_TIMEOUT,
+            target.block_report(id.clone(), piece.to_vec()),
+        )
+        .await
+        .map_err(|_| MetaError::Transport("block report timed out".into()))??;
+        queued += answer;
+    }
+    tracing::debug!(blocks = blocks.len(), queued, "block report sent");
+    Ok(queued)
+}
+
 /// Runs until `stop` turns true.
 pub(crate) async fn run<H: HeartbeatTarget>(
     target: H,
@@ -75,14 +158,18 @@ pub(crate) async fn run<H: HeartbeatTarget>(
     settings: HeartbeatSettings,
     mut stop: watch::Receiver<bool>,
 ) {
+    let target = Arc::new(target);
     // Deleted since the last heartbeat meta answered.
     let mut deleted: Vec<BlockKey> = Vec::new();
+    let mut report_task: Option<JoinHandle<Result<u64, MetaError>>> = None;
+    let mut next_report = Instant::now();
     loop {
         let report = report(&store, &settings, deleted.clone()).await;
         let answer = tokio::select! {
-            _ = stop.wait_for(|stopped| *stopped) => return,
+            _ = stop.wait_for(|stopped| *stopped) => break,
             answer = tokio::time::timeout(HEARTBEAT_TIMEOUT, target.heartbeat(report)) => answer,
         };
+        let registered = matches!(answer, Ok(Ok(_)));
         match answer {
             Ok(Ok(to_delete)) => {
                 deleted.clear();
@@ -98,11 +185,32 @@ pub(crate) async fn run<H: HeartbeatTarget>(
             Ok(Err(e)) => tracing::warn!(error = %e, "heartbeat to meta failed; will retry"),
             Err(_) => tracing::warn!("heartbeat to meta timed out; will retry"),
         }
-        store.discard_idle_uploads(ABANDONED_UPLOAD).await;
+        if let Some(task) = report_task.take_if(|t| t.is_finished()) {
+            match futures::FutureExt::now_or_never(task) {
+                Some(Ok(Err(e))) => {
+                    tracing::warn!(error = %e, "block report failed; will retry");
+                    next_report = Instant::now() + REPORT_RETRY.min(settings.block_report_interval);
+                }
+                Some(Err(e)) => tracing::warn!(error = %e, "block report task failed"),
+                _ => {}
+            }
+        }
+        if registered && report_task.is_none() && Instant::now() >= next_report {
+            next_report = Instant::now() + settings.block_report_interval;
+            let (target, store) = (target.clone(), store.clone());
+            report_task = Some(tokio::spawn(async move {
+                send_block_report(&*target, store).await
+            }));
+        }
+        store.discard_idle_uploads(settings.upload_grace).await;
+        store.remove_stale_tmp_files(settings.upload_grace).await;
         tokio::select! {
-            _ = stop.wait_for(|stopped| *stopped) => return,
+            _ = stop.wait_for(|stopped| *stopped) => break,
             () = tokio::time::sleep(settings.interval) => {}
         }
+    }
+    if let Some(task) = report_task {
+        task.abort();
     }
 }
 
@@ -139,6 +247,39 @@ async fn report(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn reports_list_committed_blocks_and_old_leftovers_are_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BlockStore::open(dir.path(), 4096, false).await.unwrap();
+        let key = BlockKey::new(blockstore::BlockId(7), 1);
+        store.commit(key, 0).await.unwrap();
+        let reported = reported_blocks(&store);
+        assert_eq!(reported.len(), 1);
+        assert_eq!(reported[0].key, key);
+        assert!(reported[0].age_ms < 3_600_000, "{:?}", reported[0]);
+
+        let tmp = dir.path().join("tmp");
+        let old = tmp.join("0000000000000009_0.3.data");
+        let fresh = tmp.join("000000000000000a_0.4.data");
+        let foreign = tmp.join("notes.txt");
+        for path in [&old, &fresh, &foreign] {
+            std::fs::write(path, b"x").unwrap();
+        }
+        let two_hours_ago = SystemTime::now() - Duration::from_secs(7200);
+        for path in [&old, &foreign] {
+            std::fs::File::options()
+                .write(true)
+                .open(path)
+                .unwrap()
+                .set_modified(two_hours_ago)
+                .unwrap();
+        }
+        let grace = Duration::from_secs(3600);
+        assert_eq!(store.remove_stale_tmp_files(grace).await, 1);
+        assert!(!old.exists());
+        assert!(fresh.exists() && foreign.exists());
+    }
 
     #[test]
     fn capacity_is_free_space_plus_use_and_never_zero_on_failure() {

@@ -10,13 +10,17 @@
 
 mod error;
 pub mod heartbeat;
+mod local;
 mod send;
 pub mod server;
 pub mod store;
 pub mod telemetry;
+#[cfg(feature = "test-support")]
+pub mod testing;
 
 pub use error::{DatanodeError, StoreError};
 pub use heartbeat::HeartbeatTarget;
+pub use send::{ReadSettings, SendMode, UnknownSendMode, DEFAULT_READAHEAD_BYTES};
 pub use store::BlockStore;
 
 use blockstore::checksum::DEFAULT_BYTES_PER_CHECKSUM;
@@ -48,6 +52,37 @@ pub struct DatanodeConfig {
     pub heartbeat_interval: Duration,
     /// Capacity to report; None reports the data folder's filesystem size.
     pub capacity: Option<u64>,
+    /// How read replies send their data to TCP clients.
+    pub send_mode: SendMode,
+    /// Check each read's CRCs against the disk before replying (forces copy mode).
+    pub verify_on_read: bool,
+    /// Bytes read ahead (posix_fadvise WILLNEED) past each read; 0 turns it off.
+    pub readahead_bytes: u64,
+    /// Unix socket on which clients of this host get block files directly
+    /// (short-circuit reads); `None` serves none. A stale socket file left
+    /// there by an earlier run is replaced.
+    pub local_socket: Option<PathBuf>,
+    /// Time between block reports to meta (the first follows registration).
+    pub block_report_interval: Duration,
+    /// Uploads (temporary block files) untouched this long belong to a
+    /// writer that died: they are discarded.
+    pub upload_grace: Duration,
+}
+
+/// Default [`DatanodeConfig::block_report_interval`].
+pub const DEFAULT_BLOCK_REPORT_INTERVAL: Duration = Duration::from_secs(600);
+/// Default [`DatanodeConfig::upload_grace`], meta's default orphan grace.
+pub const DEFAULT_UPLOAD_GRACE: Duration = Duration::from_secs(3600);
+
+impl DatanodeConfig {
+    /// The read path's part of these settings.
+    pub fn read_settings(&self) -> ReadSettings {
+        ReadSettings {
+            send_mode: self.send_mode,
+            verify_on_read: self.verify_on_read,
+            readahead_bytes: self.readahead_bytes,
+        }
+    }
 }
 
 impl Default for DatanodeConfig {
@@ -60,6 +95,12 @@ impl Default for DatanodeConfig {
             fsync: true,
             heartbeat_interval: Duration::from_secs(3),
             capacity: None,
+            send_mode: SendMode::default(),
+            verify_on_read: false,
+            readahead_bytes: DEFAULT_READAHEAD_BYTES,
+            local_socket: None,
+            block_report_interval: DEFAULT_BLOCK_REPORT_INTERVAL,
+            upload_grace: DEFAULT_UPLOAD_GRACE,
         }
     }
 }
@@ -72,6 +113,7 @@ pub struct RunningDatanode {
     stop: watch::Sender<bool>,
     server: JoinHandle<std::io::Result<()>>,
     heartbeat: JoinHandle<()>,
+    local: Option<JoinHandle<()>>,
 }
 
 impl RunningDatanode {
@@ -100,6 +142,11 @@ impl RunningDatanode {
         }
         if let Err(e) = self.heartbeat.await {
             tracing::error!(error = %e, "heartbeat task failed");
+        }
+        if let Some(local) = self.local {
+            if let Err(e) = local.await {
+                tracing::error!(error = %e, "short-circuit server task failed");
+            }
         }
         tracing::info!(id = %self.id, "datanode stopped");
     }
@@ -145,13 +192,40 @@ pub async fn start_with<H: HeartbeatTarget>(
     }
     let (stop, stop_rx) = watch::channel(false);
     let mut server_stop = stop_rx.clone();
-    let server = tokio::spawn(server::serve(listener, store.clone(), async move {
-        let _ = server_stop.wait_for(|stopped| *stopped).await;
-    }));
+    let server = tokio::spawn(server::serve_with_settings(
+        listener,
+        store.clone(),
+        async move {
+            let _ = server_stop.wait_for(|stopped| *stopped).await;
+        },
+        server::ServerLimits::default(),
+        config.read_settings(),
+    ));
+    let local = match &config.local_socket {
+        Some(path) => {
+            let listener = local::bind(path).map_err(|source| DatanodeError::Listen {
+                addr: path.display().to_string(),
+                source,
+            })?;
+            store.set_local_socket(Some(path.clone()));
+            let mut local_stop = stop_rx.clone();
+            Some(tokio::spawn(local::serve(
+                listener,
+                path.clone(),
+                store.clone(),
+                async move {
+                    let _ = local_stop.wait_for(|stopped| *stopped).await;
+                },
+            )))
+        }
+        None => None,
+    };
     let settings = HeartbeatSettings {
         addr: advertised.clone(),
         capacity: config.capacity,
         interval: config.heartbeat_interval,
+        block_report_interval: config.block_report_interval,
+        upload_grace: config.upload_grace,
     };
     let heartbeat = tokio::spawn(heartbeat::run(target, store.clone(), settings, stop_rx));
     let id = store.id().clone();
@@ -163,5 +237,6 @@ pub async fn start_with<H: HeartbeatTarget>(
         stop,
         server,
         heartbeat,
+        local,
     })
 }

@@ -3,7 +3,8 @@
 //! and lets each request in flight finish.
 
 use crate::error::StoreError;
-use crate::send;
+use crate::send::open_blocks::{OpenBlocks, DEFAULT_OPEN_BLOCKS};
+use crate::send::{self, ReadSettings, SendError};
 use crate::store::BlockStore;
 use crate::telemetry;
 use blockstore::protocol::{self, ErrorCode, ErrorReply, Incoming, ProtocolError, Reply, Request};
@@ -60,18 +61,33 @@ pub async fn serve_with_limits(
     shutdown: impl Future<Output = ()> + Send + 'static,
     limits: ServerLimits,
 ) -> std::io::Result<()> {
+    serve_with_settings(listener, store, shutdown, limits, ReadSettings::default()).await
+}
+
+/// [`serve`] with explicit [`ServerLimits`] and [`ReadSettings`] (how read
+/// replies reach the socket).
+pub async fn serve_with_settings(
+    listener: TcpListener,
+    store: Arc<BlockStore>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    limits: ServerLimits,
+    read: ReadSettings,
+) -> std::io::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut connections = JoinSet::new();
+    let open_blocks = OpenBlocks::new(&store, DEFAULT_OPEN_BLOCKS);
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
+                    // A read reply is its headers, then its data (often by
+                    // sendfile): neither may wait on a delayed ACK.
                     if let Err(e) = stream.set_nodelay(true) {
-                        tracing::debug!(%peer, error = %e, "could not set TCP_NODELAY");
+                        tracing::warn!(%peer, error = %e, "could not set TCP_NODELAY");
                     }
-                    connections.spawn(serve_connection(stream, peer, store.clone(), stop_rx.clone(), limits));
+                    connections.spawn(serve_connection(stream, peer, store.clone(), open_blocks.clone(), stop_rx.clone(), limits, read));
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "accept failed");
@@ -116,8 +132,10 @@ async fn serve_connection(
     mut stream: TcpStream,
     peer: SocketAddr,
     store: Arc<BlockStore>,
+    open_blocks: Arc<OpenBlocks>,
     mut stop: watch::Receiver<bool>,
     limits: ServerLimits,
+    read_settings: ReadSettings,
 ) {
     let mut probe = [0u8; 1];
     loop {
@@ -136,7 +154,16 @@ async fn serve_connection(
         let read = tokio::time::timeout_at(deadline, protocol::read_request(&mut stream)).await;
         let close = match read {
             Ok(Ok(Some(incoming))) => {
-                match serve_request(&mut stream, &store, incoming, deadline).await {
+                match serve_request(
+                    &mut stream,
+                    &store,
+                    &open_blocks,
+                    incoming,
+                    deadline,
+                    &read_settings,
+                )
+                .await
+                {
                     Ok(()) => continue,
                     Err(close) => close,
                 }
@@ -182,6 +209,7 @@ fn op_name(request: &Request) -> &'static str {
         Request::CommitBlock { .. } => "commit",
         Request::ReadBlock { .. } => "read",
         Request::DeleteBlock { .. } => "delete",
+        Request::LocalInfo => "local_info",
     }
 }
 
@@ -189,8 +217,10 @@ fn op_name(request: &Request) -> &'static str {
 async fn serve_request(
     stream: &mut TcpStream,
     store: &BlockStore,
+    open_blocks: &OpenBlocks,
     incoming: Incoming<Request>,
     deadline: Instant,
+    read_settings: &ReadSettings,
 ) -> Result<(), Close> {
     let Incoming {
         request_id,
@@ -215,23 +245,34 @@ async fn serve_request(
         }
         Request::CommitBlock { key, length } => store.commit(key, length).await,
         Request::DeleteBlock { key } => store.delete(key).await.map(|_| ()),
+        Request::LocalInfo => {
+            telemetry::request(op, "ok");
+            let reply = crate::local::info_reply(store);
+            return protocol::write_reply(stream, request_id, &reply)
+                .await
+                .map_err(|_| Close::Quietly);
+        }
         Request::ReadBlock {
             key,
             offset,
             length,
-        } => match store.open_range(key, offset, length).await {
+        } => match open_blocks.open_range(store, key, offset, length).await {
             Ok(range) => {
-                return match send::send_range(stream, request_id, range).await {
+                match send::send_range_to_socket(stream, request_id, key, range, read_settings)
+                    .await
+                {
                     Ok(()) => {
                         telemetry::request(op, "ok");
-                        Ok(())
+                        return Ok(());
                     }
+                    // Nothing was sent: answered like any refusal below.
+                    Err(SendError::Refused(e)) => Err(e),
                     Err(e) => {
                         telemetry::request(op, "failed");
                         tracing::warn!(block = %key, error = %e, "read reply cut short; closing the connection");
-                        Err(Close::Quietly)
+                        return Err(Close::Quietly);
                     }
-                };
+                }
             }
             Err(e) => Err(e),
         },

@@ -2,6 +2,7 @@
 //! id (label `id`): one process may run several datanodes (`tessera server`),
 //! and a gauge without it would hold whichever one wrote last.
 
+use crate::send::SendMode;
 use crate::store::StoreStats;
 use blockstore::DatanodeId;
 
@@ -9,6 +10,15 @@ use blockstore::DatanodeId;
 pub const BYTES_WRITTEN: &str = "tessera_datanode_bytes_written_total";
 /// Bytes of block data sent by reads.
 pub const BYTES_READ: &str = "tessera_datanode_bytes_read_total";
+/// Bytes of read replies' data sent, by how they were sent (label `mode`:
+/// `sendfile` or `copy`); shows which path serves the reads.
+pub const SENT_BYTES: &str = "tessera_datanode_sent_bytes_total";
+/// Times a sendfile reply found the client's socket full and waited for it
+/// to drain (the client reads slower than the disk and network deliver).
+pub const SEND_WAITS: &str = "tessera_datanode_send_waits_total";
+/// Reads refused because the block data on disk failed its CRCs
+/// (verify-on-read): bit rot or a damaged disk.
+pub const CORRUPT_READS: &str = "tessera_datanode_corrupt_reads_total";
 /// Chunks refused on arrival because their CRC did not match.
 pub const CHUNKS_REJECTED: &str = "tessera_datanode_chunks_rejected_total";
 /// Requests served, by operation and outcome.
@@ -26,6 +36,18 @@ pub(crate) fn bytes_written(n: u64) {
 
 pub(crate) fn bytes_read(n: u64) {
     metrics::counter!(BYTES_READ).increment(n);
+}
+
+pub(crate) fn bytes_sent(mode: SendMode, n: u64) {
+    metrics::counter!(SENT_BYTES, "mode" => mode.as_str()).increment(n);
+}
+
+pub(crate) fn send_wait() {
+    metrics::counter!(SEND_WAITS).increment(1);
+}
+
+pub(crate) fn corrupt_read() {
+    metrics::counter!(CORRUPT_READS).increment(1);
 }
 
 pub(crate) fn chunk_rejected() {

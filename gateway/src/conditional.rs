@@ -1,5 +1,7 @@
-//! Conditional GET and HEAD (If-Match, If-None-Match, If-Modified-Since,
-//! If-Unmodified-Since), evaluated in the order of RFC 9110 as S3 does.
+//! Conditional requests: GET and HEAD (If-Match, If-None-Match,
+//! If-Modified-Since, If-Unmodified-Since) evaluated in the order of RFC 9110
+//! as S3 does, the copy-source conditions of CopyObject, and the conditions
+//! of conditional writes.
 
 use crate::dates::parse_http_date_secs;
 use blockstore::meta::UnixMillis;
@@ -51,6 +53,63 @@ pub fn evaluate(headers: &HeaderMap, etag: &str, modified: UnixMillis) -> Precon
                 Precondition::Proceed
             }
         }
+    }
+}
+
+/// The copy-source preconditions of CopyObject and UploadPartCopy
+/// (`x-amz-copy-source-if-*`), evaluated by the same rules; where a GET would
+/// answer 304, a copy fails with 412, as in S3.
+pub fn evaluate_copy_source(headers: &HeaderMap, etag: &str, modified: UnixMillis) -> Precondition {
+    let mut mapped = HeaderMap::new();
+    for (from, to) in [
+        ("x-amz-copy-source-if-match", "if-match"),
+        ("x-amz-copy-source-if-none-match", "if-none-match"),
+        ("x-amz-copy-source-if-modified-since", "if-modified-since"),
+        (
+            "x-amz-copy-source-if-unmodified-since",
+            "if-unmodified-since",
+        ),
+    ] {
+        if let Some(value) = headers.get(from) {
+            mapped.insert(to, value.clone());
+        }
+    }
+    match evaluate(&mapped, etag, modified) {
+        Precondition::NotModified => Precondition::Failed,
+        other => other,
+    }
+}
+
+/// Why the headers of a conditional write cannot be served.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WriteConditionError {
+    /// If-None-Match with anything but `*`: S3 does not implement it on writes.
+    IfNoneMatchNotStar,
+    /// Both If-Match and If-None-Match.
+    Both,
+}
+
+/// The condition of a conditional PutObject or CompleteMultipartUpload:
+/// `If-None-Match: *` (the key must be free) or `If-Match: <etag>` (the key
+/// must hold that object); meta checks it inside the commit transaction.
+pub fn write_condition(
+    headers: &HeaderMap,
+) -> Result<Option<blockstore::meta::WriteCondition>, WriteConditionError> {
+    use blockstore::meta::WriteCondition;
+    match (
+        header(headers, "if-match"),
+        header(headers, "if-none-match"),
+    ) {
+        (Some(_), Some(_)) => Err(WriteConditionError::Both),
+        (None, Some(value)) if value.trim() == "*" => Ok(Some(WriteCondition::KeyAbsent)),
+        (None, Some(_)) => Err(WriteConditionError::IfNoneMatchNotStar),
+        (Some(etag), None) => Ok(Some(WriteCondition::EtagMatches(
+            etag.trim()
+                .trim_start_matches("W/")
+                .trim_matches('"')
+                .to_string(),
+        ))),
+        (None, None) => Ok(None),
     }
 }
 
@@ -118,5 +177,80 @@ mod tests {
         for (headers, expected) in table {
             assert_eq!(eval(headers), *expected, "{headers:?}");
         }
+    }
+
+    #[test]
+    fn copy_source_conditions_fail_instead_of_304() {
+        let mut map = HeaderMap::new();
+        map.insert(
+            "x-amz-copy-source-if-none-match",
+            HeaderValue::from_static("\"abc\""),
+        );
+        assert_eq!(
+            evaluate_copy_source(&map, ETAG, MODIFIED),
+            Precondition::Failed
+        );
+        let mut map = HeaderMap::new();
+        map.insert(
+            "x-amz-copy-source-if-match",
+            HeaderValue::from_static("\"abc\""),
+        );
+        assert_eq!(
+            evaluate_copy_source(&map, ETAG, MODIFIED),
+            Precondition::Proceed
+        );
+        map.insert(
+            "x-amz-copy-source-if-match",
+            HeaderValue::from_static("\"zzz\""),
+        );
+        assert_eq!(
+            evaluate_copy_source(&map, ETAG, MODIFIED),
+            Precondition::Failed
+        );
+        let mut map = HeaderMap::new();
+        map.insert(
+            "x-amz-copy-source-if-modified-since",
+            HeaderValue::from_static("Mon, 12 Oct 2009 17:50:30 GMT"),
+        );
+        assert_eq!(
+            evaluate_copy_source(&map, ETAG, MODIFIED),
+            Precondition::Failed
+        );
+        // Plain If-Match is for the destination, not the source.
+        let mut map = HeaderMap::new();
+        map.insert("if-match", HeaderValue::from_static("\"zzz\""));
+        assert_eq!(
+            evaluate_copy_source(&map, ETAG, MODIFIED),
+            Precondition::Proceed
+        );
+    }
+
+    #[test]
+    fn write_conditions() {
+        use blockstore::meta::WriteCondition;
+        let with = |pairs: &[(&'static str, &'static str)]| {
+            let mut map = HeaderMap::new();
+            for (n, v) in pairs {
+                map.insert(*n, HeaderValue::from_static(v));
+            }
+            write_condition(&map)
+        };
+        assert_eq!(with(&[]), Ok(None));
+        assert_eq!(
+            with(&[("if-none-match", "*")]),
+            Ok(Some(WriteCondition::KeyAbsent))
+        );
+        assert_eq!(
+            with(&[("if-match", "\"abc\"")]),
+            Ok(Some(WriteCondition::EtagMatches("abc".into())))
+        );
+        assert_eq!(
+            with(&[("if-none-match", "\"abc\"")]),
+            Err(WriteConditionError::IfNoneMatchNotStar)
+        );
+        assert_eq!(
+            with(&[("if-none-match", "*"), ("if-match", "\"a\"")]),
+            Err(WriteConditionError::Both)
+        );
     }
 }

@@ -18,6 +18,12 @@ use std::borrow::Cow;
 pub enum S3Code {
     /// The caller may not do this (403).
     AccessDenied,
+    /// A CORS preflight that no rule of the bucket allows (403).
+    AccessForbidden,
+    /// A form upload whose body is not well-formed multipart/form-data (400).
+    MalformedPOSTRequest,
+    /// The bucket has no CORS configuration (404).
+    NoSuchCORSConfiguration,
     /// The Authorization header cannot be parsed (400).
     AuthorizationHeaderMalformed,
     /// Presigned URL query parameters are missing or malformed (400).
@@ -56,6 +62,12 @@ pub enum S3Code {
     InvalidRange,
     /// The request is malformed in some other way (400).
     InvalidRequest,
+    /// A tag key or value breaks S3's rules.
+    InvalidTag,
+    /// The object has no tag set (GetBucketTagging on an untagged bucket).
+    NoSuchTagSet,
+    /// The version id names no version of the object.
+    NoSuchVersion,
     /// The URI cannot be decoded (400).
     InvalidURI,
     /// The object key is too long (400).
@@ -95,6 +107,9 @@ impl S3Code {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::AccessDenied => "AccessDenied",
+            Self::AccessForbidden => "AccessForbidden",
+            Self::MalformedPOSTRequest => "MalformedPOSTRequest",
+            Self::NoSuchCORSConfiguration => "NoSuchCORSConfiguration",
             Self::AuthorizationHeaderMalformed => "AuthorizationHeaderMalformed",
             Self::AuthorizationQueryParametersError => "AuthorizationQueryParametersError",
             Self::BadDigest => "BadDigest",
@@ -114,6 +129,9 @@ impl S3Code {
             Self::InvalidPartOrder => "InvalidPartOrder",
             Self::InvalidRange => "InvalidRange",
             Self::InvalidRequest => "InvalidRequest",
+            Self::InvalidTag => "InvalidTag",
+            Self::NoSuchTagSet => "NoSuchTagSet",
+            Self::NoSuchVersion => "NoSuchVersion",
             Self::InvalidURI => "InvalidURI",
             Self::KeyTooLongError => "KeyTooLongError",
             Self::MalformedXML => "MalformedXML",
@@ -136,14 +154,20 @@ impl S3Code {
     /// The HTTP status S3 answers this code with.
     pub fn status(self) -> StatusCode {
         match self {
+            Self::NoSuchCORSConfiguration => StatusCode::NOT_FOUND,
             Self::AccessDenied
+            | Self::AccessForbidden
             | Self::InvalidAccessKeyId
             | Self::RequestTimeTooSkewed
             | Self::SignatureDoesNotMatch => StatusCode::FORBIDDEN,
             Self::BucketAlreadyExists | Self::BucketAlreadyOwnedByYou | Self::BucketNotEmpty => {
                 StatusCode::CONFLICT
             }
-            Self::NoSuchBucket | Self::NoSuchKey | Self::NoSuchUpload => StatusCode::NOT_FOUND,
+            Self::NoSuchBucket
+            | Self::NoSuchKey
+            | Self::NoSuchUpload
+            | Self::NoSuchTagSet
+            | Self::NoSuchVersion => StatusCode::NOT_FOUND,
             Self::InvalidRange | Self::InvalidPartNumber => StatusCode::RANGE_NOT_SATISFIABLE,
             Self::MissingContentLength => StatusCode::LENGTH_REQUIRED,
             Self::PreconditionFailed => StatusCode::PRECONDITION_FAILED,
@@ -162,6 +186,8 @@ impl S3Code {
             | Self::InvalidPart
             | Self::InvalidPartOrder
             | Self::InvalidRequest
+            | Self::InvalidTag
+            | Self::MalformedPOSTRequest
             | Self::InvalidURI
             | Self::KeyTooLongError
             | Self::MalformedXML
@@ -176,6 +202,15 @@ impl S3Code {
     pub fn default_message(self) -> &'static str {
         match self {
             Self::AccessDenied => "Access Denied",
+            Self::AccessForbidden => {
+                "CORSResponse: This CORS request is not allowed. This is usually because the \
+                 evalution of Origin, request method / Access-Control-Request-Method or \
+                 Access-Control-Request-Headers are not whitelisted by the resource's CORS spec."
+            }
+            Self::NoSuchCORSConfiguration => "The CORS configuration does not exist",
+            Self::MalformedPOSTRequest => {
+                "The body of your POST request is not well-formed multipart/form-data."
+            }
             Self::AuthorizationHeaderMalformed => "The authorization header is malformed.",
             Self::AuthorizationQueryParametersError => {
                 "Error parsing the X-Amz-Credential parameter."
@@ -213,6 +248,11 @@ impl S3Code {
             }
             Self::InvalidRange => "The requested range is not satisfiable",
             Self::InvalidRequest => "Invalid Request",
+            Self::InvalidTag => "The TagValue you have provided is invalid",
+            Self::NoSuchTagSet => "The TagSet does not exist",
+            Self::NoSuchVersion => {
+                "The specified version does not exist."
+            }
             Self::InvalidURI => "Couldn't parse the specified URI.",
             Self::KeyTooLongError => "Your key is too long",
             Self::MalformedXML => {
@@ -411,6 +451,7 @@ impl From<MetaError> for S3Error {
                 Self::new(S3Code::InvalidPart).detail("PartNumber", n.to_string())
             }
             MetaError::InvalidPartOrder => Self::new(S3Code::InvalidPartOrder),
+            MetaError::PreconditionFailed => Self::new(S3Code::PreconditionFailed),
             MetaError::EntityTooSmall(n) => Self::new(S3Code::EntityTooSmall)
                 .detail("PartNumber", n.to_string())
                 .detail("MinSizeAllowed", "5242880"),
@@ -431,6 +472,7 @@ impl From<MetaError> for S3Error {
             | MetaError::UserExists(_)
             | MetaError::UserHasBuckets(_)
             | MetaError::Store(_)
+            | MetaError::Unauthenticated(_)
             | MetaError::Protocol(_)) => Self::internal(e),
         }
     }
@@ -506,6 +548,9 @@ mod tests {
     fn every_code_has_its_s3_status() {
         let table: &[(S3Code, u16)] = &[
             (S3Code::AccessDenied, 403),
+            (S3Code::AccessForbidden, 403),
+            (S3Code::MalformedPOSTRequest, 400),
+            (S3Code::NoSuchCORSConfiguration, 404),
             (S3Code::AuthorizationHeaderMalformed, 400),
             (S3Code::AuthorizationQueryParametersError, 400),
             (S3Code::BadDigest, 400),

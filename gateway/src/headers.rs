@@ -176,6 +176,29 @@ pub fn object_headers(record: &ObjectRecord) -> HeaderMap {
     out
 }
 
+/// Whether the client asked for checksums on GET or HEAD (`x-amz-checksum-mode: ENABLED`).
+pub fn checksum_mode_enabled(headers: &HeaderMap) -> bool {
+    headers
+        .get("x-amz-checksum-mode")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("ENABLED"))
+}
+
+/// Adds `x-amz-checksum-<alg>` (and `x-amz-checksum-type` when known).
+pub fn insert_checksum(
+    out: &mut HeaderMap,
+    checksum: &blockstore::meta::StoredChecksum,
+    kind: Option<&str>,
+) {
+    let name = format!("x-amz-checksum-{}", checksum.algorithm.to_ascii_lowercase());
+    if let Ok(name) = HeaderName::from_bytes(name.as_bytes()) {
+        insert(out, name, &checksum.value);
+    }
+    if let Some(kind) = kind {
+        insert(out, HeaderName::from_static("x-amz-checksum-type"), kind);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,6 +250,23 @@ mod tests {
         let big = "v".repeat(2045);
         let err = ObjectMetadata::from_request(&headers(&[("x-amz-meta-long", &big)])).unwrap_err();
         assert_eq!(err.code(), S3Code::MetadataTooLarge);
+    }
+
+    #[test]
+    fn checksum_headers() {
+        let mut out = HeaderMap::new();
+        let checksum = blockstore::meta::StoredChecksum {
+            algorithm: "CRC64NVME".into(),
+            value: "AAAAAAAAAAA=".into(),
+        };
+        insert_checksum(&mut out, &checksum, Some("FULL_OBJECT"));
+        assert_eq!(out["x-amz-checksum-crc64nvme"], "AAAAAAAAAAA=");
+        assert_eq!(out["x-amz-checksum-type"], "FULL_OBJECT");
+        assert!(checksum_mode_enabled(&headers(&[(
+            "x-amz-checksum-mode",
+            "ENABLED"
+        )])));
+        assert!(!checksum_mode_enabled(&headers(&[])));
     }
 
     #[test]

@@ -14,8 +14,10 @@ pub mod download;
 pub mod error;
 pub mod handlers;
 pub mod headers;
+pub mod object_checksum;
 pub mod params;
 pub mod range;
+pub mod readers;
 pub mod request_body;
 pub mod router;
 pub mod state;
@@ -44,6 +46,7 @@ pub fn router(meta: MetaClient, store: StoreClient, config: GatewayConfig) -> ax
         meta,
         store,
         config,
+        readers: readers::ReaderCache::default(),
     });
     axum::Router::new()
         .fallback(handlers::serve)

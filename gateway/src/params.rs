@@ -229,6 +229,8 @@ pub struct ListUploadsParams {
     pub key_marker: Option<String>,
     /// Within `key_marker`, start after this upload id.
     pub upload_id_marker: Option<String>,
+    /// Roll keys up to the first occurrence of this after the prefix.
+    pub delimiter: Option<String>,
     /// Most uploads per page.
     pub max_uploads: u32,
     /// Whether keys are returned URL-encoded (encoding-type=url).
@@ -242,6 +244,7 @@ impl ListUploadsParams {
             prefix: q.get("prefix").unwrap_or("").to_string(),
             key_marker: q.non_empty("key-marker"),
             upload_id_marker: q.non_empty("upload-id-marker"),
+            delimiter: q.non_empty("delimiter"),
             max_uploads: q.page_size("max-uploads")?,
             url_encode: q.url_encoding()?,
         })
@@ -286,6 +289,46 @@ impl ReadParams {
         Ok(Self {
             part_number,
             overrides,
+        })
+    }
+}
+
+/// Validated parameters of ListObjectVersions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListVersionsParams {
+    /// Only keys starting with this.
+    pub prefix: String,
+    /// Roll keys up to common prefixes at this delimiter.
+    pub delimiter: Option<String>,
+    /// Most entries per page.
+    pub max_keys: u32,
+    /// Start after this key (with `version_id_marker`).
+    pub key_marker: Option<String>,
+    /// Within `key_marker`, start after this version (only "null" exists).
+    pub version_id_marker: Option<String>,
+    /// Whether keys are returned URL-encoded (encoding-type=url).
+    pub url_encode: bool,
+}
+
+impl ListVersionsParams {
+    /// Reads and validates the parameters; a version-id-marker needs a
+    /// key-marker, as in S3.
+    pub fn from_query(q: &Query) -> Result<Self, S3Error> {
+        let key_marker = q.non_empty("key-marker");
+        let version_id_marker = q.non_empty("version-id-marker");
+        if version_id_marker.is_some() && key_marker.is_none() {
+            return Err(S3Error::invalid_argument(
+                "A version-id marker cannot be specified without a key marker.",
+            )
+            .detail("ArgumentName", "version-id-marker"));
+        }
+        Ok(Self {
+            prefix: q.get("prefix").unwrap_or("").to_string(),
+            delimiter: q.non_empty("delimiter"),
+            max_keys: q.page_size("max-keys")?,
+            key_marker,
+            version_id_marker,
+            url_encode: q.url_encoding()?,
         })
     }
 }

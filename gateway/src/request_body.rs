@@ -15,10 +15,10 @@ use md5::{Digest, Md5};
 
 /// Largest single PUT (and part) S3 accepts: 5 GiB.
 pub const MAX_OBJECT_UPLOAD: u64 = 5 * 1024 * 1024 * 1024;
-/// Bytes gathered before they are hashed and handed to the writer together.
+/// Bytes gathered before they are hashed together.
 const BATCH_BYTES: usize = 1024 * 1024;
 /// Batches at least this large are hashed on the blocking pool, concurrently
-/// with the write; smaller ones inline, where a thread hop costs more than MD5.
+/// with the rest of the PUT; smaller ones inline.
 const BLOCKING_HASH_MIN: usize = 128 * 1024;
 
 /// What a stored body left behind: durable blocks, not yet visible.
@@ -28,6 +28,8 @@ pub struct StoredBody {
     pub etag: String,
     /// Where the bytes were stored.
     pub written: WrittenKey,
+    /// The `x-amz-checksum-*` the client sent and the body matched, if any.
+    pub checksum: Option<(auth::ChecksumAlgorithm, String)>,
 }
 
 /// The object data of a PUT: requires a declared length (Content-Length, or
@@ -81,38 +83,60 @@ pub async fn read_small_body(
     Ok(out.freeze())
 }
 
-/// Hashes and writes one batch; large batches hash on the blocking pool while
-/// the writer sends the same bytes.
-async fn write_batch(
-    hasher: &mut Md5,
-    writer: &mut KeyWriter,
-    batch: Vec<Bytes>,
-    batch_len: usize,
-) -> Result<(), S3Error> {
-    if batch_len < BLOCKING_HASH_MIN {
-        for chunk in batch {
-            hasher.update(&chunk);
-            writer.write(chunk).await?;
+/// The body's MD5, computed one batch behind the bytes on the blocking pool:
+/// while batch `n` is hashed, batch `n + 1` is received and handed to the
+/// writer, whose flush task encodes and sends earlier stripes meanwhile. So
+/// one PUT runs at the pace of its slowest stage, not the sum of them. Small
+/// batches are hashed inline, where a thread hop costs more than the MD5.
+struct BodyDigest {
+    /// The state when no batch is being hashed.
+    idle: Option<Md5>,
+    /// The batch being hashed; it hands the state back when done.
+    hashing: Option<tokio::task::JoinHandle<Md5>>,
+}
+
+impl BodyDigest {
+    fn new() -> Self {
+        Self {
+            idle: Some(Md5::new()),
+            hashing: None,
         }
-        return Ok(());
     }
-    let mut state = std::mem::take(hasher);
-    let to_hash = batch.clone();
-    let hashing = tokio::task::spawn_blocking(move || {
-        for chunk in &to_hash {
-            state.update(chunk);
+
+    /// The state after every batch fed so far.
+    async fn settled(&mut self) -> Result<Md5, S3Error> {
+        match self.hashing.take() {
+            Some(hashing) => hashing.await.map_err(S3Error::internal),
+            None => self
+                .idle
+                .take()
+                .ok_or_else(|| S3Error::internal("body digest already finished")),
         }
-        state
-    });
-    let writing = async {
-        for chunk in batch {
-            writer.write(chunk).await?;
+    }
+
+    /// Hashes `batch` after the batches before it, in the background when it
+    /// is large; waits only for the previous batch's hash.
+    async fn feed(&mut self, batch: Vec<Bytes>, batch_len: usize) -> Result<(), S3Error> {
+        let mut state = self.settled().await?;
+        if batch_len < BLOCKING_HASH_MIN {
+            for chunk in &batch {
+                state.update(chunk);
+            }
+            self.idle = Some(state);
+        } else {
+            self.hashing = Some(tokio::task::spawn_blocking(move || {
+                for chunk in &batch {
+                    state.update(chunk);
+                }
+                state
+            }));
         }
-        Ok::<(), S3Error>(())
-    };
-    let (hashed, written) = tokio::join!(hashing, writing);
-    *hasher = hashed.map_err(S3Error::internal)?;
-    written
+        Ok(())
+    }
+
+    async fn finish(mut self) -> Result<[u8; 16], S3Error> {
+        Ok(self.settled().await?.finalize().into())
+    }
 }
 
 /// Aborts a writer that is dropped unfinished, e.g. when the client goes
@@ -154,7 +178,7 @@ pub async fn store_body(
     expected_md5: Option<[u8; 16]>,
 ) -> Result<StoredBody, S3Error> {
     let mut guard = AbortOnDrop(Some(writer));
-    let mut hasher = Md5::new();
+    let mut digest = BodyDigest::new();
     let result = async {
         let writer = guard.writer()?;
         let mut batch = Vec::new();
@@ -163,13 +187,16 @@ pub async fn store_body(
             let chunk = item?;
             count_bytes_in(chunk.len());
             batch_len += chunk.len();
-            batch.push(chunk);
+            batch.push(chunk.clone());
+            // The writer copies into its stripe and returns; the stripe is
+            // encoded and sent by its flush task while the body goes on.
+            writer.write(chunk).await?;
             if batch_len >= BATCH_BYTES {
-                write_batch(&mut hasher, writer, std::mem::take(&mut batch), batch_len).await?;
+                digest.feed(std::mem::take(&mut batch), batch_len).await?;
                 batch_len = 0;
             }
         }
-        write_batch(&mut hasher, writer, batch, batch_len).await
+        digest.feed(batch, batch_len).await
     }
     .await;
     let writer = guard.disarm()?;
@@ -177,7 +204,13 @@ pub async fn store_body(
         writer.abort().await;
         return Err(e);
     }
-    let digest: [u8; 16] = hasher.finalize().into();
+    let digest = match digest.finish().await {
+        Ok(digest) => digest,
+        Err(e) => {
+            writer.abort().await;
+            return Err(e);
+        }
+    };
     if expected_md5.is_some_and(|expected| expected != digest) {
         writer.abort().await;
         return Err(S3Error::new(S3Code::BadDigest).detail("CalculatedDigest", base64_md5(&digest)));
@@ -186,6 +219,7 @@ pub async fn store_body(
     Ok(StoredBody {
         etag: hex::encode(digest),
         written,
+        checksum: body.verified_checksum(),
     })
 }
 

@@ -5,7 +5,8 @@
 
 use crate::error::{S3Code, S3Error};
 use crate::params::{
-    part_number, ListPartsParams, ListUploadsParams, ListV1Params, ListV2Params, Query, ReadParams,
+    part_number, ListPartsParams, ListUploadsParams, ListV1Params, ListV2Params,
+    ListVersionsParams, Query, ReadParams,
 };
 use http::{HeaderMap, Method, Uri};
 use percent_encoding::percent_decode_str;
@@ -51,6 +52,33 @@ pub enum Endpoint {
         bucket: String,
         /// Listing parameters.
         params: ListV2Params,
+    },
+    /// GET /bucket?cors.
+    GetBucketCors {
+        /// Bucket name.
+        bucket: String,
+    },
+    /// PUT /bucket?cors.
+    PutBucketCors {
+        /// Bucket name.
+        bucket: String,
+    },
+    /// DELETE /bucket?cors.
+    DeleteBucketCors {
+        /// Bucket name.
+        bucket: String,
+    },
+    /// OPTIONS /bucket[/key]: a browser's CORS preflight, answered from the
+    /// bucket's rules without a signature.
+    CorsPreflight {
+        /// Bucket name.
+        bucket: String,
+    },
+    /// POST /bucket with multipart/form-data: a browser form upload whose
+    /// policy document carries the signature.
+    PostObject {
+        /// Bucket name.
+        bucket: String,
     },
     /// GET /bucket?uploads.
     ListMultipartUploads {
@@ -143,6 +171,108 @@ pub enum Endpoint {
         /// Paging parameters.
         params: ListPartsParams,
     },
+    /// PUT /bucket/key with x-amz-copy-source.
+    CopyObject {
+        /// Destination bucket.
+        bucket: String,
+        /// Destination key.
+        key: String,
+    },
+    /// PUT /bucket/key?partNumber&uploadId with x-amz-copy-source.
+    UploadPartCopy {
+        /// Bucket name.
+        bucket: String,
+        /// Object key.
+        key: String,
+        /// Upload id.
+        upload_id: String,
+        /// Part number, 1..=10000.
+        part_number: u32,
+    },
+    /// GET /bucket/key?tagging.
+    GetObjectTagging {
+        /// Bucket name.
+        bucket: String,
+        /// Object key.
+        key: String,
+    },
+    /// PUT /bucket/key?tagging.
+    PutObjectTagging {
+        /// Bucket name.
+        bucket: String,
+        /// Object key.
+        key: String,
+    },
+    /// DELETE /bucket/key?tagging.
+    DeleteObjectTagging {
+        /// Bucket name.
+        bucket: String,
+        /// Object key.
+        key: String,
+    },
+    /// GET /bucket?tagging.
+    GetBucketTagging {
+        /// Bucket name.
+        bucket: String,
+    },
+    /// PUT /bucket?tagging.
+    PutBucketTagging {
+        /// Bucket name.
+        bucket: String,
+    },
+    /// DELETE /bucket?tagging.
+    DeleteBucketTagging {
+        /// Bucket name.
+        bucket: String,
+    },
+    /// GET /bucket?versioning.
+    GetBucketVersioning {
+        /// Bucket name.
+        bucket: String,
+    },
+    /// PUT /bucket?versioning.
+    PutBucketVersioning {
+        /// Bucket name.
+        bucket: String,
+    },
+    /// GET /bucket?versions.
+    ListObjectVersions {
+        /// Bucket name.
+        bucket: String,
+        /// Listing parameters.
+        params: ListVersionsParams,
+    },
+    /// GET /bucket?acl.
+    GetBucketAcl {
+        /// Bucket name.
+        bucket: String,
+    },
+    /// PUT /bucket?acl.
+    PutBucketAcl {
+        /// Bucket name.
+        bucket: String,
+    },
+    /// GET /bucket/key?acl.
+    GetObjectAcl {
+        /// Bucket name.
+        bucket: String,
+        /// Object key.
+        key: String,
+    },
+    /// PUT /bucket/key?acl.
+    PutObjectAcl {
+        /// Bucket name.
+        bucket: String,
+        /// Object key.
+        key: String,
+    },
+    /// GET /bucket/key?attributes.
+    GetObjectAttributes {
+        /// Bucket name.
+        bucket: String,
+        /// Object key.
+        key: String,
+    },
 }
 
 /// What a caller must be allowed to do for an endpoint.
@@ -154,6 +284,9 @@ pub enum Access<'a> {
     CreateBucket,
     /// The bucket's owner, or root.
     BucketOwner(&'a str),
+    /// Anyone, signed or not: the handler decides from the bucket (CORS
+    /// preflight, form upload with its own signed policy).
+    Unsigned(&'a str),
 }
 
 impl Endpoint {
@@ -167,6 +300,11 @@ impl Endpoint {
             Self::GetBucketLocation { .. } => "GetBucketLocation",
             Self::ListObjects { .. } => "ListObjects",
             Self::ListObjectsV2 { .. } => "ListObjectsV2",
+            Self::GetBucketCors { .. } => "GetBucketCors",
+            Self::PutBucketCors { .. } => "PutBucketCors",
+            Self::DeleteBucketCors { .. } => "DeleteBucketCors",
+            Self::CorsPreflight { .. } => "PreflightRequest",
+            Self::PostObject { .. } => "PostObject",
             Self::ListMultipartUploads { .. } => "ListMultipartUploads",
             Self::DeleteObjects { .. } => "DeleteObjects",
             Self::PutObject { .. } => "PutObject",
@@ -178,6 +316,22 @@ impl Endpoint {
             Self::CompleteMultipartUpload { .. } => "CompleteMultipartUpload",
             Self::AbortMultipartUpload { .. } => "AbortMultipartUpload",
             Self::ListParts { .. } => "ListParts",
+            Self::CopyObject { .. } => "CopyObject",
+            Self::UploadPartCopy { .. } => "UploadPartCopy",
+            Self::GetObjectTagging { .. } => "GetObjectTagging",
+            Self::PutObjectTagging { .. } => "PutObjectTagging",
+            Self::DeleteObjectTagging { .. } => "DeleteObjectTagging",
+            Self::GetBucketTagging { .. } => "GetBucketTagging",
+            Self::PutBucketTagging { .. } => "PutBucketTagging",
+            Self::DeleteBucketTagging { .. } => "DeleteBucketTagging",
+            Self::GetBucketVersioning { .. } => "GetBucketVersioning",
+            Self::PutBucketVersioning { .. } => "PutBucketVersioning",
+            Self::ListObjectVersions { .. } => "ListObjectVersions",
+            Self::GetBucketAcl { .. } => "GetBucketAcl",
+            Self::PutBucketAcl { .. } => "PutBucketAcl",
+            Self::GetObjectAcl { .. } => "GetObjectAcl",
+            Self::PutObjectAcl { .. } => "PutObjectAcl",
+            Self::GetObjectAttributes { .. } => "GetObjectAttributes",
         }
     }
 
@@ -192,6 +346,9 @@ impl Endpoint {
             | Self::ListObjects { bucket, .. }
             | Self::ListObjectsV2 { bucket, .. }
             | Self::ListMultipartUploads { bucket, .. }
+            | Self::GetBucketCors { bucket }
+            | Self::PutBucketCors { bucket }
+            | Self::DeleteBucketCors { bucket }
             | Self::DeleteObjects { bucket }
             | Self::PutObject { bucket, .. }
             | Self::GetObject { bucket, .. }
@@ -201,8 +358,65 @@ impl Endpoint {
             | Self::UploadPart { bucket, .. }
             | Self::CompleteMultipartUpload { bucket, .. }
             | Self::AbortMultipartUpload { bucket, .. }
-            | Self::ListParts { bucket, .. } => Access::BucketOwner(bucket),
+            | Self::ListParts { bucket, .. }
+            | Self::CopyObject { bucket, .. }
+            | Self::UploadPartCopy { bucket, .. }
+            | Self::GetObjectTagging { bucket, .. }
+            | Self::PutObjectTagging { bucket, .. }
+            | Self::DeleteObjectTagging { bucket, .. }
+            | Self::GetBucketTagging { bucket }
+            | Self::PutBucketTagging { bucket }
+            | Self::DeleteBucketTagging { bucket }
+            | Self::GetBucketVersioning { bucket }
+            | Self::PutBucketVersioning { bucket }
+            | Self::ListObjectVersions { bucket, .. }
+            | Self::GetBucketAcl { bucket }
+            | Self::PutBucketAcl { bucket }
+            | Self::GetObjectAcl { bucket, .. }
+            | Self::PutObjectAcl { bucket, .. }
+            | Self::GetObjectAttributes { bucket, .. } => Access::BucketOwner(bucket),
+            Self::CorsPreflight { bucket } | Self::PostObject { bucket } => {
+                Access::Unsigned(bucket)
+            }
         }
+    }
+
+    /// Whether the endpoint only reads: a key limited to read rights on a
+    /// bucket may call it.
+    pub fn is_read_only(&self) -> bool {
+        matches!(
+            self,
+            Self::ListBuckets
+                | Self::HeadBucket { .. }
+                | Self::GetBucketLocation { .. }
+                | Self::GetBucketCors { .. }
+                | Self::ListObjects { .. }
+                | Self::ListObjectsV2 { .. }
+                | Self::ListMultipartUploads { .. }
+                | Self::GetObject { .. }
+                | Self::HeadObject { .. }
+                | Self::ListParts { .. }
+                | Self::CorsPreflight { .. }
+                | Self::GetObjectTagging { .. }
+                | Self::GetBucketTagging { .. }
+                | Self::GetBucketVersioning { .. }
+                | Self::ListObjectVersions { .. }
+                | Self::GetBucketAcl { .. }
+                | Self::GetObjectAcl { .. }
+                | Self::GetObjectAttributes { .. }
+        )
+    }
+
+    /// Whether anonymous callers may use the endpoint on a public-read bucket.
+    pub fn is_public_read(&self) -> bool {
+        matches!(
+            self,
+            Self::ListObjects { .. }
+                | Self::ListObjectsV2 { .. }
+                | Self::GetObject { .. }
+                | Self::HeadObject { .. }
+                | Self::HeadBucket { .. }
+        )
     }
 }
 
@@ -286,10 +500,7 @@ pub fn target(uri: &Uri, headers: &HeaderMap, domain: Option<&str>) -> Result<Ta
 /// of their operations (`GET ?acl` on a bucket is GetBucketAcl).
 const UNSUPPORTED_SUBRESOURCES: &[(&str, &str)] = &[
     ("accelerate", "AccelerateConfiguration"),
-    ("acl", "Acl"),
     ("analytics", "AnalyticsConfiguration"),
-    ("attributes", "Attributes"),
-    ("cors", "Cors"),
     ("encryption", "Encryption"),
     ("intelligent-tiering", "IntelligentTieringConfiguration"),
     ("inventory", "InventoryConfiguration"),
@@ -310,11 +521,26 @@ const UNSUPPORTED_SUBRESOURCES: &[(&str, &str)] = &[
     ("retention", "Retention"),
     ("select", "SelectContent"),
     ("session", "Session"),
-    ("tagging", "Tagging"),
     ("torrent", "Torrent"),
-    ("versioning", "Versioning"),
     ("website", "Website"),
 ];
+
+/// The error for a version id other than `null` (Tessera keeps one version
+/// per key): 404 NoSuchVersion when it has the form of an S3 version id (32
+/// URL-safe characters), else 400 InvalidArgument, as S3 answers.
+pub fn unknown_version(id: &str) -> S3Error {
+    let well_formed = id.len() == 32
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_');
+    if well_formed {
+        S3Error::new(S3Code::NoSuchVersion).detail("VersionId", id.to_string())
+    } else {
+        S3Error::invalid_argument("Invalid version id specified")
+            .detail("ArgumentName", "versionId")
+            .detail("ArgumentValue", id.to_string())
+    }
+}
 
 fn verb(method: &Method) -> &'static str {
     match *method {
@@ -328,14 +554,10 @@ fn verb(method: &Method) -> &'static str {
 
 /// NotImplemented for a sub-resource keyword, naming its S3 operation.
 fn unsupported_subresource(method: &Method, query: &Query, on_object: bool) -> Option<S3Error> {
-    if query.has("versions") && !on_object {
-        return Some(S3Error::not_implemented("ListObjectVersions"));
-    }
-    // `versionId=null` names the only version of an unversioned object.
-    if query.get("versionId").is_some_and(|v| v != "null") {
-        return Some(S3Error::not_implemented(
-            "versioned object access (versionId)",
-        ));
+    // `versionId=null` names the only version of an object in an unversioned
+    // bucket; no other id names one.
+    if let Some(id) = query.get("versionId").filter(|v| *v != "null") {
+        return Some(unknown_version(id));
     }
     let (keyword, name) = UNSUPPORTED_SUBRESOURCES
         .iter()
@@ -370,16 +592,28 @@ pub fn parse(
             Method::GET => Ok(Endpoint::ListBuckets),
             _ => Err(method_not_served(method, "the service")),
         },
-        (Some(bucket), None) => bucket_endpoint(method, &query, bucket),
+        (Some(bucket), _) if *method == Method::OPTIONS => Ok(Endpoint::CorsPreflight { bucket }),
+        (Some(bucket), None) => bucket_endpoint(method, &query, headers, bucket),
         (Some(bucket), Some(key)) => object_endpoint(method, &query, headers, bucket, key),
     }
 }
 
-fn bucket_endpoint(method: &Method, query: &Query, bucket: String) -> Result<Endpoint, S3Error> {
+fn bucket_endpoint(
+    method: &Method,
+    query: &Query,
+    headers: &HeaderMap,
+    bucket: String,
+) -> Result<Endpoint, S3Error> {
     if let Some(err) = unsupported_subresource(method, query, false) {
         return Err(err);
     }
+    if let Some(endpoint) = bucket_subresource_endpoint(method, query, &bucket)? {
+        return Ok(endpoint);
+    }
     match *method {
+        Method::GET if query.has("cors") => Ok(Endpoint::GetBucketCors { bucket }),
+        Method::PUT if query.has("cors") => Ok(Endpoint::PutBucketCors { bucket }),
+        Method::DELETE if query.has("cors") => Ok(Endpoint::DeleteBucketCors { bucket }),
         Method::GET if query.has("location") => Ok(Endpoint::GetBucketLocation { bucket }),
         Method::GET if query.has("uploads") => Ok(Endpoint::ListMultipartUploads {
             params: ListUploadsParams::from_query(query)?,
@@ -403,9 +637,25 @@ fn bucket_endpoint(method: &Method, query: &Query, bucket: String) -> Result<End
         Method::HEAD => Ok(Endpoint::HeadBucket { bucket }),
         Method::DELETE => Ok(Endpoint::DeleteBucket { bucket }),
         Method::POST if query.has("delete") => Ok(Endpoint::DeleteObjects { bucket }),
-        Method::POST => Err(S3Error::not_implemented("PostObject (browser form upload)")),
+        Method::POST if is_form_upload(headers) => Ok(Endpoint::PostObject { bucket }),
+        Method::POST => Err(S3Error::new(S3Code::PreconditionFailed).detail(
+            "Condition",
+            "Bucket POST must be of the enclosure-type multipart/form-data",
+        )),
         _ => Err(method_not_served(method, "a bucket")),
     }
+}
+
+/// A POST whose body is an HTML form (`multipart/form-data`).
+fn is_form_upload(headers: &HeaderMap) -> bool {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("multipart/form-data")
+        })
 }
 
 fn object_endpoint(
@@ -424,15 +674,19 @@ fn object_endpoint(
             .detail("MaxSizeAllowed", MAX_KEY_LEN.to_string()));
     }
     let upload_id = query.get("uploadId");
+    if let Some(endpoint) = object_subresource_endpoint(method, query, &bucket, &key) {
+        return Ok(endpoint);
+    }
     match *method {
-        Method::PUT if headers.contains_key("x-amz-copy-source") => {
-            let op = if upload_id.is_some() {
-                "UploadPartCopy"
-            } else {
-                "CopyObject"
-            };
-            Err(S3Error::not_implemented(op))
-        }
+        Method::PUT if headers.contains_key("x-amz-copy-source") => match upload_id {
+            Some(_) => Ok(Endpoint::UploadPartCopy {
+                upload_id: required(query, "uploadId")?.to_string(),
+                part_number: part_number(required(query, "partNumber")?)?,
+                bucket,
+                key,
+            }),
+            None => Ok(Endpoint::CopyObject { bucket, key }),
+        },
         Method::PUT if upload_id.is_some() || query.has("partNumber") => {
             let upload_id = required(query, "uploadId")?.to_string();
             let part_number = part_number(required(query, "partNumber")?)?;
@@ -478,6 +732,48 @@ fn object_endpoint(
         )),
         _ => Err(method_not_served(method, "an object")),
     }
+}
+
+/// Bucket sub-resources served for tags, versions and ACLs.
+fn bucket_subresource_endpoint(
+    method: &Method,
+    query: &Query,
+    bucket: &str,
+) -> Result<Option<Endpoint>, S3Error> {
+    let bucket = bucket.to_string();
+    Ok(Some(match *method {
+        Method::GET if query.has("tagging") => Endpoint::GetBucketTagging { bucket },
+        Method::PUT if query.has("tagging") => Endpoint::PutBucketTagging { bucket },
+        Method::DELETE if query.has("tagging") => Endpoint::DeleteBucketTagging { bucket },
+        Method::GET if query.has("versioning") => Endpoint::GetBucketVersioning { bucket },
+        Method::PUT if query.has("versioning") => Endpoint::PutBucketVersioning { bucket },
+        Method::GET if query.has("versions") => Endpoint::ListObjectVersions {
+            params: ListVersionsParams::from_query(query)?,
+            bucket,
+        },
+        Method::GET if query.has("acl") => Endpoint::GetBucketAcl { bucket },
+        Method::PUT if query.has("acl") => Endpoint::PutBucketAcl { bucket },
+        _ => return Ok(None),
+    }))
+}
+
+/// Object sub-resources served for tags, ACLs and attributes.
+fn object_subresource_endpoint(
+    method: &Method,
+    query: &Query,
+    bucket: &str,
+    key: &str,
+) -> Option<Endpoint> {
+    let (bucket, key) = (bucket.to_string(), key.to_string());
+    Some(match *method {
+        Method::GET if query.has("tagging") => Endpoint::GetObjectTagging { bucket, key },
+        Method::PUT if query.has("tagging") => Endpoint::PutObjectTagging { bucket, key },
+        Method::DELETE if query.has("tagging") => Endpoint::DeleteObjectTagging { bucket, key },
+        Method::GET if query.has("acl") => Endpoint::GetObjectAcl { bucket, key },
+        Method::PUT if query.has("acl") => Endpoint::PutObjectAcl { bucket, key },
+        Method::GET if query.has("attributes") => Endpoint::GetObjectAttributes { bucket, key },
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

@@ -139,23 +139,11 @@ fn virtual_hosted_style_needs_the_configured_domain() {
 #[test]
 fn unknown_operations_are_not_implemented() {
     let table = [
-        ("GET", "/b?acl", "GetBucketAcl"),
-        ("PUT", "/b?acl", "PutBucketAcl"),
-        ("GET", "/b?tagging", "GetBucketTagging"),
-        ("DELETE", "/b?tagging", "DeleteBucketTagging"),
-        ("GET", "/b?versioning", "GetBucketVersioning"),
-        ("PUT", "/b?cors", "PutBucketCors"),
         ("GET", "/b?policy", "GetBucketPolicy"),
         ("PUT", "/b?lifecycle", "PutBucketLifecycleConfiguration"),
-        ("GET", "/b?versions", "ListObjectVersions"),
-        ("GET", "/b/k?acl", "GetObjectAcl"),
-        ("PUT", "/b/k?tagging", "PutObjectTagging"),
         ("POST", "/b/k?restore", "PostObjectRestore"),
-        ("GET", "/b/k?versionId=3", "versionId"),
-        ("POST", "/b", "PostObject"),
         ("PATCH", "/b/k", "PATCH"),
         ("PUT", "/", "PUT on the service"),
-        ("OPTIONS", "/b/k", "OPTIONS"),
         ("POST", "/b/k", "POST on an object"),
     ];
     for (method, uri, op) in table {
@@ -168,16 +156,76 @@ fn unknown_operations_are_not_implemented() {
             err.message()
         );
     }
-    let copy = route_with("PUT", "/b/k", &[("x-amz-copy-source", "/a/b")], None).unwrap_err();
-    assert!(copy.message().contains("CopyObject"));
+}
+
+#[test]
+fn routes_object_extensions() {
+    let table = [
+        ("GET", "/b?tagging", "GetBucketTagging"),
+        ("PUT", "/b?tagging", "PutBucketTagging"),
+        ("DELETE", "/b?tagging", "DeleteBucketTagging"),
+        ("GET", "/b?versioning", "GetBucketVersioning"),
+        ("PUT", "/b?versioning", "PutBucketVersioning"),
+        ("GET", "/b?versions", "ListObjectVersions"),
+        (
+            "GET",
+            "/b?versions&prefix=p&key-marker=k&version-id-marker=null&max-keys=2",
+            "ListObjectVersions",
+        ),
+        ("GET", "/b?acl", "GetBucketAcl"),
+        ("PUT", "/b?acl", "PutBucketAcl"),
+        ("GET", "/b/k?tagging", "GetObjectTagging"),
+        ("PUT", "/b/k?tagging", "PutObjectTagging"),
+        ("DELETE", "/b/k?tagging", "DeleteObjectTagging"),
+        ("GET", "/b/k?acl", "GetObjectAcl"),
+        ("PUT", "/b/k?acl", "PutObjectAcl"),
+        ("GET", "/b/k?attributes", "GetObjectAttributes"),
+        ("DELETE", "/b/k?versionId=null", "DeleteObject"),
+        ("HEAD", "/b/k?versionId=null", "HeadObject"),
+    ];
+    for (method, uri, op) in table {
+        assert_eq!(name(method, uri), op, "{method} {uri}");
+    }
+    let copy = route_with("PUT", "/b/k", &[("x-amz-copy-source", "/a/b")], None).unwrap();
+    assert_eq!(
+        copy,
+        Endpoint::CopyObject {
+            bucket: "b".into(),
+            key: "k".into()
+        }
+    );
     let part_copy = route_with(
         "PUT",
-        "/b/k?partNumber=1&uploadId=u",
+        "/b/k?partNumber=3&uploadId=u",
+        &[("x-amz-copy-source", "/a/b")],
+        None,
+    )
+    .unwrap();
+    assert_eq!(
+        part_copy,
+        Endpoint::UploadPartCopy {
+            bucket: "b".into(),
+            key: "k".into(),
+            upload_id: "u".into(),
+            part_number: 3
+        }
+    );
+    let bad_part = route_with(
+        "PUT",
+        "/b/k?partNumber=10001&uploadId=u",
         &[("x-amz-copy-source", "/a/b")],
         None,
     )
     .unwrap_err();
-    assert!(part_copy.message().contains("UploadPartCopy"));
+    assert_eq!(bad_part.code(), S3Code::InvalidArgument);
+    // Only `null` names a version in an unversioned bucket.
+    let version = route("GET", "/b/k?versionId=3").unwrap_err();
+    assert_eq!(version.code(), S3Code::InvalidArgument);
+    let version = route("HEAD", "/b/k?versionId=v5n1PPUjOCMHLyyfq0ayjoZ5RZLfVQKA").unwrap_err();
+    assert_eq!(version.code(), S3Code::NoSuchVersion);
+    assert_eq!(version.code().status().as_u16(), 404);
+    let marker = route("GET", "/b?versions&version-id-marker=null").unwrap_err();
+    assert_eq!(marker.code(), S3Code::InvalidArgument);
 }
 
 #[test]
@@ -255,4 +303,56 @@ fn resource_is_the_decoded_path() {
     assert_eq!(t.resource(), "/b/a b");
     let t = target(&"/".parse().unwrap(), &HeaderMap::new(), None).unwrap();
     assert_eq!(t.resource(), "/");
+}
+
+#[test]
+fn cors_preflight_and_form_upload_routes() {
+    let form = [("content-type", "multipart/form-data; boundary=xyz")];
+    let table = [
+        ("GET", "/b?cors", &[][..], "GetBucketCors"),
+        ("PUT", "/b?cors", &[][..], "PutBucketCors"),
+        ("DELETE", "/b?cors", &[][..], "DeleteBucketCors"),
+        ("OPTIONS", "/b", &[][..], "PreflightRequest"),
+        ("OPTIONS", "/b/photos/x.jpg", &[][..], "PreflightRequest"),
+        ("POST", "/b", &form[..], "PostObject"),
+    ];
+    for (method, uri, headers, op) in table {
+        let endpoint = route_with(method, uri, headers, None).unwrap();
+        assert_eq!(endpoint.name(), op, "{method} {uri}");
+    }
+    // Preflights and form uploads carry no SigV4 header: the handler decides.
+    assert_eq!(
+        route("OPTIONS", "/b/k").unwrap().access(),
+        Access::Unsigned("b")
+    );
+    // A bucket POST that is not a form is refused as S3 does.
+    let err = route("POST", "/b").unwrap_err();
+    assert_eq!(err.code(), S3Code::PreconditionFailed);
+}
+
+#[test]
+fn read_only_and_public_read_endpoints() {
+    for (method, uri) in [
+        ("GET", "/b/k"),
+        ("HEAD", "/b/k"),
+        ("GET", "/b"),
+        ("GET", "/b?list-type=2"),
+    ] {
+        let endpoint = route(method, uri).unwrap();
+        assert!(endpoint.is_read_only(), "{method} {uri}");
+        assert!(endpoint.is_public_read(), "{method} {uri}");
+    }
+    for (method, uri) in [
+        ("PUT", "/b/k"),
+        ("DELETE", "/b/k"),
+        ("PUT", "/b?cors"),
+        ("POST", "/b?delete"),
+    ] {
+        let endpoint = route(method, uri).unwrap();
+        assert!(!endpoint.is_read_only(), "{method} {uri}");
+        assert!(!endpoint.is_public_read(), "{method} {uri}");
+    }
+    // Listing uploads is a read, but not for anonymous callers.
+    let uploads = route("GET", "/b?uploads").unwrap();
+    assert!(uploads.is_read_only() && !uploads.is_public_read());
 }

@@ -1,6 +1,7 @@
 //! What every request handler shares: the meta handle, the block store
 //! client and the gateway settings.
 
+use crate::readers::ReaderCache;
 use crate::GatewayConfig;
 use blockstore::client::StoreClient;
 use blockstore::meta::MetaClient;
@@ -13,4 +14,6 @@ pub struct AppState {
     pub store: StoreClient,
     /// Gateway settings.
     pub config: GatewayConfig,
+    /// Readers shared by concurrent GETs of the same object version.
+    pub readers: ReaderCache,
 }

@@ -1,254 +1,18 @@
 //! In-process cluster: MetaService, five datanodes and the S3 router on
 //! 127.0.0.1:0, driven over real HTTP with requests signed by aws-sigv4.
 
-use aws_credential_types::Credentials;
-use aws_sigv4::http_request::{
-    sign, PayloadChecksumKind, PercentEncodingMode, SignableBody, SignableRequest, SigningSettings,
-    UriPathNormalizationMode,
-};
-use aws_sigv4::sign::v4;
-use aws_smithy_runtime_api::client::identity::Identity as SdkIdentity;
+mod support;
+
 use base64::Engine;
-use blockstore::client::{ClientConfig, StoreClient};
-use blockstore::meta::{AdminOp, MetaClient, MetaConfig, MetaResponse, MetaService};
-use bytes::Bytes;
-use datanode::{DatanodeConfig, RunningDatanode};
-use gateway::GatewayConfig;
-use http::{HeaderMap, StatusCode};
-use http_body_util::{BodyExt, Full};
-use hyper_util::rt::TokioIo;
+use blockstore::meta::{AdminOp, BucketGrant, BucketRight};
+use http::StatusCode;
 use md5::{Digest, Md5};
 use rand::RngCore;
-use std::net::SocketAddr;
-use std::time::{Duration, SystemTime};
-use tempfile::TempDir;
+use std::time::Duration;
+use support::{Cluster, Reply, ADMIN_TOKEN, ROOT};
 
-const ROOT_KEY: &str = "ROOTACCESSKEY";
-const ROOT_SECRET: &str = "root-secret-key";
-const ADMIN_TOKEN: &str = "admin-token";
-const BLOCK_SIZE: u64 = 4 * 1024 * 1024;
-
-struct Cluster {
-    addr: SocketAddr,
-    meta: MetaClient,
-    datanodes: Vec<RunningDatanode>,
-    _dir: TempDir,
-}
-
-struct Reply {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: Bytes,
-}
-
-impl Reply {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-
-    fn header(&self, name: &str) -> &str {
-        self.headers
-            .get(name)
-            .map(|v| v.to_str().unwrap())
-            .unwrap_or_else(|| panic!("no {name} header in {:?}", self.headers))
-    }
-}
-
-type Creds<'a> = Option<(&'a str, &'a str)>;
-const ROOT: Creds<'static> = Some((ROOT_KEY, ROOT_SECRET));
-
-impl Cluster {
-    async fn start() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let service = MetaService::open(MetaConfig {
-            data_dir: dir.path().join("meta"),
-            stale_after: Duration::from_secs(30),
-            dead_after: Duration::from_secs(60),
-            admin_token: Some(ADMIN_TOKEN.into()),
-            root_access_key: Some(ROOT_KEY.into()),
-            root_secret_key: Some(ROOT_SECRET.into()),
-            block_size: BLOCK_SIZE,
-            ..MetaConfig::new(dir.path().join("meta"))
-        })
-        .unwrap();
-        let meta = MetaClient::Local(service);
-        let mut datanodes = Vec::new();
-        for i in 0..5 {
-            let config = DatanodeConfig {
-                data_dir: dir.path().join(format!("dn{i}")),
-                fsync: false,
-                heartbeat_interval: Duration::from_millis(500),
-                capacity: Some(64 * 1024 * 1024 * 1024),
-                ..DatanodeConfig::default()
-            };
-            datanodes.push(datanode::start(config, meta.clone()).await.unwrap());
-        }
-        wait_for_datanodes(&meta, 5).await;
-        let store = StoreClient::new(
-            meta.clone(),
-            ClientConfig {
-                block_size: BLOCK_SIZE,
-                ..ClientConfig::default()
-            },
-        );
-        let app = gateway::router(
-            meta.clone(),
-            store,
-            GatewayConfig {
-                region: "us-east-1".into(),
-                domain: None,
-            },
-        );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        Self {
-            addr,
-            meta,
-            datanodes,
-            _dir: dir,
-        }
-    }
-
-    async fn stop(self) {
-        for datanode in self.datanodes {
-            datanode.shutdown().await;
-        }
-    }
-
-    /// A new user with its own access key.
-    async fn user(&self, name: &str) -> (String, String) {
-        let create = AdminOp::CreateUser { name: name.into() };
-        self.meta.admin(ADMIN_TOKEN, create).await.unwrap();
-        let key = AdminOp::CreateKey { user: name.into() };
-        match self.meta.admin(ADMIN_TOKEN, key).await.unwrap() {
-            MetaResponse::Key(k) => (k.access_key, k.secret_key),
-            other => panic!("unexpected {other:?}"),
-        }
-    }
-
-    async fn send(
-        &self,
-        creds: Creds<'_>,
-        method: &str,
-        path: &str,
-        headers: &[(&str, &str)],
-        body: &[u8],
-    ) -> Reply {
-        self.send_as(creds, method, path, headers, body, false)
-            .await
-    }
-
-    /// `send`, with the body signed as STREAMING-UNSIGNED-PAYLOAD-TRAILER when
-    /// `unsigned_trailer` (the body is then already aws-chunked framed).
-    async fn send_as(
-        &self,
-        creds: Creds<'_>,
-        method: &str,
-        path: &str,
-        headers: &[(&str, &str)],
-        body: &[u8],
-        unsigned_trailer: bool,
-    ) -> Reply {
-        let uri = format!("http://{}{path}", self.addr);
-        let mut builder = http::Request::builder().method(method).uri(&uri);
-        for (name, value) in headers {
-            builder = builder.header(*name, *value);
-        }
-        let mut request = builder.body(()).unwrap();
-        if let Some((access_key, secret)) = creds {
-            sign_request(
-                &mut request,
-                access_key,
-                secret,
-                headers,
-                body,
-                unsigned_trailer,
-            );
-        }
-        let (mut parts, ()) = request.into_parts();
-        parts.uri = parts
-            .uri
-            .path_and_query()
-            .unwrap()
-            .as_str()
-            .parse()
-            .unwrap();
-        parts
-            .headers
-            .insert(http::header::HOST, self.addr.to_string().parse().unwrap());
-        if matches!(method, "PUT" | "POST") {
-            // hyper leaves Content-Length out of empty bodies; S3 clients send it.
-            parts
-                .headers
-                .insert(http::header::CONTENT_LENGTH, body.len().into());
-        }
-        let request = http::Request::from_parts(parts, Full::new(Bytes::copy_from_slice(body)));
-        let stream = tokio::net::TcpStream::connect(self.addr).await.unwrap();
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .unwrap();
-        tokio::spawn(connection);
-        let response = sender.send_request(request).await.unwrap();
-        let (parts, body) = response.into_parts();
-        let body = body.collect().await.unwrap().to_bytes();
-        Reply {
-            status: parts.status,
-            headers: parts.headers,
-            body,
-        }
-    }
-}
-
-async fn wait_for_datanodes(meta: &MetaClient, count: usize) {
-    for _ in 0..100 {
-        if let Ok(MetaResponse::Status(status)) = meta.admin(ADMIN_TOKEN, AdminOp::Status).await {
-            if status.datanodes.len() >= count {
-                return;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("datanodes did not register");
-}
-
-fn sign_request(
-    request: &mut http::Request<()>,
-    access_key: &str,
-    secret: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-    unsigned_trailer: bool,
-) {
-    let identity: SdkIdentity = Credentials::new(access_key, secret, None, None, "test").into();
-    let mut settings = SigningSettings::default();
-    settings.percent_encoding_mode = PercentEncodingMode::Single;
-    settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
-    settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
-    let params = v4::SigningParams::builder()
-        .identity(&identity)
-        .region("us-east-1")
-        .name("s3")
-        .time(SystemTime::now())
-        .settings(settings)
-        .build()
-        .unwrap()
-        .into();
-    let uri = request.uri().to_string();
-    let signable = SignableRequest::new(
-        request.method().as_str(),
-        uri,
-        headers.iter().copied(),
-        if unsigned_trailer {
-            SignableBody::StreamingUnsignedPayloadTrailer
-        } else {
-            SignableBody::Bytes(body)
-        },
-    )
-    .unwrap();
-    let (instructions, _) = sign(signable, &params).unwrap().into_parts();
-    instructions.apply_to_request_http1x(request);
-}
+/// Heartbeats of the datanodes.
+const HEARTBEAT: Duration = Duration::from_millis(500);
 
 fn random_bytes(len: usize) -> Vec<u8> {
     let mut data = vec![0u8; len];
@@ -280,7 +44,7 @@ fn assert_error(reply: &Reply, status: u16, code: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn put_get_range_list_delete_round_trip() {
-    let cluster = Cluster::start().await;
+    let cluster = Cluster::start(HEARTBEAT).await;
     let created = cluster.send(ROOT, "PUT", "/photos", &[], b"").await;
     assert_eq!(created.status, StatusCode::OK, "{}", created.text());
     assert!(!created.header("x-amz-request-id").is_empty());
@@ -419,7 +183,7 @@ async fn put_get_range_list_delete_round_trip() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_checks_commit_nothing_and_users_stay_apart() {
-    let cluster = Cluster::start().await;
+    let cluster = Cluster::start(HEARTBEAT).await;
     assert_eq!(
         cluster.send(ROOT, "PUT", "/alpha", &[], b"").await.status,
         StatusCode::OK
@@ -470,9 +234,9 @@ async fn failed_checks_commit_nothing_and_users_stay_apart() {
 
     let anonymous = cluster.send(None, "GET", "/alpha/r", &[], b"").await;
     assert_error(&anonymous, 403, "AccessDenied");
-    let acl = cluster.send(ROOT, "GET", "/alpha?acl", &[], b"").await;
-    assert_error(&acl, 501, "NotImplemented");
-    assert!(acl.text().contains("GetBucketAcl"));
+    let policy = cluster.send(ROOT, "GET", "/alpha?policy", &[], b"").await;
+    assert_error(&policy, 501, "NotImplemented");
+    assert!(policy.text().contains("GetBucketPolicy"));
     let no_bucket = cluster.send(ROOT, "PUT", "/nothing/k", &[], data).await;
     assert_error(&no_bucket, 404, "NoSuchBucket");
 
@@ -553,7 +317,7 @@ async fn failed_checks_commit_nothing_and_users_stay_apart() {
 /// What boto3 sends by default since 2025: aws-chunked, unsigned, CRC32 trailer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn aws_chunked_put_with_checksum_trailer() {
-    let cluster = Cluster::start().await;
+    let cluster = Cluster::start(HEARTBEAT).await;
     assert_eq!(
         cluster.send(ROOT, "PUT", "/chunks", &[], b"").await.status,
         StatusCode::OK
@@ -618,7 +382,7 @@ fn tag(text: &str, name: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn multipart_upload_round_trip() {
-    let cluster = Cluster::start().await;
+    let cluster = Cluster::start(HEARTBEAT).await;
     assert_eq!(
         cluster.send(ROOT, "PUT", "/mpu", &[], b"").await.status,
         StatusCode::OK
@@ -726,5 +490,75 @@ async fn multipart_upload_round_trip() {
         )
         .await;
     assert_error(&after_abort, 404, "NoSuchUpload");
+    cluster.stop().await;
+}
+
+/// CopyObject and UploadPartCopy read their source: a caller who may write
+/// the destination but not read the source bucket is refused, whether the
+/// source belongs to another user or lies outside its key's limits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copies_need_read_access_to_the_source() {
+    let cluster = Cluster::start(HEARTBEAT).await;
+    let (key, secret) = cluster.user("carol").await;
+    let limit = AdminOp::LimitKey {
+        access_key: key.clone(),
+        grants: Some(vec![BucketGrant {
+            bucket: "carol-shared".into(),
+            right: BucketRight::ReadWrite,
+        }]),
+    };
+    let (full_key, full_secret) = cluster.user_key("carol").await;
+    let carol = Some((full_key.as_str(), full_secret.as_str()));
+    for bucket in ["/carol-shared", "/carol-secret"] {
+        assert_eq!(
+            cluster.send(carol, "PUT", bucket, &[], b"").await.status,
+            StatusCode::OK
+        );
+    }
+    cluster
+        .send(carol, "PUT", "/carol-secret/k", &[], b"secret")
+        .await;
+    cluster.send(ROOT, "PUT", "/rootb", &[], b"").await;
+    cluster.send(ROOT, "PUT", "/rootb/k", &[], b"root's").await;
+    cluster.meta.admin(ADMIN_TOKEN, limit).await.unwrap();
+    let limited = Some((key.as_str(), secret.as_str()));
+
+    for (who, source) in [(limited, "carol-secret/k"), (carol, "rootb/k")] {
+        let copy = [("x-amz-copy-source", source)];
+        let refused = cluster
+            .send(who, "PUT", "/carol-shared/taken", &copy, b"")
+            .await;
+        assert_error(&refused, 403, "AccessDenied");
+        let created = cluster
+            .send(who, "POST", "/carol-shared/part?uploads", &[], b"")
+            .await;
+        assert_eq!(created.status, StatusCode::OK, "{}", created.text());
+        let part = format!(
+            "/carol-shared/part?partNumber=1&uploadId={}",
+            tag(&created.text(), "UploadId")
+        );
+        assert_error(
+            &cluster.send(who, "PUT", &part, &copy, b"").await,
+            403,
+            "AccessDenied",
+        );
+    }
+    let missing = cluster
+        .send(carol, "GET", "/carol-shared/taken", &[], b"")
+        .await;
+    assert_error(&missing, 404, "NoSuchKey");
+    // The same key copies within the bucket it may read.
+    let copy = [("x-amz-copy-source", "carol-shared/part-src")];
+    cluster
+        .send(limited, "PUT", "/carol-shared/part-src", &[], b"mine")
+        .await;
+    let allowed = cluster
+        .send(limited, "PUT", "/carol-shared/copied", &copy, b"")
+        .await;
+    assert_eq!(allowed.status, StatusCode::OK, "{}", allowed.text());
+    let got = cluster
+        .send(limited, "GET", "/carol-shared/copied", &[], b"")
+        .await;
+    assert_eq!(&got.body[..], b"mine");
     cluster.stop().await;
 }

@@ -4,10 +4,9 @@ use super::{print_ready, DatanodeSettings, StorageSettings};
 use crate::ops;
 use crate::shutdown::Shutdown;
 use anyhow::{Context, Result};
-use blockstore::meta::{rpc::RemoteMeta, MetaClient};
+use blockstore::meta::MetaClient;
 use clap::Args;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// Flags of `tessera datanode`.
 #[derive(Args, Debug)]
@@ -27,6 +26,13 @@ pub struct DatanodeArgs {
     /// Address of /health and /metrics.
     #[arg(long, env = "TESSERA_OPS_LISTEN", default_value = "127.0.0.1:0")]
     pub ops_listen: String,
+    /// Unix socket for short-circuit reads by clients on this host
+    /// [default: <data>/dn.sock]; `--no-short-circuit` serves none.
+    #[arg(long, env = "TESSERA_LOCAL_SOCKET")]
+    pub local_socket: Option<PathBuf>,
+    /// The cluster token meta checks.
+    #[command(flatten)]
+    pub cluster: super::ClusterTokenArgs,
     /// Datanode settings.
     #[command(flatten)]
     pub datanode: DatanodeSettings,
@@ -35,11 +41,43 @@ pub struct DatanodeArgs {
     pub storage: StorageSettings,
 }
 
-/// Starts one datanode over `dir`.
+/// Longest Unix socket path (`sun_path` holds 108 bytes with the final NUL).
+const MAX_SOCKET_PATH: usize = 107;
+
+/// The short-circuit socket of a datanode over `dir`: `requested`, else
+/// `<dir>/dn.sock`, made absolute (clients in other folders connect to it).
+/// `None` when short-circuit is off, or when the default path is too long
+/// for a Unix socket (then reads go over TCP, with a warning).
+pub fn local_socket_path(
+    dir: &Path,
+    requested: Option<&Path>,
+    storage: &StorageSettings,
+) -> Result<Option<PathBuf>> {
+    if storage.no_short_circuit {
+        return Ok(None);
+    }
+    let path = std::path::absolute(requested.unwrap_or(&dir.join("dn.sock")))
+        .context("resolving the short-circuit socket path")?;
+    if path.as_os_str().len() > MAX_SOCKET_PATH {
+        if requested.is_some() {
+            anyhow::bail!(
+                "--local-socket {} is longer than {MAX_SOCKET_PATH} bytes",
+                path.display()
+            );
+        }
+        tracing::warn!(path = %path.display(), "short-circuit socket path too long; serving reads over TCP only (set --local-socket)");
+        return Ok(None);
+    }
+    Ok(Some(path))
+}
+
+/// Starts one datanode over `dir`, serving short-circuit reads on
+/// `local_socket` when given.
 pub async fn start(
     dir: &Path,
     listen: &str,
     advertise: Option<String>,
+    local_socket: Option<PathBuf>,
     settings: &DatanodeSettings,
     storage: &StorageSettings,
     meta: MetaClient,
@@ -53,6 +91,12 @@ pub async fn start(
         fsync: settings.fsync,
         heartbeat_interval: settings.heartbeat_interval,
         capacity: settings.capacity,
+        send_mode: settings.send_mode,
+        verify_on_read: settings.verify_on_read,
+        readahead_bytes: settings.readahead,
+        local_socket,
+        block_report_interval: settings.block_report_interval,
+        upload_grace: settings.upload_grace,
     };
     ::datanode::start(config, meta)
         .await
@@ -63,11 +107,13 @@ pub async fn start(
 pub async fn run(args: DatanodeArgs) -> Result<()> {
     let metrics = ops::install_recorder()?;
     let shutdown = Shutdown::on_signals();
-    let meta = MetaClient::Remote(Arc::new(RemoteMeta::connect(&args.meta)));
+    let meta = args.cluster.remote_meta(&args.meta)?;
+    let local_socket = local_socket_path(&args.data, args.local_socket.as_deref(), &args.storage)?;
     let node = start(
         &args.data,
         &args.listen,
         args.advertise.clone(),
+        local_socket,
         &args.datanode,
         &args.storage,
         meta,
@@ -81,4 +127,44 @@ pub async fn run(args: DatanodeArgs) -> Result<()> {
     shutdown.wait().await;
     node.shutdown().await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        storage: StorageSettings,
+    }
+
+    fn storage(args: &[&str]) -> StorageSettings {
+        Cli::parse_from(std::iter::once("tessera").chain(args.iter().copied())).storage
+    }
+
+    #[test]
+    fn the_socket_defaults_under_the_data_folder_and_can_be_turned_off() {
+        let on = storage(&[]);
+        let dir = Path::new("data/datanode-1");
+        let path = local_socket_path(dir, None, &on).unwrap().unwrap();
+        assert!(path.is_absolute());
+        assert!(path.ends_with("data/datanode-1/dn.sock"));
+        let chosen = local_socket_path(dir, Some(Path::new("/run/dn.sock")), &on).unwrap();
+        assert_eq!(chosen, Some(PathBuf::from("/run/dn.sock")));
+        let off = storage(&["--no-short-circuit"]);
+        assert_eq!(local_socket_path(dir, None, &off).unwrap(), None);
+        assert!(!off.client_config().unwrap().short_circuit);
+        assert!(on.client_config().unwrap().short_circuit);
+    }
+
+    #[test]
+    fn a_socket_path_too_long_for_unix_sockets_is_not_used() {
+        let on = storage(&[]);
+        let deep = PathBuf::from(format!("/{}", "d".repeat(120)));
+        // The default quietly falls back to TCP; an explicit path is an error.
+        assert_eq!(local_socket_path(&deep, None, &on).unwrap(), None);
+        assert!(local_socket_path(&deep, Some(&deep.join("s.sock")), &on).is_err());
+    }
 }

@@ -4,9 +4,7 @@ use super::{print_ready, serve_gateway, GatewaySettings, StorageSettings};
 use crate::ops;
 use crate::shutdown::Shutdown;
 use anyhow::Result;
-use blockstore::meta::{rpc::RemoteMeta, MetaClient};
 use clap::Args;
-use std::sync::Arc;
 
 /// Flags of `tessera gateway`.
 #[derive(Args, Debug)]
@@ -20,6 +18,9 @@ pub struct GatewayArgs {
     /// Address of /health and /metrics.
     #[arg(long, env = "TESSERA_OPS_LISTEN", default_value = "127.0.0.1:9880")]
     pub ops_listen: String,
+    /// The cluster token meta checks.
+    #[command(flatten)]
+    pub cluster: super::ClusterTokenArgs,
     /// Gateway settings.
     #[command(flatten)]
     pub gateway: GatewaySettings,
@@ -32,7 +33,7 @@ pub struct GatewayArgs {
 pub async fn run(args: GatewayArgs) -> Result<()> {
     let metrics = ops::install_recorder()?;
     let shutdown = Shutdown::on_signals();
-    let meta = MetaClient::Remote(Arc::new(RemoteMeta::connect(&args.meta)));
+    let meta = args.cluster.remote_meta(&args.meta)?;
     let (addr, task) =
         serve_gateway(&args.listen, meta, &args.storage, &args.gateway, &shutdown).await?;
     let ops_addr = ops::serve(&args.ops_listen, metrics, &shutdown).await?;

@@ -62,6 +62,52 @@ pub struct MetaSettings {
     /// Token for admin requests; generated once and saved in the meta data folder when unset.
     #[arg(long, env = "TESSERA_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// Token every meta RPC connection must present (datanodes, gateways,
+    /// bench); generated once and saved in the meta data folder
+    /// (`cluster-token`) when unset.
+    #[arg(long, env = "TESSERA_CLUSTER_TOKEN", hide_env_values = true)]
+    pub cluster_token: Option<String>,
+    /// Block files no record references are deleted only once allocated and
+    /// written longer ago than this; every write must commit within it.
+    #[arg(long, env = "TESSERA_ORPHAN_GRACE", default_value = "1h", value_parser = parse_duration)]
+    pub orphan_grace: Duration,
+}
+
+/// How a separate process proves to meta that it belongs to the cluster.
+#[derive(Args, Clone, Debug)]
+pub struct ClusterTokenArgs {
+    /// The cluster token meta was given or generated (saved in its data
+    /// folder as `cluster-token`).
+    #[arg(long, env = "TESSERA_CLUSTER_TOKEN", hide_env_values = true)]
+    pub cluster_token: Option<String>,
+    /// File holding the cluster token, when --cluster-token is not given.
+    #[arg(long, env = "TESSERA_CLUSTER_TOKEN_FILE")]
+    pub cluster_token_file: Option<std::path::PathBuf>,
+}
+
+impl ClusterTokenArgs {
+    /// The token, from the flag or the file.
+    pub fn token(&self) -> Result<String> {
+        if let Some(token) = &self.cluster_token {
+            return Ok(token.trim().to_string());
+        }
+        let Some(file) = &self.cluster_token_file else {
+            anyhow::bail!(
+                "meta needs the cluster token: pass --cluster-token (or TESSERA_CLUSTER_TOKEN), \
+                 or --cluster-token-file with meta's <data>/cluster-token"
+            );
+        };
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("reading the cluster token from {}", file.display()))?;
+        Ok(text.trim().to_string())
+    }
+
+    /// A client of the meta RPC at `addr` presenting the token.
+    pub fn remote_meta(&self, addr: &str) -> Result<MetaClient> {
+        Ok(MetaClient::Remote(Arc::new(
+            blockstore::meta::RemoteMeta::connect_with_token(addr, &self.token()?),
+        )))
+    }
 }
 
 /// Settings of the block store shared by writers and datanodes.
@@ -76,6 +122,28 @@ pub struct StorageSettings {
     /// Deadline for one datanode request before the datanode counts as failed.
     #[arg(long, env = "TESSERA_IO_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     pub io_timeout: Duration,
+    /// Turn off short-circuit reads: datanodes serve no Unix socket and
+    /// clients read every block over TCP, even from datanodes on this host.
+    #[arg(long, env = "TESSERA_NO_SHORT_CIRCUIT")]
+    pub no_short_circuit: bool,
+    /// Bytes a sequential reader keeps in flight ahead of its consumer:
+    /// larger streams faster alone, smaller leaves more room to positioned
+    /// readers beside it.
+    #[arg(long, env = "TESSERA_READ_WINDOW", default_value = "32MiB", value_parser = parse_size)]
+    pub read_window: u64,
+    /// Bytes a sequential reader keeps in flight while positioned reads of
+    /// the same object are running (at least one piece; 0 means one piece):
+    /// it yields to them rather than queue a full window ahead of them.
+    #[arg(long, env = "TESSERA_CONTENDED_READ_WINDOW", default_value = "0", value_parser = parse_size)]
+    pub contended_read_window: u64,
+    /// Percent of the time (1 to 100) a sequential reader spends reading
+    /// while positioned reads of the same object run; 100 turns pacing off.
+    #[arg(long, env = "TESSERA_CONTENDED_READ_SHARE", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub contended_read_share: u32,
+    /// How long one datanode read may take before the client reads the
+    /// bytes another way (another replica, or decoding from parity).
+    #[arg(long, env = "TESSERA_READ_DEADLINE", default_value = "3s", value_parser = parse_duration)]
+    pub read_deadline: Duration,
 }
 
 impl StorageSettings {
@@ -86,6 +154,11 @@ impl StorageSettings {
             bytes_per_checksum: u32::try_from(self.bytes_per_checksum)
                 .context("--bytes-per-checksum too large")?,
             io_timeout: self.io_timeout,
+            short_circuit: !self.no_short_circuit,
+            read_window: self.read_window.max(1),
+            contended_read_window: self.contended_read_window,
+            contended_read_share: self.contended_read_share,
+            read_deadline: self.read_deadline,
             ..ClientConfig::default()
         })
     }
@@ -103,6 +176,21 @@ pub struct DatanodeSettings {
     /// Capacity to report, overriding the file system's size.
     #[arg(long, env = "TESSERA_CAPACITY", value_parser = parse_size)]
     pub capacity: Option<u64>,
+    /// How read replies send block data: `sendfile` (no copies in the datanode) or `copy`.
+    #[arg(long, env = "TESSERA_SEND_MODE", default_value = "sendfile")]
+    pub send_mode: ::datanode::SendMode,
+    /// Check each read's CRCs against the disk before replying (sends by copy).
+    #[arg(long, env = "TESSERA_VERIFY_ON_READ")]
+    pub verify_on_read: bool,
+    /// Bytes the kernel reads ahead past each read of a block file; 0 turns it off.
+    #[arg(long, env = "TESSERA_READAHEAD", default_value = "4MiB", value_parser = parse_size)]
+    pub readahead: u64,
+    /// Interval between block reports to meta (which deletes the orphans among them).
+    #[arg(long, env = "TESSERA_BLOCK_REPORT_INTERVAL", default_value = "10m", value_parser = parse_duration)]
+    pub block_report_interval: Duration,
+    /// Uploads (temporary block files) untouched this long are discarded.
+    #[arg(long, env = "TESSERA_UPLOAD_GRACE", default_value = "1h", value_parser = parse_duration)]
+    pub upload_grace: Duration,
 }
 
 /// Settings of the S3 gateway.
@@ -129,6 +217,8 @@ pub fn open_meta(dir: &Path, settings: &MetaSettings, block_size: u64) -> Result
         root_secret_key: settings.root_secret_key.clone(),
         block_size,
         deletion_delay: settings.deletion_delay,
+        orphan_grace: settings.orphan_grace,
+        cluster_token: settings.cluster_token.clone(),
     })
     .with_context(|| format!("opening metadata in {}", dir.display()))?;
     let root = service.root_credentials();

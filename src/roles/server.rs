@@ -83,10 +83,12 @@ pub async fn run(args: ServerArgs) -> Result<()> {
     let mut nodes = Vec::with_capacity(args.datanodes);
     for i in 1..=args.datanodes {
         let dir = args.data.join(format!("datanode-{i}"));
+        let local_socket = datanode::local_socket_path(&dir, None, &args.storage)?;
         let node = datanode::start(
             &dir,
             "127.0.0.1:0",
             None,
+            local_socket,
             &args.datanode,
             &args.storage,
             meta.clone(),

@@ -5,11 +5,12 @@
 //! across I/O), does one request/reply exchange and puts it back. A
 //! connection that saw any error is dropped instead.
 
+use super::short_circuit::{ShortCircuit, ShortCircuitStats};
 use super::{ClientConfig, ClientError};
 use crate::checksum::{self, ChecksumError};
 use crate::ids::BlockKey;
 use crate::protocol::{
-    self, ErrorCode, ErrorReply, ProtocolError, ReadData, Reply, Request, WriteChunks,
+    self, ErrorCode, ErrorReply, LocalInfo, ProtocolError, ReadData, Reply, Request, WriteChunks,
 };
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
@@ -37,6 +38,8 @@ pub struct DatanodePool {
     config: ClientConfig,
     idle: Mutex<HashMap<String, Vec<TcpStream>>>,
     next_request_id: AtomicU64,
+    /// Local reads of same-host datanodes, when `config.short_circuit`.
+    short_circuit: Option<ShortCircuit>,
 }
 
 /// How one exchange failed, before it becomes a [`ClientError`].
@@ -110,6 +113,7 @@ impl DatanodePool {
     /// An empty pool.
     pub fn new(config: ClientConfig) -> Self {
         Self {
+            short_circuit: config.short_circuit.then(|| ShortCircuit::new(&config)),
             config,
             idle: Mutex::new(HashMap::new()),
             next_request_id: AtomicU64::new(1),
@@ -215,6 +219,11 @@ impl DatanodePool {
         offset: u64,
         len: u64,
     ) -> Result<Bytes, ClientError> {
+        if let Some(short_circuit) = &self.short_circuit {
+            if let Some(data) = short_circuit.read(self, addr, key, offset, len).await {
+                return Ok(data);
+            }
+        }
         let end = offset
             .checked_add(len)
             .ok_or_else(|| protocol_error(addr, "read range overflows"))?;
@@ -257,6 +266,20 @@ impl DatanodePool {
             .await?
             .map_err(|e| checksum_error(addr, key, e))?;
         Ok(data.slice((offset - base) as usize..(end - base) as usize))
+    }
+
+    /// Short-circuit read counters; `None` when short-circuit is off.
+    pub fn short_circuit_stats(&self) -> Option<ShortCircuitStats> {
+        self.short_circuit.as_ref().map(ShortCircuit::stats)
+    }
+
+    /// Asks the datanode at `addr` where its short-circuit socket is.
+    pub(crate) async fn local_info(&self, addr: &str) -> Result<LocalInfo, ClientError> {
+        let request = Request::LocalInfo;
+        match self.call(addr, &request, &[], None).await? {
+            Reply::LocalInfo(info) => Ok(info),
+            other => Err(unexpected_reply(addr, request.key(), other)),
+        }
     }
 
     /// Deletes block `key` (committed or not); no error when absent.

@@ -2,14 +2,24 @@
 //! the key reader (positioned reads, degraded reads), and the datanode
 //! connection pool.
 
+pub mod buffers;
 pub mod datanode;
 pub mod error;
+mod failover;
 pub mod reader;
+pub mod replica_cache;
+pub mod sequential;
+pub mod short_circuit;
+mod stripe;
+pub mod suspects;
 pub mod writer;
 
+pub use buffers::{BufferPool, PoolStats};
 pub use datanode::DatanodePool;
 pub use error::ClientError;
 pub use reader::KeyReader;
+pub use sequential::SequentialReader;
+pub use suspects::SuspectDatanodes;
 pub use writer::{KeyWriter, WrittenKey};
 
 use crate::layout::{ReplicationConfig, DEFAULT_BLOCK_SIZE};
@@ -28,6 +38,32 @@ pub struct ClientConfig {
     pub connect_timeout: Duration,
     /// Deadline for one request to a datanode; past it the datanode counts as failed.
     pub io_timeout: Duration,
+    /// Bytes a [`SequentialReader`] keeps in flight ahead of its consumer.
+    pub read_window: u64,
+    /// Bytes a [`SequentialReader`] keeps in flight while positioned reads
+    /// share its `KeyReader` (at least one piece): the stream yields the
+    /// datanodes and cores to them rather than queue a full window ahead.
+    pub contended_read_window: u64,
+    /// Percent of the time (1 to 100) a [`SequentialReader`] spends reading
+    /// while positioned reads share its `KeyReader`; it pauses between
+    /// pieces for the rest, so that they keep most of the cores. 100 turns
+    /// the pacing off.
+    pub contended_read_share: u32,
+    /// Deadline for one segment of a read: past it an EC cell is rebuilt from
+    /// the other cells and a replicated read moves to the next replica.
+    pub read_deadline: Duration,
+    /// How long a datanode that failed or stalled is skipped by reads.
+    pub suspect_ttl: Duration,
+    /// Read blocks of datanodes on this host straight from their files
+    /// (passed over the datanode's Unix socket), falling back to TCP on any
+    /// failure; see [`short_circuit`].
+    pub short_circuit: bool,
+    /// Bound on the write buffers of all streams of a client; a writer waits
+    /// for room rather than exceed it.
+    pub buffer_pool_bytes: u64,
+    /// Full stripes an EC writer queues ahead of its flush task; each stream
+    /// holds at most this many stripe buffer sets plus two.
+    pub stripe_queue: usize,
 }
 
 impl Default for ClientConfig {
@@ -37,6 +73,14 @@ impl Default for ClientConfig {
             bytes_per_checksum: 16 * 1024,
             connect_timeout: Duration::from_secs(5),
             io_timeout: Duration::from_secs(30),
+            read_window: 32 * 1024 * 1024,
+            contended_read_window: 0,
+            contended_read_share: 5,
+            read_deadline: Duration::from_secs(3),
+            suspect_ttl: suspects::DEFAULT_SUSPECT_TTL,
+            short_circuit: false,
+            buffer_pool_bytes: buffers::DEFAULT_BUFFER_POOL_BYTES,
+            stripe_queue: buffers::DEFAULT_STRIPE_QUEUE,
         }
     }
 }
@@ -48,13 +92,31 @@ pub struct StoreClient {
     meta: MetaClient,
     pool: Arc<DatanodePool>,
     config: ClientConfig,
+    suspects: Arc<SuspectDatanodes>,
+    buffer_pool: Arc<BufferPool>,
+    /// Positioned reads per object, which its sequential streams yield to.
+    positioned: Arc<sequential::PositionedActivities>,
 }
 
 impl StoreClient {
     /// A client over `meta` with its own connection pool.
     pub fn new(meta: MetaClient, config: ClientConfig) -> Self {
         let pool = Arc::new(DatanodePool::new(config.clone()));
-        Self { meta, pool, config }
+        let suspects = Arc::new(SuspectDatanodes::new(config.suspect_ttl));
+        let buffer_pool = Arc::new(BufferPool::new(config.buffer_pool_bytes));
+        Self {
+            meta,
+            pool,
+            config,
+            suspects,
+            buffer_pool,
+            positioned: Default::default(),
+        }
+    }
+
+    /// Positioned reads of each object this client reads.
+    pub(crate) fn positioned_activities(&self) -> &sequential::PositionedActivities {
+        &self.positioned
     }
 
     /// The meta handle this client allocates blocks through.
@@ -65,6 +127,16 @@ impl StoreClient {
     /// The shared datanode connection pool.
     pub fn pool(&self) -> &Arc<DatanodePool> {
         &self.pool
+    }
+
+    /// Datanodes that failed or stalled recently, skipped by every reader of this client.
+    pub fn suspects(&self) -> &Arc<SuspectDatanodes> {
+        &self.suspects
+    }
+
+    /// The write buffer pool shared by every writer stream of this client.
+    pub fn buffer_pool(&self) -> &Arc<BufferPool> {
+        &self.buffer_pool
     }
 
     /// The client settings.

@@ -1,18 +1,29 @@
 //! The key reader: positioned reads of any byte range of a committed object.
 //!
 //! A range becomes segments (one per EC data cell, or per replicated piece),
-//! read in parallel and joined in order. A failed EC cell is rebuilt from any
-//! `data` other cells of its stripe; a failed replica falls over to the next.
-//! The reader is immutable once built, so concurrent reads share it lock-free.
+//! read in parallel. `read_chunks_at` hands back the segments' own buffers;
+//! `read_at` joins them (the one copy of the healthy path). A failed EC cell
+//! is rebuilt from any `data` other cells of its stripe (see `reconstruct`);
+//! a failed replica falls over to the next.
+//!
+//! The reader is immutable once built (its only mutable state is atomics:
+//! the closed flag and a copy counter), so positioned and sequential reads
+//! share it without a lock, and a read waiting on a slow datanode holds
+//! nothing another read needs (HDDS-17399). Each segment read has a deadline
+//! (`ClientConfig::read_deadline`); a datanode that fails or misses it is
+//! marked in the client's `SuspectDatanodes` and skipped by later reads for a
+//! while, so a degraded read does not wait on a dead host once per segment.
+
+mod reconstruct;
 
 use super::{ClientError, StoreClient};
 use crate::codec::Codec;
-use crate::ids::{BlockId, BlockKey};
+use crate::ids::{BlockId, BlockKey, DatanodeId};
 use crate::layout::{EcLayout, ReplicationConfig};
 use crate::meta::{MetaError, ObjectRecord};
 use bytes::{Bytes, BytesMut};
-use futures::future::join_all;
 use futures::StreamExt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Largest replicated read sent to one datanode; pieces of a long range go
@@ -28,6 +39,13 @@ pub struct KeyReader {
     size: u64,
     shape: Shape,
     groups: Vec<GroupView>,
+    /// Set by `close`; checked before every datanode request.
+    closed: AtomicBool,
+    /// Bytes this reader memcpy'd after they landed from a datanode.
+    copied: AtomicU64,
+    /// Positioned reads in flight and lately: sequential streams of this
+    /// reader shrink their read-ahead while there are any.
+    pub(crate) positioned: Arc<super::sequential::PositionedActivity>,
 }
 
 /// How the object's groups are laid out, checked once at construction.
@@ -41,6 +59,14 @@ enum Shape {
     Invalid(String),
 }
 
+/// One block file and who serves it.
+#[derive(Clone, Debug)]
+struct Target {
+    key: BlockKey,
+    addr: String,
+    datanode: DatanodeId,
+}
+
 /// One group of the object, where it starts and who holds it.
 struct GroupView {
     /// Object offset of the group's first byte.
@@ -49,7 +75,7 @@ struct GroupView {
     block: BlockId,
     /// EC: the holder of internal block `i` at `i` (None when meta lists
     /// none). Replicated: every replica.
-    targets: Vec<Option<(BlockKey, String)>>,
+    targets: Vec<Option<Target>>,
 }
 
 /// A piece of a read served by one block file.
@@ -63,6 +89,15 @@ struct Segment {
     /// Offset within the block file.
     offset: u64,
     len: u64,
+}
+
+/// How long one block read may take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Patience {
+    /// `read_deadline`: there is another way to get the bytes.
+    Deadline,
+    /// Only the connection's I/O timeout: the last way to get the bytes.
+    Full,
 }
 
 impl KeyReader {
@@ -93,7 +128,13 @@ impl KeyReader {
                     ReplicationConfig::Replicated { .. } => position,
                 };
                 match targets.get_mut(slot) {
-                    Some(t @ None) => *t = Some((key, replica.addr.clone())),
+                    Some(t @ None) => {
+                        *t = Some(Target {
+                            key,
+                            addr: replica.addr.clone(),
+                            datanode: replica.datanode.clone(),
+                        })
+                    }
                     _ => {
                         shape = Shape::Invalid(format!(
                             "block {} lists internal block {} twice or out of range",
@@ -117,10 +158,13 @@ impl KeyReader {
             ));
         }
         Self {
-            client,
             size: record.size,
             shape,
             groups,
+            closed: AtomicBool::new(false),
+            copied: AtomicU64::new(0),
+            positioned: client.positioned_activities().of(record.id),
+            client,
         }
     }
 
@@ -134,32 +178,129 @@ impl KeyReader {
         self.size == 0
     }
 
-    /// Reads `len` bytes at `offset` (clamped to the object's end), without a
-    /// lock; reconstructs from other cells or replicas when a datanode fails.
-    pub async fn read_at(&self, offset: u64, len: usize) -> Result<Bytes, ClientError> {
+    /// Closes the reader: every later read (and every segment of a read in
+    /// progress not yet sent) fails with [`ClientError::Closed`] without
+    /// contacting a datanode.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Bytes this reader copied after they arrived from datanodes (the join
+    /// of `read_at`, reconstruction inputs); zero for `read_chunks_at` and
+    /// sequential reads on the healthy path.
+    pub fn copied_bytes(&self) -> u64 {
+        self.copied.load(Ordering::Relaxed)
+    }
+
+    /// Bytes a sequential read asks for at once: one whole EC stripe, or
+    /// one replicated piece.
+    pub(crate) fn natural_piece(&self) -> u64 {
+        match &self.shape {
+            Shape::Ec { layout, .. } => layout.stripe_width(),
+            _ => REPLICATED_PIECE,
+        }
+    }
+
+    /// Bytes a sequential read keeps in flight (`ClientConfig::read_window`).
+    pub(crate) fn read_window(&self) -> u64 {
+        self.client.config().read_window
+    }
+
+    /// Bytes a sequential read keeps in flight while positioned reads share
+    /// this reader (`ClientConfig::contended_read_window`).
+    pub(crate) fn contended_read_window(&self) -> u64 {
+        self.client.config().contended_read_window
+    }
+
+    /// Percent of the time a sequential read spends reading while positioned
+    /// reads share this reader (`ClientConfig::contended_read_share`).
+    pub(crate) fn contended_read_share(&self) -> u32 {
+        self.client.config().contended_read_share
+    }
+
+    fn check_open(&self) -> Result<(), ClientError> {
+        if self.is_closed() {
+            return Err(ClientError::Closed);
+        }
+        Ok(())
+    }
+
+    fn count_copy(&self, bytes: usize) {
+        self.copied.fetch_add(bytes as u64, Ordering::Relaxed);
+        metrics::counter!("tessera_client_copied_bytes_total").increment(bytes as u64);
+    }
+
+    /// The segments of `len` bytes at `offset`, clamped to the object's end.
+    fn plan(&self, offset: u64, len: usize) -> Result<Vec<Segment>, ClientError> {
+        self.check_open()?;
         if let Shape::Invalid(why) = &self.shape {
             return Err(MetaError::Protocol(format!("unreadable object record: {why}")).into());
         }
         if offset >= self.size || len == 0 {
-            return Ok(Bytes::new());
+            return Ok(Vec::new());
         }
         let end = offset.saturating_add(len as u64).min(self.size);
-        let segments = match &self.shape {
+        metrics::counter!("tessera_client_read_bytes_total").increment(end - offset);
+        Ok(match &self.shape {
             Shape::Ec { layout, .. } => plan_ec(&self.groups, layout, offset, end),
             _ => plan_replicated(&self.groups, offset, end),
-        };
-        metrics::counter!("tessera_client_read_bytes_total").increment(end - offset);
-        if let [only] = segments[..] {
-            return self.read_segment(only).await;
+        })
+    }
+
+    /// Reads `len` bytes at `offset` (clamped to the object's end), without a
+    /// lock; reconstructs from other cells or replicas when a datanode fails.
+    /// A range over several segments is joined into one buffer (counted in
+    /// `tessera_client_copied_bytes_total`); see [`read_chunks_at`](Self::read_chunks_at).
+    pub async fn read_at(&self, offset: u64, len: usize) -> Result<Bytes, ClientError> {
+        let _positioned = self.positioned.start();
+        let segments = self.plan(offset, len)?;
+        match segments[..] {
+            [] => return Ok(Bytes::new()),
+            [only] => return self.read_segment(only).await,
+            _ => {}
         }
-        let mut out = BytesMut::with_capacity((end - offset) as usize);
+        let total: u64 = segments.iter().map(|s| s.len).sum();
+        let mut out = BytesMut::with_capacity(total as usize);
         let mut reads = futures::stream::iter(segments)
             .map(|s| self.read_segment(s))
             .buffered(READ_CONCURRENCY);
         while let Some(piece) = reads.next().await {
-            out.extend_from_slice(&piece?);
+            let piece = piece?;
+            out.extend_from_slice(&piece);
+            self.count_copy(piece.len());
         }
         Ok(out.freeze())
+    }
+
+    /// The same bytes as [`read_at`](Self::read_at), as the segments' own
+    /// buffers in order (each a slice of what landed from the socket, so
+    /// nothing is copied on the healthy path). Empty when the range is.
+    pub async fn read_chunks_at(&self, offset: u64, len: usize) -> Result<Vec<Bytes>, ClientError> {
+        let _positioned = self.positioned.start();
+        self.read_ahead_chunks(offset, len).await
+    }
+
+    /// [`read_chunks_at`](Self::read_chunks_at) for a sequential stream's
+    /// read-ahead, which does not count as a positioned read.
+    pub(crate) async fn read_ahead_chunks(
+        &self,
+        offset: u64,
+        len: usize,
+    ) -> Result<Vec<Bytes>, ClientError> {
+        let segments = self.plan(offset, len)?;
+        let mut out = Vec::with_capacity(segments.len());
+        let mut reads = futures::stream::iter(segments)
+            .map(|s| self.read_segment(s))
+            .buffered(READ_CONCURRENCY);
+        while let Some(piece) = reads.next().await {
+            out.push(piece?);
+        }
+        Ok(out)
     }
 
     async fn read_segment(&self, seg: Segment) -> Result<Bytes, ClientError> {
@@ -171,18 +312,27 @@ impl KeyReader {
 
     async fn read_replicated_segment(&self, seg: Segment) -> Result<Bytes, ClientError> {
         let group = &self.groups[seg.group];
-        let replicas: Vec<&(BlockKey, String)> = group.targets.iter().flatten().collect();
+        let replicas: Vec<&Target> = group.targets.iter().flatten().collect();
         let count = replicas.len();
-        // Consecutive pieces start at different replicas to spread the load.
+        // Consecutive pieces start at different replicas to spread the load;
+        // replicas that failed recently go last.
         let first = (seg.stripe as usize).wrapping_add(seg.group) % count.max(1);
+        let rotated = (0..count).map(|k| replicas[(first + k) % count]);
+        let suspects = self.client.suspects();
+        let (healthy, suspect): (Vec<&Target>, Vec<&Target>) =
+            rotated.partition(|t| !suspects.is_suspect(&t.addr));
         let mut last_error = None;
-        for k in 0..count {
-            let (key, addr) = replicas[(first + k) % count];
-            match self.read_exact(addr, *key, seg.offset, seg.len).await {
+        for (k, target) in healthy.into_iter().chain(suspect).enumerate() {
+            let patience = if k + 1 == count {
+                Patience::Full
+            } else {
+                Patience::Deadline
+            };
+            match self.read_block(target, seg.offset, seg.len, patience).await {
                 Ok(bytes) => return Ok(bytes),
-                Err(e @ ClientError::Meta(_)) => return Err(e),
+                Err(e @ (ClientError::Meta(_) | ClientError::Closed)) => return Err(e),
                 Err(e) => {
-                    tracing::warn!(datanode = %addr, block = %key, error = %e, "replica read failed; trying the next replica");
+                    tracing::warn!(datanode = %target.addr, block = %target.key, error = %e, "replica read failed; trying the next replica");
                     last_error = Some(e);
                 }
             }
@@ -200,122 +350,116 @@ impl KeyReader {
         seg: Segment,
     ) -> Result<Bytes, ClientError> {
         let group = &self.groups[seg.group];
+        // Whether the cell's own datanode may still answer given all the time.
+        let mut retry_patiently = None;
         match &group.targets[seg.index] {
-            Some((key, addr)) => match self.read_exact(addr, *key, seg.offset, seg.len).await {
-                Ok(bytes) => return Ok(bytes),
-                Err(e @ ClientError::Meta(_)) => return Err(e),
-                Err(e) => tracing::warn!(
-                    datanode = %addr, block = %key, error = %e,
-                    "EC cell read failed; reconstructing from the other cells"
-                ),
-            },
+            Some(target) if self.client.suspects().is_suspect(&target.addr) => {
+                tracing::debug!(datanode = %target.addr, block = %target.key, "skipping suspect datanode; reconstructing");
+                retry_patiently = Some(target);
+            }
+            Some(target) => {
+                match self
+                    .read_block(target, seg.offset, seg.len, Patience::Deadline)
+                    .await
+                {
+                    Ok(bytes) => return Ok(bytes),
+                    Err(e @ (ClientError::Meta(_) | ClientError::Closed)) => return Err(e),
+                    Err(e) => {
+                        tracing::warn!(
+                            datanode = %target.addr, block = %target.key, error = %e,
+                            "EC cell read failed; reconstructing from the other cells"
+                        );
+                        if matches!(e, ClientError::Timeout { .. }) {
+                            retry_patiently = Some(target);
+                        }
+                    }
+                }
+            }
             None => tracing::warn!(
                 block = %group.block, index = seg.index,
                 "no location for EC internal block; reconstructing"
             ),
         }
         metrics::counter!("tessera_client_degraded_reads_total").increment(1);
-        self.reconstruct(layout, codec, seg).await
+        match self.reconstruct(layout, codec, seg).await {
+            Ok(bytes) => Ok(bytes),
+            Err(ClientError::Unavailable(why)) => match retry_patiently {
+                // Too few other cells: the slow or suspect datanode is the last way.
+                Some(target) => self
+                    .read_block(target, seg.offset, seg.len, Patience::Full)
+                    .await
+                    .map_err(|e| {
+                        ClientError::Unavailable(format!("{why}; cell {}: {e}", seg.index))
+                    }),
+                None => Err(ClientError::Unavailable(why)),
+            },
+            Err(e) => Err(e),
+        }
     }
 
-    /// Rebuilds the bytes of `seg` from the same byte range of any `data`
-    /// other cells of its stripe (RS codes each byte position on its own).
-    /// Short cells count as zero-padded, as they were when encoded.
-    async fn reconstruct(
+    /// One block read that must return exactly `len` bytes, within the read
+    /// deadline unless `patience` is `Full`. A datanode that fails or misses
+    /// the deadline is marked suspect; a bad checksum is reported to meta.
+    async fn read_block(
         &self,
-        layout: &EcLayout,
-        codec: &Arc<Codec>,
-        seg: Segment,
-    ) -> Result<Bytes, ClientError> {
-        let group = &self.groups[seg.group];
-        let data = layout.data as usize;
-        let in_cell = seg.offset - seg.stripe * layout.cell_size as u64;
-        let n = seg.len as usize;
-        let mut cells: Vec<Option<Vec<u8>>> = vec![None; layout.width()];
-        let mut present = 0;
-        let mut sources = Vec::new();
-        for (i, cell) in cells.iter_mut().enumerate() {
-            if i == seg.index {
-                continue;
-            }
-            // Parity cells are as long as data cell 0.
-            let cell_len = layout.cell_len(group.len, seg.stripe, if i < data { i } else { 0 });
-            let wanted = cell_len.saturating_sub(in_cell).min(seg.len);
-            if wanted == 0 {
-                // Past the end of a short cell: known padding, nothing to read.
-                *cell = Some(vec![0; n]);
-                present += 1;
-            } else {
-                sources.push((i, wanted));
-            }
-        }
-        // Data cells first (in index order), then parity.
-        let mut sources = sources.into_iter();
-        while present < data {
-            let batch: Vec<(usize, u64)> = sources.by_ref().take(data - present).collect();
-            if batch.is_empty() {
-                return Err(ClientError::Unavailable(format!(
-                    "block {} stripe {}: only {present} of the {data} cells needed are readable",
-                    group.block, seg.stripe
-                )));
-            }
-            let reads = batch.iter().map(|&(i, wanted)| async move {
-                let result = match &group.targets[i] {
-                    Some((key, addr)) => self
-                        .read_exact(addr, *key, seg.offset, wanted)
-                        .await
-                        .inspect_err(|e| {
-                            tracing::warn!(datanode = %addr, block = %key, error = %e, "EC cell unreadable during reconstruction")
-                        }),
-                    None => Err(ClientError::Unavailable(format!("no location for cell {i}"))),
-                };
-                (i, result)
-            });
-            for (i, result) in join_all(reads).await {
-                if let Ok(bytes) = result {
-                    let mut cell = Vec::with_capacity(n);
-                    cell.extend_from_slice(&bytes);
-                    cell.resize(n, 0);
-                    cells[i] = Some(cell);
-                    present += 1;
-                }
-            }
-        }
-        let codec = codec.clone();
-        let index = seg.index;
-        let rebuilt = tokio::task::spawn_blocking(move || {
-            codec
-                .reconstruct_data(&mut cells)
-                .map(|()| cells.swap_remove(index))
-        })
-        .await
-        .map_err(|e| ClientError::Unavailable(format!("reconstruction task: {e}")))?
-        .map_err(|e| ClientError::Unavailable(format!("block {}: {e}", group.block)))?;
-        rebuilt.map(Bytes::from).ok_or_else(|| {
-            ClientError::Unavailable(format!("block {}: cell {index} not rebuilt", group.block))
-        })
-    }
-
-    /// One block read that must return exactly `len` bytes.
-    async fn read_exact(
-        &self,
-        addr: &str,
-        key: BlockKey,
+        target: &Target,
         offset: u64,
         len: u64,
+        patience: Patience,
     ) -> Result<Bytes, ClientError> {
-        let bytes = self
-            .client
-            .pool()
-            .read_block(addr, key, offset, len)
-            .await?;
-        if bytes.len() as u64 != len {
-            return Err(ClientError::Protocol {
-                addr: addr.to_string(),
-                message: format!("{key}: asked {len} bytes at {offset}, got {}", bytes.len()),
-            });
+        self.check_open()?;
+        let addr = target.addr.as_str();
+        let read = self.client.pool().read_block(addr, target.key, offset, len);
+        let result = match patience {
+            Patience::Full => read.await,
+            Patience::Deadline => {
+                match tokio::time::timeout(self.client.config().read_deadline, read).await {
+                    Ok(result) => result,
+                    Err(_elapsed) => Err(ClientError::Timeout {
+                        addr: addr.to_string(),
+                    }),
+                }
+            }
+        };
+        let result = result.and_then(|bytes| {
+            if bytes.len() as u64 == len {
+                Ok(bytes)
+            } else {
+                Err(ClientError::Protocol {
+                    addr: addr.to_string(),
+                    message: format!(
+                        "{}: asked {len} bytes at {offset}, got {}",
+                        target.key,
+                        bytes.len()
+                    ),
+                })
+            }
+        });
+        match &result {
+            Err(
+                ClientError::Io { .. } | ClientError::Timeout { .. } | ClientError::Protocol { .. },
+            ) => self.client.suspects().mark(addr),
+            Err(e @ ClientError::Checksum { .. }) => self.report_bad_replica(target, e),
+            _ => {}
         }
-        Ok(bytes)
+        result
+    }
+
+    /// Tells meta about a corrupt block file, in a task of its own so that
+    /// the read (which goes on from other cells or replicas) does not wait.
+    fn report_bad_replica(&self, target: &Target, error: &ClientError) {
+        metrics::counter!("tessera_client_bad_replicas_reported_total").increment(1);
+        let meta = self.client.meta().clone();
+        let (block, datanode) = (target.key, target.datanode.clone());
+        let reason = format!("{error} (served by {})", target.addr);
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        runtime.spawn(async move {
+            if let Err(e) = meta.report_bad_replica(block, datanode, reason).await {
+                tracing::warn!(%block, error = %e, "could not report a corrupt block file to meta");
+            }
+        });
     }
 }
 

@@ -56,6 +56,14 @@ impl Inner {
                 MetaResponse::Done
             }
             AdminOp::ListBuckets => MetaResponse::Buckets(self.list_buckets(None)?),
+            AdminOp::LimitKey { access_key, grants } => {
+                self.limit_key(&access_key, grants)?;
+                MetaResponse::Done
+            }
+            AdminOp::SetBucketPublicRead { name, public_read } => {
+                self.set_bucket_public_read(&name, public_read)?;
+                MetaResponse::Done
+            }
             AdminOp::Status => MetaResponse::Status(self.status(now)?),
         })
     }
@@ -128,6 +136,7 @@ impl Inner {
                 secret_key: generate_secret_key(),
                 user: user.to_string(),
                 created: now,
+                bucket_grants: None,
             };
             keys.insert(record.access_key.as_str(), encode(&record)?.as_slice())?;
             Ok(record)

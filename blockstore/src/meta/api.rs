@@ -3,6 +3,7 @@
 //! values over TCP, so a gateway or datanode cannot tell which one it talks to.
 
 use super::types::*;
+use super::upload_listing::{UploadPage, UploadQuery};
 use crate::ids::{BlockKey, DatanodeId};
 use crate::layout::ReplicationConfig;
 use serde::{Deserialize, Serialize};
@@ -48,6 +49,13 @@ pub enum MetaRequest {
         /// Owner to filter by.
         owner: Option<String>,
     },
+    /// Replaces the bucket's CORS rules (none: DeleteBucketCors).
+    SetBucketCors {
+        /// Bucket name.
+        bucket: String,
+        /// The new rules.
+        rules: Vec<CorsRule>,
+    },
     /// The config new objects get when the request names none: the bucket's
     /// default, else the cluster default for the live datanodes.
     DefaultReplication {
@@ -67,6 +75,10 @@ pub enum MetaRequest {
     CommitObject {
         /// The object to commit.
         record: ObjectRecord,
+        /// Checked inside the commit transaction; PreconditionFailed (or
+        /// NoSuchKey for `EtagMatches` on a missing key) when it does not hold.
+        #[serde(default)]
+        condition: Option<WriteCondition>,
     },
     /// The visible object at (bucket, key), if any.
     GetObject {
@@ -140,6 +152,9 @@ pub enum MetaRequest {
         upload_id: String,
         /// The parts to join, in order.
         parts: Vec<CompletedPart>,
+        /// Checked against the key's current object inside the transaction.
+        #[serde(default)]
+        condition: Option<WriteCondition>,
     },
     /// Drops an upload and queues its parts' blocks for deletion.
     AbortUpload {
@@ -150,10 +165,38 @@ pub enum MetaRequest {
         /// Upload id.
         upload_id: String,
     },
-    /// Uploads in progress in a bucket.
+    /// One page of the uploads in progress in a bucket.
     ListUploads {
         /// Bucket name.
         bucket: String,
+        /// Prefix, markers, delimiter and page size.
+        query: UploadQuery,
+    },
+    /// A client read bad data (a checksum mismatch) from one block file: meta
+    /// records it so the replica can be repaired or dropped.
+    ReportBadReplica {
+        /// The block file that failed its checksum.
+        block: BlockKey,
+        /// The datanode that served it.
+        datanode: DatanodeId,
+        /// What the client saw (error text, address).
+        reason: String,
+    },
+    /// Replaces a bucket's tags (an empty map deletes them).
+    SetBucketTags {
+        /// Bucket name.
+        name: String,
+        /// The new tags.
+        tags: std::collections::BTreeMap<String, String>,
+    },
+    /// Part of a datanode's block report: committed block files it holds
+    /// and their ages. Meta queues for deletion the ones nothing references
+    /// that were allocated longer ago than the orphan grace period.
+    BlockReport {
+        /// The reporting datanode.
+        datanode: DatanodeId,
+        /// One piece of its block list (at most `MAX_REPORTED_BLOCKS`).
+        blocks: Vec<super::block_reports::ReportedBlock>,
     },
     /// Administrative operations; refused unless `token` is the admin token.
     Admin {
@@ -210,6 +253,20 @@ pub enum AdminOp {
     },
     /// Every bucket.
     ListBuckets,
+    /// Limits an access key to some buckets (None lifts the limit).
+    LimitKey {
+        /// The access key id.
+        access_key: String,
+        /// The buckets it may reach, with their rights.
+        grants: Option<Vec<BucketGrant>>,
+    },
+    /// Lets anonymous callers read a bucket's objects and list it, or not.
+    SetBucketPublicRead {
+        /// Bucket name.
+        name: String,
+        /// On or off.
+        public_read: bool,
+    },
     /// Cluster overview.
     Status,
 }
@@ -248,8 +305,8 @@ pub enum MetaResponse {
         /// Whether more parts follow.
         is_truncated: bool,
     },
-    /// A list of uploads in progress.
-    Uploads(Vec<UploadRecord>),
+    /// A page of uploads in progress.
+    Uploads(UploadPage),
     /// A list of users.
     Users(Vec<UserRecord>),
     /// A list of access keys.
@@ -258,6 +315,8 @@ pub enum MetaResponse {
     Key(AccessKeyRecord),
     /// The cluster overview.
     Status(ClusterStatus),
+    /// Block files of a block report queued for deletion as orphans.
+    OrphansQueued(u64),
 }
 
 /// Why meta refused or failed a request. Carried over the wire as is.
@@ -287,6 +346,9 @@ pub enum MetaError {
     /// Parts are not listed in ascending order.
     #[error("parts must be listed in ascending order")]
     InvalidPartOrder,
+    /// A conditional write's condition did not hold.
+    #[error("the write's precondition does not hold")]
+    PreconditionFailed,
     /// A part other than the last is below the minimum size.
     #[error("part {0} is smaller than the 5 MiB minimum")]
     EntityTooSmall(u32),
@@ -313,6 +375,9 @@ pub enum MetaError {
     /// The admin token is missing or wrong.
     #[error("admin token missing or wrong")]
     Unauthorized,
+    /// The connection did not present the cluster token (or presented a wrong one).
+    #[error("meta refused the connection: {0}")]
+    Unauthenticated(String),
     /// The request is malformed.
     #[error("invalid request: {0}")]
     InvalidRequest(String),
@@ -434,6 +499,19 @@ impl MetaClient {
         expect!(self.call(req).await?, MetaResponse::Buckets(b) => b)
     }
 
+    /// Replaces the CORS rules of `bucket`; an empty list removes them.
+    pub async fn set_bucket_cors(
+        &self,
+        bucket: &str,
+        rules: Vec<CorsRule>,
+    ) -> Result<(), MetaError> {
+        let req = MetaRequest::SetBucketCors {
+            bucket: bucket.to_string(),
+            rules,
+        };
+        expect!(self.call(req).await?, MetaResponse::Done => ())
+    }
+
     /// The replication new objects in `bucket` get when the request names none.
     pub async fn default_replication(&self, bucket: &str) -> Result<ReplicationConfig, MetaError> {
         let req = MetaRequest::DefaultReplication {
@@ -454,7 +532,31 @@ impl MetaClient {
 
     /// Makes `record` the visible object at its key.
     pub async fn commit_object(&self, record: ObjectRecord) -> Result<(), MetaError> {
-        expect!(self.call(MetaRequest::CommitObject { record }).await?, MetaResponse::Done => ())
+        self.commit_object_if(record, None).await
+    }
+
+    /// Makes `record` the visible object at its key if `condition` holds,
+    /// checked in the same transaction as the commit.
+    pub async fn commit_object_if(
+        &self,
+        record: ObjectRecord,
+        condition: Option<WriteCondition>,
+    ) -> Result<(), MetaError> {
+        let req = MetaRequest::CommitObject { record, condition };
+        expect!(self.call(req).await?, MetaResponse::Done => ())
+    }
+
+    /// Replaces a bucket's tags.
+    pub async fn set_bucket_tags(
+        &self,
+        name: &str,
+        tags: std::collections::BTreeMap<String, String>,
+    ) -> Result<(), MetaError> {
+        let req = MetaRequest::SetBucketTags {
+            name: name.to_string(),
+            tags,
+        };
+        expect!(self.call(req).await?, MetaResponse::Done => ())
     }
 
     /// The visible object at (bucket, key), if any.
@@ -555,11 +657,25 @@ impl MetaClient {
         upload_id: &str,
         parts: Vec<CompletedPart>,
     ) -> Result<ObjectRecord, MetaError> {
+        self.complete_upload_if(bucket, key, upload_id, parts, None)
+            .await
+    }
+
+    /// Like `complete_upload`, if `condition` holds for the key's current object.
+    pub async fn complete_upload_if(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        parts: Vec<CompletedPart>,
+        condition: Option<WriteCondition>,
+    ) -> Result<ObjectRecord, MetaError> {
         let req = MetaRequest::CompleteUpload {
             bucket: bucket.to_string(),
             key: key.to_string(),
             upload_id: upload_id.to_string(),
             parts,
+            condition,
         };
         match self.call(req).await? {
             MetaResponse::Object(Some(o)) => Ok(o),
@@ -582,12 +698,43 @@ impl MetaClient {
         expect!(self.call(req).await?, MetaResponse::Done => ())
     }
 
-    /// Uploads in progress in a bucket.
-    pub async fn list_uploads(&self, bucket: &str) -> Result<Vec<UploadRecord>, MetaError> {
+    /// One page of the uploads in progress in a bucket.
+    pub async fn list_uploads(
+        &self,
+        bucket: &str,
+        query: UploadQuery,
+    ) -> Result<UploadPage, MetaError> {
         let req = MetaRequest::ListUploads {
             bucket: bucket.to_string(),
+            query,
         };
         expect!(self.call(req).await?, MetaResponse::Uploads(u) => u)
+    }
+
+    /// Reports a block file that failed its checksum on a read.
+    pub async fn report_bad_replica(
+        &self,
+        block: BlockKey,
+        datanode: DatanodeId,
+        reason: String,
+    ) -> Result<(), MetaError> {
+        let req = MetaRequest::ReportBadReplica {
+            block,
+            datanode,
+            reason,
+        };
+        expect!(self.call(req).await?, MetaResponse::Done => ())
+    }
+
+    /// Sends one piece of a block report; answers how many of its blocks
+    /// were queued for deletion as orphans.
+    pub async fn block_report(
+        &self,
+        datanode: DatanodeId,
+        blocks: Vec<super::block_reports::ReportedBlock>,
+    ) -> Result<u64, MetaError> {
+        let req = MetaRequest::BlockReport { datanode, blocks };
+        expect!(self.call(req).await?, MetaResponse::OrphansQueued(n) => n)
     }
 
     /// Runs an admin operation with `token`.

@@ -5,10 +5,12 @@ use super::naming::validate_bucket_name;
 use super::placement::validate_replication;
 use super::service::Inner;
 use super::store::{
-    all_json, any_with_prefix, encode, get_json, object_key, ACCESS_KEYS, BUCKETS, OBJECTS,
-    UPLOAD_INDEX, USERS,
+    all_json, any_with_prefix, encode, get_json, object_key, ACCESS_KEYS, BUCKETS, OBJECTS, USERS,
 };
-use super::types::{AccessKeyRecord, BucketRecord, DatanodeState, UnixMillis, UserRecord};
+use super::types::{
+    AccessKeyRecord, BucketRecord, CorsRule, DatanodeState, UnixMillis, UserRecord,
+};
+use super::upload_listing::UPLOAD_ORDER;
 use crate::layout::ReplicationConfig;
 use redb::ReadableTable;
 
@@ -66,6 +68,9 @@ impl Inner {
                 owner: owner.clone(),
                 created: now,
                 replication,
+                tags: Default::default(),
+                public_read: false,
+                cors: Vec::new(),
             };
             buckets.insert(name.as_str(), encode(&record)?.as_slice())?;
             Ok(())
@@ -87,7 +92,7 @@ impl Inner {
             require_bucket(&buckets, name)?;
             let contents = object_key(name, b"");
             if any_with_prefix(&txn.open_table(OBJECTS)?, &contents)?
-                || any_with_prefix(&txn.open_table(UPLOAD_INDEX)?, &contents)?
+                || any_with_prefix(&txn.open_table(UPLOAD_ORDER)?, &contents)?
             {
                 return Err(MetaError::BucketNotEmpty(name.to_string()));
             }
@@ -105,6 +110,37 @@ impl Inner {
             .into_iter()
             .filter(|b| owner.is_none_or(|o| b.owner == o))
             .collect())
+    }
+
+    /// Rewrites the record of bucket `name` with `change`.
+    fn update_bucket(
+        &self,
+        name: &str,
+        change: impl FnOnce(&mut BucketRecord),
+    ) -> Result<(), MetaError> {
+        self.store.write(|txn| {
+            let mut buckets = txn.open_table(BUCKETS)?;
+            let mut record = require_bucket(&buckets, name)?;
+            change(&mut record);
+            buckets.insert(name, encode(&record)?.as_slice())?;
+            Ok(())
+        })
+    }
+
+    /// Replaces the bucket's CORS rules.
+    pub(super) fn set_bucket_cors(
+        &self,
+        name: &str,
+        rules: Vec<CorsRule>,
+    ) -> Result<(), MetaError> {
+        self.update_bucket(name, |record| record.cors = rules)
+    }
+
+    /// Turns anonymous reads of the bucket on or off.
+    pub(super) fn set_bucket_public_read(&self, name: &str, on: bool) -> Result<(), MetaError> {
+        self.update_bucket(name, |record| record.public_read = on)?;
+        tracing::info!(bucket = %name, public_read = on, "bucket access changed");
+        Ok(())
     }
 
     /// The bucket's default replication, else the cluster default for the

@@ -3,9 +3,12 @@
 //! and saved (mode 0600) in the data folder so that a restart keeps it.
 
 use super::api::MetaError;
+use super::buckets::require_bucket;
+use super::service::Inner;
 use super::service::{MetaConfig, RootCredentials};
+use super::store::BUCKETS;
 use super::store::{all_json, encode, get_json, Store, ACCESS_KEYS, USERS};
-use super::types::{AccessKeyRecord, UnixMillis, UserRecord};
+use super::types::{AccessKeyRecord, BucketGrant, BucketRight, UnixMillis, UserRecord};
 use rand::Rng;
 use redb::WriteTransaction;
 use std::io::Write;
@@ -18,6 +21,8 @@ pub const ROOT_USER: &str = "root";
 pub const ROOT_CREDENTIALS_FILE: &str = "root-credentials";
 /// File (in the data folder) holding a generated admin token.
 pub const ADMIN_TOKEN_FILE: &str = "admin-token";
+/// File (in the data folder) holding a generated cluster token.
+pub const CLUSTER_TOKEN_FILE: &str = "cluster-token";
 
 const ACCESS_KEY_VAR: &str = "TESSERA_ROOT_ACCESS_KEY";
 const SECRET_KEY_VAR: &str = "TESSERA_ROOT_SECRET_KEY";
@@ -156,6 +161,7 @@ pub(super) fn bootstrap_root(
                     secret_key: secret_key.clone(),
                     user: ROOT_USER.to_string(),
                     created,
+                    bucket_grants: None,
                 };
                 keys.insert(access_key.as_str(), encode(&record)?.as_slice())?;
                 Ok(())
@@ -196,6 +202,7 @@ pub(super) fn bootstrap_root(
                     secret_key: generate_secret_key(),
                     user: ROOT_USER.to_string(),
                     created: now,
+                    bucket_grants: None,
                 };
                 keys.insert(record.access_key.as_str(), encode(&record)?.as_slice())?;
                 // Saved before the commit: a crash in between leaves a file whose
@@ -225,18 +232,47 @@ fn credentials_of(record: AccessKeyRecord, generated: bool) -> RootCredentials {
 /// The admin token: from the configuration, else the saved one, else a new one
 /// saved now.
 pub(super) fn admin_token(config: &MetaConfig) -> Result<String, MetaError> {
-    if let Some(token) = &config.admin_token {
+    saved_token(
+        config,
+        config.admin_token.as_ref(),
+        ADMIN_TOKEN_FILE,
+        "admin",
+    )
+}
+
+/// The cluster token of meta RPC connections: from the configuration, else
+/// the saved one, else a new one saved now.
+pub(super) fn cluster_token(config: &MetaConfig) -> Result<String, MetaError> {
+    saved_token(
+        config,
+        config.cluster_token.as_ref(),
+        CLUSTER_TOKEN_FILE,
+        "cluster",
+    )
+}
+
+/// A token given in the configuration, else saved in `file_name`, else
+/// generated and saved there.
+fn saved_token(
+    config: &MetaConfig,
+    given: Option<&String>,
+    file_name: &str,
+    what: &str,
+) -> Result<String, MetaError> {
+    if let Some(token) = given {
         if token.trim().is_empty() {
-            return Err(MetaError::InvalidRequest("the admin token is empty".into()));
+            return Err(MetaError::InvalidRequest(format!(
+                "the {what} token is empty"
+            )));
         }
         return Ok(token.clone());
     }
-    let file = config.data_dir.join(ADMIN_TOKEN_FILE);
+    let file = config.data_dir.join(file_name);
     if let Some(text) = read_optional(&file)? {
         let token = text.trim();
         if token.is_empty() {
             return Err(MetaError::Store(format!(
-                "admin token file {} is empty",
+                "{what} token file {} is empty",
                 file.display()
             )));
         }
@@ -244,13 +280,70 @@ pub(super) fn admin_token(config: &MetaConfig) -> Result<String, MetaError> {
     }
     let token = generate_admin_token();
     write_private(&file, &format!("{token}\n"))?;
-    tracing::info!(path = %file.display(), "generated admin token");
+    tracing::info!(path = %file.display(), "generated {what} token");
     Ok(token)
+}
+
+impl Inner {
+    /// Limits `access_key` to `grants` (None: no limit). Each bucket must exist.
+    pub(super) fn limit_key(
+        &self,
+        access_key: &str,
+        grants: Option<Vec<BucketGrant>>,
+    ) -> Result<(), MetaError> {
+        self.store.write(|txn| {
+            let buckets = txn.open_table(BUCKETS)?;
+            for grant in grants.iter().flatten() {
+                require_bucket(&buckets, &grant.bucket)?;
+            }
+            let mut keys = txn.open_table(ACCESS_KEYS)?;
+            let mut record: AccessKeyRecord = get_json(&keys, access_key)?
+                .ok_or_else(|| MetaError::NoSuchAccessKey(access_key.to_string()))?;
+            record.bucket_grants = grants;
+            keys.insert(access_key, encode(&record)?.as_slice())?;
+            Ok(())
+        })?;
+        tracing::info!(access_key, "access key limits changed");
+        Ok(())
+    }
+}
+
+/// The right a key with `grants` (its `bucket_grants`) has in `bucket`: None
+/// when the key is limited to other buckets, ReadWrite when it is not limited.
+pub fn key_right(grants: Option<&[BucketGrant]>, bucket: &str) -> Option<BucketRight> {
+    match grants {
+        None => Some(BucketRight::ReadWrite),
+        Some(grants) => grants.iter().find(|g| g.bucket == bucket).map(|g| g.right),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn limited_keys_reach_only_their_buckets() {
+        let mut key = AccessKeyRecord {
+            access_key: "AK".into(),
+            secret_key: "s".into(),
+            user: "u".into(),
+            created: 0,
+            bucket_grants: None,
+        };
+        assert_eq!(
+            key_right(key.bucket_grants.as_deref(), "any"),
+            Some(BucketRight::ReadWrite)
+        );
+        key.bucket_grants = Some(vec![BucketGrant {
+            bucket: "photos".into(),
+            right: BucketRight::Read,
+        }]);
+        assert_eq!(
+            key_right(key.bucket_grants.as_deref(), "photos"),
+            Some(BucketRight::Read)
+        );
+        assert_eq!(key_right(key.bucket_grants.as_deref(), "other"), None);
+    }
 
     #[test]
     fn generated_keys_have_the_aws_shape() {

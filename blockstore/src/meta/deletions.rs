@@ -136,6 +136,26 @@ impl<'txn> DeletionQueue<'txn> {
         Ok(queued)
     }
 
+    /// Queues one block file of `datanode` (an orphan: no record lists it),
+    /// due at `not_before`, unless it is queued already. Returns whether it
+    /// was newly queued.
+    pub(super) fn queue_block(
+        &mut self,
+        datanode: &DatanodeId,
+        key: BlockKey,
+        not_before: UnixMillis,
+    ) -> Result<bool, MetaError> {
+        if self
+            .index
+            .get(index_key(datanode, key).as_slice())?
+            .is_some()
+        {
+            return Ok(false);
+        }
+        self.insert(datanode, key, stored_time(not_before))?;
+        Ok(true)
+    }
+
     /// Drops a deletion `datanode` reports done (whether due or not: the file is gone).
     pub(super) fn acknowledge(
         &mut self,

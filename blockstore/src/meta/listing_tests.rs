@@ -256,3 +256,121 @@ async fn listing_a_missing_bucket_fails() {
     };
     assert_eq!(page, ListPage::default());
 }
+
+#[tokio::test]
+async fn bulk_insert_lands_in_one_transaction_and_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = open(dir.path());
+    create_bucket(&meta, BUCKET, "root").await;
+    let records: Vec<_> = (0..2000)
+        .map(|i| object(BUCKET, &format!("d{:02}/k{i:05}", i % 20), vec![]))
+        .collect();
+    meta.bulk_insert_objects(&records).unwrap();
+    let request = MetaRequest::ListObjects {
+        bucket: BUCKET.into(),
+        prefix: String::new(),
+        start_after: None,
+        delimiter: Some("/".into()),
+        max_keys: 1000,
+    };
+    let Ok(MetaResponse::Listing(page)) = call(&meta, request).await else {
+        panic!("listing failed");
+    };
+    assert_eq!(page.common_prefixes.len(), 20);
+    assert!(page.objects.is_empty() && !page.is_truncated);
+    // A record for a missing bucket fails the whole batch.
+    let stray = [object(BUCKET, "new", vec![]), object("nope", "x", vec![])];
+    assert!(matches!(
+        meta.bulk_insert_objects(&stray),
+        Err(MetaError::NoSuchBucket(_))
+    ));
+    let request = MetaRequest::GetObject {
+        bucket: BUCKET.into(),
+        key: "new".into(),
+    };
+    assert!(matches!(
+        call(&meta, request).await,
+        Ok(MetaResponse::Object(None))
+    ));
+}
+
+#[tokio::test]
+async fn bucket_cors_public_read_and_key_limits_are_stored() {
+    use crate::meta::api::AdminOp;
+    use crate::meta::types::{BucketGrant, BucketRight, CorsRule};
+    let dir = tempfile::tempdir().unwrap();
+    let meta = open(dir.path());
+    create_bucket(&meta, BUCKET, "root").await;
+    let rule = CorsRule {
+        allowed_origins: vec!["*".into()],
+        allowed_methods: vec!["GET".into()],
+        ..CorsRule::default()
+    };
+    let set = MetaRequest::SetBucketCors {
+        bucket: BUCKET.into(),
+        rules: vec![rule.clone()],
+    };
+    assert!(matches!(call(&meta, set).await, Ok(MetaResponse::Done)));
+    let token = meta.admin_token().to_string();
+    let admin = |op| MetaRequest::Admin {
+        token: token.clone(),
+        op,
+    };
+    let public = AdminOp::SetBucketPublicRead {
+        name: BUCKET.into(),
+        public_read: true,
+    };
+    assert!(matches!(
+        call(&meta, admin(public)).await,
+        Ok(MetaResponse::Done)
+    ));
+    let get = MetaRequest::GetBucket {
+        name: BUCKET.into(),
+    };
+    let Ok(MetaResponse::Bucket(Some(bucket))) = call(&meta, get).await else {
+        panic!("bucket missing");
+    };
+    assert_eq!(bucket.cors, vec![rule]);
+    assert!(bucket.public_read);
+
+    let access_key = meta.root_credentials().access_key;
+    let grants = vec![BucketGrant {
+        bucket: BUCKET.into(),
+        right: BucketRight::Read,
+    }];
+    let limit = AdminOp::LimitKey {
+        access_key: access_key.clone(),
+        grants: Some(grants.clone()),
+    };
+    assert!(matches!(
+        call(&meta, admin(limit)).await,
+        Ok(MetaResponse::Done)
+    ));
+    let lookup = MetaRequest::GetAccessKey {
+        access_key: access_key.clone(),
+    };
+    let Ok(MetaResponse::AccessKey(Some(key))) = call(&meta, lookup).await else {
+        panic!("key missing");
+    };
+    assert_eq!(key.bucket_grants, Some(grants));
+    // A grant on a missing bucket, or for a missing key, is refused.
+    let bad = AdminOp::LimitKey {
+        access_key,
+        grants: Some(vec![BucketGrant {
+            bucket: "nope".into(),
+            right: BucketRight::ReadWrite,
+        }]),
+    };
+    assert!(matches!(
+        call(&meta, admin(bad)).await,
+        Err(MetaError::NoSuchBucket(_))
+    ));
+    let unknown = AdminOp::LimitKey {
+        access_key: "AKNOPE".into(),
+        grants: None,
+    };
+    assert!(matches!(
+        call(&meta, admin(unknown)).await,
+        Err(MetaError::NoSuchAccessKey(_))
+    ));
+}

@@ -108,6 +108,11 @@ impl Registry {
         out
     }
 
+    /// Whether `id` ever registered (block reports come only from known datanodes).
+    pub(super) fn contains(&self, id: &DatanodeId) -> bool {
+        self.nodes.read().contains_key(id)
+    }
+
     /// Counts a fresh allocation against each of `ids` until their next heartbeat.
     pub(super) fn note_allocated<'a>(&self, ids: impl Iterator<Item = &'a DatanodeId>) {
         let mut nodes = self.nodes.write();

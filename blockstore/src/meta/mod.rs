@@ -4,7 +4,11 @@
 
 mod admin;
 pub mod api;
+pub mod bad_replicas;
+pub mod block_reports;
 mod buckets;
+#[cfg(test)]
+mod conditional_tests;
 pub mod credentials;
 mod deletions;
 mod listing;
@@ -16,11 +20,15 @@ mod placement;
 pub mod rpc;
 pub mod service;
 mod store;
+mod tagging;
 #[cfg(test)]
 mod test_support;
 pub mod types;
+pub mod upload_listing;
 
 pub use api::{AdminOp, MetaClient, MetaError, MetaRequest, MetaResponse};
+pub use block_reports::ReportedBlock;
 pub use rpc::RemoteMeta;
 pub use service::{MetaConfig, MetaService, RootCredentials};
 pub use types::*;
+pub use upload_listing::{UploadPage, UploadQuery};

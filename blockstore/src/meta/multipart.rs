@@ -6,14 +6,16 @@ use super::api::MetaError;
 use super::buckets::require_bucket;
 use super::deletions::DeletionQueue;
 use super::naming::validate_object_key;
+use super::objects::check_condition;
 use super::service::Inner;
 use super::store::{
-    block_ids, decode, encode, get_json, object_key, part_key, upload_index_key, BUCKETS, OBJECTS,
-    PARTS, UPLOADS, UPLOAD_INDEX,
+    block_ids, decode, encode, get_json, object_key, part_key, BUCKETS, OBJECTS, PARTS, UPLOADS,
 };
 use super::types::{
-    CompletedPart, ObjectRecord, PartRecord, PartSummary, UnixMillis, UploadRecord,
+    CompletedPart, ObjectAttributes, ObjectRecord, PartRecord, PartSummary, UnixMillis,
+    UploadRecord, WriteCondition,
 };
+use super::upload_listing::{index_upload, unindex_upload};
 use crate::ids::ObjectId;
 use md5::{Digest, Md5};
 use redb::{ReadableTable, Table, WriteTransaction};
@@ -79,8 +81,7 @@ fn remove_upload(
     stored: &[PartRecord],
 ) -> Result<(), MetaError> {
     txn.open_table(UPLOADS)?.remove(upload.upload_id.as_str())?;
-    txn.open_table(UPLOAD_INDEX)?
-        .remove(upload_index_key(&upload.bucket, &upload.upload_id).as_slice())?;
+    unindex_upload(txn, upload)?;
     for part in stored {
         parts.remove(part_key(&upload.upload_id, part.number).as_slice())?;
     }
@@ -106,11 +107,7 @@ impl Inner {
                 )));
             }
             uploads.insert(record.upload_id.as_str(), encode(&record)?.as_slice())?;
-            txn.open_table(UPLOAD_INDEX)?.insert(
-                upload_index_key(&record.bucket, &record.upload_id).as_slice(),
-                (),
-            )?;
-            Ok(())
+            index_upload(txn, &record)
         })
     }
 
@@ -202,6 +199,7 @@ impl Inner {
         key: &str,
         upload_id: &str,
         named: &[CompletedPart],
+        condition: Option<&WriteCondition>,
         now: UnixMillis,
     ) -> Result<ObjectRecord, MetaError> {
         if named.is_empty() {
@@ -216,6 +214,13 @@ impl Inner {
             let upload = upload_for(&txn.open_table(UPLOADS)?, bucket, key, upload_id)?
                 .ok_or_else(|| MetaError::NoSuchUpload(upload_id.to_string()))?;
             require_bucket(&txn.open_table(BUCKETS)?, bucket)?;
+            if condition.is_some() {
+                let current: Option<ObjectRecord> = get_json(
+                    &txn.open_table(OBJECTS)?,
+                    object_key(bucket, key.as_bytes()).as_slice(),
+                )?;
+                check_condition(condition, current.as_ref(), key)?;
+            }
             let mut parts_table = txn.open_table(PARTS)?;
             let stored = all_parts(&parts_table, upload_id)?;
             let mut chosen: Vec<&PartRecord> = Vec::with_capacity(named.len());
@@ -251,8 +256,13 @@ impl Inner {
                         number: p.number,
                         size: p.size,
                         etag: normalize_etag(&p.etag),
+                        checksum: p.checksum.clone(),
                     })
                     .collect(),
+                attributes: ObjectAttributes {
+                    checksum: None,
+                    ..upload.attributes.clone()
+                },
             };
             let kept = block_ids(&record.groups);
             let not_before = self.deletion_not_before(now);
@@ -306,37 +316,6 @@ impl Inner {
             }
             remove_upload(txn, &upload, &mut parts, &stored)
         })
-    }
-
-    /// Uploads in progress in `bucket`, by key then start time.
-    pub(super) fn list_uploads(&self, bucket: &str) -> Result<Vec<UploadRecord>, MetaError> {
-        let mut uploads = self.store.read(|txn| {
-            require_bucket(&txn.open_table(BUCKETS)?, bucket)?;
-            let index = txn.open_table(UPLOAD_INDEX)?;
-            let records = txn.open_table(UPLOADS)?;
-            let start = object_key(bucket, b"");
-            let end = super::store::prefix_end(&start)
-                .ok_or_else(|| MetaError::Store("bucket range has no end".into()))?;
-            let mut out = Vec::new();
-            for entry in index.range::<&[u8]>(start.as_slice()..end.as_slice())? {
-                let (index_key, _) = entry?;
-                let upload_id = std::str::from_utf8(&index_key.value()[start.len()..])
-                    .map_err(|_| MetaError::Store("upload id is not UTF-8".into()))?;
-                let record: UploadRecord = get_json(&records, upload_id)?.ok_or_else(|| {
-                    MetaError::Store(format!("upload index names missing upload {upload_id}"))
-                })?;
-                out.push(record);
-            }
-            Ok(out)
-        })?;
-        uploads.sort_by(|a, b| {
-            (a.key.as_str(), a.created, a.upload_id.as_str()).cmp(&(
-                b.key.as_str(),
-                b.created,
-                b.upload_id.as_str(),
-            ))
-        });
-        Ok(uploads)
     }
 }
 

@@ -29,6 +29,7 @@ async fn start(meta: &MetaService) {
         headers: BTreeMap::from([("cache-control".to_string(), "no-cache".to_string())]),
         user_metadata: BTreeMap::from([("origin".to_string(), "test".to_string())]),
         replication: ReplicationConfig::REPLICATED_1,
+        attributes: Default::default(),
     };
     let created = call(meta, MetaRequest::CreateUpload { record }).await;
     assert!(matches!(created, Ok(MetaResponse::Done)), "{created:?}");
@@ -44,6 +45,7 @@ async fn put_part(meta: &MetaService, number: u32, size: u64, seed: &str, block:
         etag: etag.clone(),
         created: T0,
         groups: vec![group(block, &["dn0"])],
+        checksum: None,
     };
     let result = call(meta, MetaRequest::CommitPart { part }).await;
     assert!(matches!(result, Ok(MetaResponse::Done)), "{result:?}");
@@ -62,6 +64,7 @@ fn complete_request(parts: &[(u32, &str)]) -> MetaRequest {
                 etag: etag.to_string(),
             })
             .collect(),
+        condition: None,
     }
 }
 
@@ -222,6 +225,7 @@ async fn abort_frees_every_part() {
         etag: md5_hex(b"c"),
         created: T0,
         groups: vec![],
+        checksum: None,
     };
     let refused = call(&meta, MetaRequest::CommitPart { part: late }).await;
     assert_eq!(refused.unwrap_err(), MetaError::NoSuchUpload(UPLOAD.into()));
@@ -266,6 +270,7 @@ async fn uploads_and_parts_are_listed() {
         headers: BTreeMap::new(),
         user_metadata: BTreeMap::new(),
         replication: ReplicationConfig::REPLICATED_1,
+        attributes: Default::default(),
     };
     call(
         &meta,
@@ -295,12 +300,16 @@ async fn uploads_and_parts_are_listed() {
         &meta,
         MetaRequest::ListUploads {
             bucket: "bk1".into(),
+            query: crate::meta::UploadQuery {
+                max_uploads: 1000,
+                ..Default::default()
+            },
         },
     )
     .await
     else {
         panic!()
     };
-    let keys: Vec<&str> = uploads.iter().map(|u| u.key.as_str()).collect();
+    let keys: Vec<&str> = uploads.uploads.iter().map(|u| u.key.as_str()).collect();
     assert_eq!(keys, ["a-first", "big/file"]);
 }

@@ -7,16 +7,44 @@ use super::deletions::DeletionQueue;
 use super::naming::validate_object_key;
 use super::service::Inner;
 use super::store::{block_ids, decode, encode, get_json, object_key, BUCKETS, OBJECTS};
-use super::types::{BlockGroup, ObjectRecord, UnixMillis};
+use super::types::{BlockGroup, ObjectRecord, UnixMillis, WriteCondition};
 use std::collections::HashSet;
 
+/// Checks a conditional write against the object now at the key.
+pub(super) fn check_condition(
+    condition: Option<&WriteCondition>,
+    current: Option<&ObjectRecord>,
+    key: &str,
+) -> Result<(), MetaError> {
+    let Some(condition) = condition else {
+        return Ok(());
+    };
+    let holds = match (condition, current) {
+        (WriteCondition::KeyAbsent, current) => current.is_none(),
+        (WriteCondition::EtagMatches(_), None) | (WriteCondition::SameObject(_), None) => {
+            return Err(MetaError::NoSuchKey(key.to_string()))
+        }
+        (WriteCondition::EtagMatches(etag), Some(current)) => {
+            let wanted = etag.trim().trim_matches('"');
+            wanted == "*" || wanted.eq_ignore_ascii_case(&current.etag)
+        }
+        (WriteCondition::SameObject(id), Some(current)) => *id == current.id,
+    };
+    if holds {
+        Ok(())
+    } else {
+        Err(MetaError::PreconditionFailed)
+    }
+}
+
 impl Inner {
-    /// Makes `record` the object at (bucket, key); the blocks of the object it
+    /// Makes `record` the object at (bucket, key) when `condition` holds; the blocks of the object it
     /// replaces are queued for deletion (after the grace period) in the same
     /// transaction.
     pub(super) fn commit_object(
         &self,
         record: ObjectRecord,
+        condition: Option<&WriteCondition>,
         now: UnixMillis,
     ) -> Result<(), MetaError> {
         validate_object_key(&record.key).map_err(MetaError::InvalidRequest)?;
@@ -24,6 +52,10 @@ impl Inner {
         let replaced = self.store.write(|txn| {
             require_bucket(&txn.open_table(BUCKETS)?, &record.bucket)?;
             let mut objects = txn.open_table(OBJECTS)?;
+            if condition.is_some() {
+                let current: Option<ObjectRecord> = get_json(&objects, key.as_slice())?;
+                check_condition(condition, current.as_ref(), &record.key)?;
+            }
             let old = objects.insert(key.as_slice(), encode(&record)?.as_slice())?;
             let Some(old) = old else {
                 return Ok(false);

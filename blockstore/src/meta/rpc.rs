@@ -2,6 +2,11 @@
 //! JSON payload; a request is a `MetaRequest`, its reply a
 //! `Result<MetaResponse, MetaError>`. One request at a time per connection;
 //! clients keep a small pool of idle connections.
+//!
+//! Each connection opens with a [`Handshake`] frame carrying the cluster
+//! token (or the admin token); meta answers `Ok(Done)`, or refuses with
+//! `MetaError::Unauthenticated` and closes the connection, before reading any
+//! request.
 
 use super::api::{MetaError, MetaRequest, MetaResponse};
 use super::service::MetaService;
@@ -11,6 +16,7 @@ use serde::Serialize;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
+use subtle::ConstantTimeEq;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -26,6 +32,23 @@ const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
 const FRAME_TIMEOUT: Duration = Duration::from_secs(30);
 /// Idle connections a client keeps.
 const MAX_IDLE: usize = 16;
+/// Largest handshake frame: an unauthenticated peer gets no bigger buffer.
+const MAX_HANDSHAKE_FRAME: u32 = 4096;
+
+/// The first frame of every connection.
+#[derive(Serialize, serde::Deserialize)]
+struct Handshake {
+    /// The cluster token (or the admin token).
+    token: String,
+}
+
+/// Whether `token` is one of `accepted`, comparing in constant time
+/// (whatever the position of the first difference).
+fn token_accepted(token: &str, accepted: &[&str]) -> bool {
+    accepted.iter().fold(false, |ok, a| {
+        ok | bool::from(token.as_bytes().ct_eq(a.as_bytes()))
+    })
+}
 
 /// Why one exchange on a connection failed.
 #[derive(Debug, thiserror::Error)]
@@ -103,6 +126,48 @@ pub async fn serve(
     Ok(())
 }
 
+/// Reads the handshake and checks its token; answers it either way. Returns
+/// whether the connection may go on.
+async fn authenticate(stream: &mut TcpStream, service: &MetaService) -> bool {
+    let read = async {
+        let len = stream.read_u32().await?;
+        if len > MAX_HANDSHAKE_FRAME {
+            return Err(FrameError::TooLarge(u64::from(len)));
+        }
+        read_payload(stream, len).await
+    };
+    let payload = match tokio::time::timeout(FRAME_TIMEOUT, read).await {
+        Ok(Ok(payload)) => payload,
+        Ok(Err(FrameError::TooLarge(_))) => Vec::new(),
+        Ok(Err(_)) | Err(_) => return false,
+    };
+    let verdict = match decode::<Handshake>(&payload) {
+        Ok(h) if h.token.is_empty() => {
+            Err("no cluster token given (--cluster-token or TESSERA_CLUSTER_TOKEN)")
+        }
+        Ok(h) if token_accepted(&h.token, &[service.cluster_token(), service.admin_token()]) => {
+            Ok(())
+        }
+        Ok(_) => Err("wrong cluster token"),
+        Err(_) => {
+            Err("the first frame must be the cluster token handshake (client too old, or no token)")
+        }
+    };
+    let reply: Result<MetaResponse, MetaError> = match verdict {
+        Ok(()) => Ok(MetaResponse::Done),
+        Err(reason) => {
+            metrics::counter!("tessera_meta_connections_refused_total").increment(1);
+            tracing::warn!(peer = ?stream.peer_addr().ok(), reason, "meta RPC connection refused");
+            Err(MetaError::Unauthenticated(reason.to_string()))
+        }
+    };
+    let accepted = reply.is_ok();
+    match encode_frame(&reply) {
+        Ok(frame) => stream.write_all(&frame).await.is_ok() && accepted,
+        Err(_) => false,
+    }
+}
+
 /// Serves requests on one connection until the peer closes it, it breaks, or
 /// shutdown is signalled between requests.
 async fn serve_connection(
@@ -110,6 +175,13 @@ async fn serve_connection(
     service: Arc<MetaService>,
     mut stop: watch::Receiver<bool>,
 ) {
+    let authenticated = tokio::select! {
+        ok = authenticate(&mut stream, &service) => ok,
+        _ = stop.wait_for(|stop| *stop) => false,
+    };
+    if !authenticated {
+        return;
+    }
     loop {
         let len = tokio::select! {
             len = stream.read_u32() => match len {
@@ -167,6 +239,7 @@ async fn serve_connection(
 /// and reconnects when one broke.
 pub struct RemoteMeta {
     addr: String,
+    token: String,
     idle: Mutex<Vec<TcpStream>>,
 }
 
@@ -179,10 +252,19 @@ impl std::fmt::Debug for RemoteMeta {
 }
 
 impl RemoteMeta {
-    /// A client of the meta at `addr` (host:port); no I/O until the first call.
+    /// A client of the meta at `addr` (host:port) presenting no token: meta
+    /// refuses it with `MetaError::Unauthenticated` (tests of the refusal).
     pub fn connect(addr: &str) -> RemoteMeta {
+        Self::connect_with_token(addr, "")
+    }
+
+    /// A client of the meta at `addr` (host:port) presenting `token` (the
+    /// cluster token, or the admin token) on each connection; no I/O until
+    /// the first call.
+    pub fn connect_with_token(addr: &str, token: &str) -> RemoteMeta {
         RemoteMeta {
             addr: addr.to_string(),
+            token: token.to_string(),
             idle: Mutex::new(Vec::new()),
         }
     }
@@ -211,16 +293,49 @@ impl RemoteMeta {
         self.finish(result)
     }
 
+    /// Presents the token on a fresh connection; meta's refusal comes back as is.
+    async fn handshake(&self, stream: &mut TcpStream) -> Result<(), MetaError> {
+        let hello = Handshake {
+            token: self.token.clone(),
+        };
+        let frame = encode_frame(&hello).map_err(|e| MetaError::Protocol(e.to_string()))?;
+        let reply = tokio::time::timeout(REPLY_TIMEOUT, async {
+            stream.write_all(&frame).await?;
+            let len = stream.read_u32().await?;
+            read_payload(stream, len).await
+        })
+        .await
+        .map_err(|_| FrameError::TimedOut)
+        .and_then(|r| r);
+        let reply: Result<MetaResponse, MetaError> = match reply {
+            Ok(payload) => decode(&payload).map_err(|e| self.finish_error(e))?,
+            Err(e) => return Err(self.finish_error(e)),
+        };
+        match reply? {
+            MetaResponse::Done => Ok(()),
+            other => Err(MetaError::Protocol(format!(
+                "{}: unexpected handshake answer {other:?}",
+                self.addr
+            ))),
+        }
+    }
+
+    fn finish_error(&self, e: FrameError) -> MetaError {
+        match e {
+            e @ (FrameError::Io(_) | FrameError::TimedOut) => {
+                MetaError::Transport(format!("{}: {e}", self.addr))
+            }
+            e => MetaError::Protocol(format!("{}: {e}", self.addr)),
+        }
+    }
+
     fn finish(
         &self,
         result: Result<Result<MetaResponse, MetaError>, FrameError>,
     ) -> Result<MetaResponse, MetaError> {
         match result {
             Ok(reply) => reply,
-            Err(e @ (FrameError::Io(_) | FrameError::TimedOut)) => {
-                Err(MetaError::Transport(format!("{}: {e}", self.addr)))
-            }
-            Err(e) => Err(MetaError::Protocol(format!("{}: {e}", self.addr))),
+            Err(e) => Err(self.finish_error(e)),
         }
     }
 
@@ -232,6 +347,8 @@ impl RemoteMeta {
         stream
             .set_nodelay(true)
             .map_err(|e| MetaError::Transport(format!("{}: {e}", self.addr)))?;
+        let mut stream = stream;
+        self.handshake(&mut stream).await?;
         Ok(stream)
     }
 

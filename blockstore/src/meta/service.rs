@@ -9,7 +9,7 @@ use super::credentials;
 use super::liveness::Registry;
 use super::placement::BlockIds;
 use super::store::{all_json, Store, DATANODES};
-use super::types::{DatanodeRecord, UnixMillis};
+use super::types::{DatanodeRecord, ObjectRecord, UnixMillis};
 use crate::layout::DEFAULT_BLOCK_SIZE;
 use std::path::PathBuf;
 use std::sync::{Arc, Weak};
@@ -46,6 +46,12 @@ pub struct MetaConfig {
     /// How long the blocks of an overwritten or deleted object stay on their
     /// datanodes, so that reads already streaming the old object can finish.
     pub deletion_delay: Duration,
+    /// Orphan block files (written, never committed) are deleted only when
+    /// allocated and written longer ago than this: writes must commit within it.
+    pub orphan_grace: Duration,
+    /// Token every meta RPC connection must present (the admin token is
+    /// accepted too); generated and saved when None.
+    pub cluster_token: Option<String>,
 }
 
 impl MetaConfig {
@@ -61,6 +67,8 @@ impl MetaConfig {
             root_secret_key: None,
             block_size: DEFAULT_BLOCK_SIZE,
             deletion_delay: DEFAULT_DELETION_DELAY,
+            orphan_grace: super::block_reports::DEFAULT_ORPHAN_GRACE,
+            cluster_token: None,
         }
     }
 }
@@ -77,6 +85,8 @@ impl std::fmt::Debug for MetaConfig {
             .field("root_secret_key", &redacted(&self.root_secret_key))
             .field("block_size", &self.block_size)
             .field("deletion_delay", &self.deletion_delay)
+            .field("orphan_grace", &self.orphan_grace)
+            .field("cluster_token", &redacted(&self.cluster_token))
             .finish()
     }
 }
@@ -115,6 +125,8 @@ pub(super) struct Inner {
     pub(super) block_ids: BlockIds,
     pub(super) admin_token: String,
     pub(super) root: RootCredentials,
+    pub(super) cluster_token: String,
+    pub(super) orphans: super::block_reports::OrphanDetector,
 }
 
 /// Wall-clock milliseconds since the Unix epoch.
@@ -147,6 +159,9 @@ impl MetaService {
         let block_ids = BlockIds::load(&store)?;
         let root = credentials::bootstrap_root(&store, &config, now_millis())?;
         let admin_token = credentials::admin_token(&config)?;
+        let cluster_token = credentials::cluster_token(&config)?;
+        let orphans =
+            super::block_reports::OrphanDetector::open(&store, config.orphan_grace, now_millis())?;
         let inner = Arc::new(Inner {
             config,
             store,
@@ -154,6 +169,8 @@ impl MetaService {
             block_ids,
             admin_token,
             root,
+            cluster_token,
+            orphans,
         });
         spawn_gauge_refresher(Arc::downgrade(&inner));
         tracing::info!(data_dir = %inner.config.data_dir.display(), "meta store opened");
@@ -165,6 +182,11 @@ impl MetaService {
         &self.inner.admin_token
     }
 
+    /// The token meta RPC connections must present (besides the admin token).
+    pub fn cluster_token(&self) -> &str {
+        &self.inner.cluster_token
+    }
+
     /// The root user's S3 credentials.
     pub fn root_credentials(&self) -> RootCredentials {
         self.inner.root.clone()
@@ -173,6 +195,19 @@ impl MetaService {
     /// The configuration the service was opened with.
     pub fn config(&self) -> &MetaConfig {
         &self.inner.config
+    }
+
+    /// Loads many fresh objects in one write transaction (seconds for a
+    /// million keys, where one commit per object would take minutes): for
+    /// imports and the listing benchmark. Buckets must exist; replaced
+    /// records' blocks are not freed. Blocking.
+    pub fn bulk_insert_objects(&self, records: &[ObjectRecord]) -> Result<(), MetaError> {
+        self.inner.bulk_insert_objects(records)
+    }
+
+    /// Every bad-replica report kept, in block order (for repair tools and tests).
+    pub fn bad_replicas(&self) -> Result<Vec<super::bad_replicas::BadReplicaReport>, MetaError> {
+        self.inner.bad_replicas()
     }
 
     /// Serves one request.
@@ -252,14 +287,20 @@ impl Inner {
                 A::Done
             }
             R::ListBuckets { owner } => A::Buckets(self.list_buckets(owner.as_deref())?),
+            R::SetBucketCors { bucket, rules } => {
+                self.set_bucket_cors(&bucket, rules)?;
+                A::Done
+            }
             R::DefaultReplication { bucket } => {
                 A::Replication(self.default_replication(&bucket, now)?)
             }
             R::AllocateBlock { config, exclude } => {
-                A::Allocated(self.allocate_block(config, &exclude, now)?)
+                let group = self.allocate_block(config, &exclude, now)?;
+                self.orphans.clock.note(group.block, now);
+                A::Allocated(group)
             }
-            R::CommitObject { record } => {
-                self.commit_object(record, now)?;
+            R::CommitObject { record, condition } => {
+                self.commit_object(record, condition.as_ref(), now)?;
                 A::Done
             }
             R::GetObject { bucket, key } => A::Object(self.get_object(&bucket, &key)?),
@@ -310,9 +351,19 @@ impl Inner {
                 key,
                 upload_id,
                 parts,
-            } => A::Object(Some(
-                self.complete_upload(&bucket, &key, &upload_id, &parts, now)?,
-            )),
+                condition,
+            } => A::Object(Some(self.complete_upload(
+                &bucket,
+                &key,
+                &upload_id,
+                &parts,
+                condition.as_ref(),
+                now,
+            )?)),
+            R::SetBucketTags { name, tags } => {
+                self.set_bucket_tags(&name, tags)?;
+                A::Done
+            }
             R::AbortUpload {
                 bucket,
                 key,
@@ -321,7 +372,18 @@ impl Inner {
                 self.abort_upload(&bucket, &key, &upload_id, now)?;
                 A::Done
             }
-            R::ListUploads { bucket } => A::Uploads(self.list_uploads(&bucket)?),
+            R::ListUploads { bucket, query } => A::Uploads(self.list_uploads(&bucket, &query)?),
+            R::ReportBadReplica {
+                block,
+                datanode,
+                reason,
+            } => {
+                self.report_bad_replica(block, datanode, reason, now)?;
+                A::Done
+            }
+            R::BlockReport { datanode, blocks } => {
+                A::OrphansQueued(self.block_report(&datanode, &blocks, now)?)
+            }
             R::Admin { token, op } => {
                 self.check_admin_token(&token)?;
                 self.admin(op, now)?
@@ -341,6 +403,7 @@ pub(super) fn request_kind(request: &MetaRequest) -> &'static str {
         R::GetBucket { .. } => "get_bucket",
         R::DeleteBucket { .. } => "delete_bucket",
         R::ListBuckets { .. } => "list_buckets",
+        R::SetBucketCors { .. } => "set_bucket_cors",
         R::DefaultReplication { .. } => "default_replication",
         R::AllocateBlock { .. } => "allocate_block",
         R::CommitObject { .. } => "commit_object",
@@ -353,8 +416,11 @@ pub(super) fn request_kind(request: &MetaRequest) -> &'static str {
         R::CommitPart { .. } => "commit_part",
         R::ListParts { .. } => "list_parts",
         R::CompleteUpload { .. } => "complete_upload",
+        R::SetBucketTags { .. } => "set_bucket_tags",
         R::AbortUpload { .. } => "abort_upload",
         R::ListUploads { .. } => "list_uploads",
+        R::ReportBadReplica { .. } => "report_bad_replica",
+        R::BlockReport { .. } => "block_report",
         R::Admin { .. } => "admin",
     }
 }

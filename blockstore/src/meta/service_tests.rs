@@ -59,6 +59,7 @@ async fn commit_then_get_returns_the_record() {
         &meta,
         MetaRequest::CommitObject {
             record: object("nope", "k", vec![]),
+            condition: None,
         },
     )
     .await;
@@ -155,9 +156,15 @@ async fn released_blocks_wait_out_the_deletion_delay() {
     // Overwritten at T0 + 10 s (block 7 may go at T0 + 70 s), then deleted at
     // T0 + 20 s (block 8 at T0 + 80 s), then a discarded write at T0 + 5 s.
     let record = object("bk1", "k", vec![group(8, &["dn0"])]);
-    at(MetaRequest::CommitObject { record }, T0 + 10_000)
-        .await
-        .unwrap();
+    at(
+        MetaRequest::CommitObject {
+            record,
+            condition: None,
+        },
+        T0 + 10_000,
+    )
+    .await
+    .unwrap();
     let delete = MetaRequest::DeleteObject {
         bucket: "bk1".into(),
         key: "k".into(),

@@ -20,8 +20,6 @@ pub(super) const BUCKETS: TableDefinition<&str, &[u8]> = TableDefinition::new("b
 pub(super) const OBJECTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("objects");
 /// Upload id -> `UploadRecord`.
 pub(super) const UPLOADS: TableDefinition<&str, &[u8]> = TableDefinition::new("uploads");
-/// `upload_index_key(bucket, upload_id)` -> (): the uploads of one bucket.
-pub(super) const UPLOAD_INDEX: TableDefinition<&[u8], ()> = TableDefinition::new("upload_index");
 /// `part_key(upload_id, number)` -> `PartRecord`, parts of one upload in number order.
 pub(super) const PARTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("parts");
 /// User name -> `UserRecord`.
@@ -30,6 +28,9 @@ pub(super) const USERS: TableDefinition<&str, &[u8]> = TableDefinition::new("use
 pub(super) const ACCESS_KEYS: TableDefinition<&str, &[u8]> = TableDefinition::new("access_keys");
 /// Datanode id -> `DatanodeRecord`.
 pub(super) const DATANODES: TableDefinition<&str, &[u8]> = TableDefinition::new("datanodes");
+/// `bad_replica_key(block, datanode)` -> `BadReplicaReport`: block files a
+/// client found corrupt, awaiting repair.
+pub(super) const BAD_REPLICAS: TableDefinition<&str, &[u8]> = TableDefinition::new("bad_replicas");
 /// Named counters (the next free block id).
 pub(super) const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
 
@@ -79,12 +80,13 @@ impl Store {
         txn.open_table(BUCKETS)?;
         txn.open_table(OBJECTS)?;
         txn.open_table(UPLOADS)?;
-        txn.open_table(UPLOAD_INDEX)?;
+        super::upload_listing::prepare_tables(&txn)?;
         txn.open_table(PARTS)?;
         txn.open_table(USERS)?;
         txn.open_table(ACCESS_KEYS)?;
         txn.open_table(DATANODES)?;
         txn.open_table(COUNTERS)?;
+        txn.open_table(BAD_REPLICAS)?;
         deletions::prepare_tables(&txn)?;
         txn.commit()?;
         Ok(Self { db })
@@ -154,14 +156,9 @@ pub(super) fn object_key(bucket: &str, key: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Length of the bucket part of an `OBJECTS` or `UPLOAD_INDEX` key.
+/// Length of the bucket part of an `OBJECTS` or `UPLOAD_ORDER` key.
 pub(super) fn bucket_prefix_len(bucket: &str) -> usize {
     bucket.len() + 1
-}
-
-/// `UPLOAD_INDEX` key of (bucket, upload id).
-pub(super) fn upload_index_key(bucket: &str, upload_id: &str) -> Vec<u8> {
-    object_key(bucket, upload_id.as_bytes())
 }
 
 /// The smallest byte string greater than every string starting with `prefix`,

@@ -123,11 +123,19 @@ pub(super) fn object(bucket: &str, key: &str, groups: Vec<BlockGroup>) -> Object
         replication: ReplicationConfig::REPLICATED_1,
         groups,
         parts: Vec::new(),
+        attributes: Default::default(),
     }
 }
 
 pub(super) async fn commit(meta: &MetaService, record: ObjectRecord) {
-    let result = call(meta, MetaRequest::CommitObject { record }).await;
+    let result = call(
+        meta,
+        MetaRequest::CommitObject {
+            record,
+            condition: None,
+        },
+    )
+    .await;
     assert!(matches!(result, Ok(MetaResponse::Done)), "{result:?}");
 }
 

@@ -51,6 +51,48 @@ pub struct PartSummary {
     pub size: u64,
     /// Hex MD5 of the part, without quotes.
     pub etag: String,
+    /// The part's additional checksum, when its upload sent one.
+    #[serde(default)]
+    pub checksum: Option<StoredChecksum>,
+}
+
+/// An additional checksum (`x-amz-checksum-*`) kept with an object or part,
+/// as the client sent it and the gateway verified it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredChecksum {
+    /// S3's algorithm name: CRC32, CRC32C, CRC64NVME, SHA1 or SHA256.
+    pub algorithm: String,
+    /// Base64 of the digest (CRCs big-endian).
+    pub value: String,
+}
+
+/// What S3 keeps with an object besides data and headers: tags and the
+/// additional checksum. Absent in records written before they existed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectAttributes {
+    /// Object tags, by key.
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+    /// The whole-object checksum of a single PUT (or a copy).
+    #[serde(default)]
+    pub checksum: Option<StoredChecksum>,
+    /// For multipart: the checksum algorithm named at CreateMultipartUpload.
+    #[serde(default)]
+    pub checksum_algorithm: Option<String>,
+    /// For multipart: FULL_OBJECT or COMPOSITE, as named at CreateMultipartUpload.
+    #[serde(default)]
+    pub checksum_type: Option<String>,
+}
+
+/// A check made inside the commit transaction, so conditional writes are atomic.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WriteCondition {
+    /// `If-None-Match: *`: no object may exist at the key.
+    KeyAbsent,
+    /// `If-Match`: the object at the key must have this ETag (unquoted).
+    EtagMatches(String),
+    /// The object at the key must still be this one (metadata updates in place).
+    SameObject(ObjectId),
 }
 
 /// A committed object: visible to readers from the moment it is stored.
@@ -81,6 +123,9 @@ pub struct ObjectRecord {
     pub groups: Vec<BlockGroup>,
     /// Parts in order for a multipart object; empty for a single PUT.
     pub parts: Vec<PartSummary>,
+    /// Tags and checksums.
+    #[serde(default)]
+    pub attributes: ObjectAttributes,
 }
 
 /// One entry of an object listing.
@@ -121,6 +166,32 @@ pub struct BucketRecord {
     pub created: UnixMillis,
     /// Default replication for new objects; None means "the cluster default".
     pub replication: Option<ReplicationConfig>,
+    /// Bucket tags, by key.
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+    /// Anonymous GET/HEAD of objects and listings are allowed (set by an admin).
+    #[serde(default)]
+    pub public_read: bool,
+    /// CORS rules answered to browsers; empty when the bucket has none.
+    #[serde(default)]
+    pub cors: Vec<CorsRule>,
+}
+
+/// One CORS rule of a bucket, as PutBucketCors gave it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CorsRule {
+    /// The rule's optional ID.
+    pub id: Option<String>,
+    /// Origins the rule matches; each may hold one `*` wildcard.
+    pub allowed_origins: Vec<String>,
+    /// HTTP methods the rule allows (GET, PUT, POST, DELETE, HEAD).
+    pub allowed_methods: Vec<String>,
+    /// Request headers a preflight may ask for; each may hold one `*`.
+    pub allowed_headers: Vec<String>,
+    /// Response headers the browser may expose to scripts.
+    pub expose_headers: Vec<String>,
+    /// How long a browser may cache the preflight answer.
+    pub max_age_seconds: Option<u32>,
 }
 
 /// A multipart upload in progress.
@@ -144,6 +215,9 @@ pub struct UploadRecord {
     pub user_metadata: BTreeMap<String, String>,
     /// How the parts' bytes are protected.
     pub replication: ReplicationConfig,
+    /// Tags and checksum settings for the completed object.
+    #[serde(default)]
+    pub attributes: ObjectAttributes,
 }
 
 /// One uploaded part; a re-upload of the same number replaces it.
@@ -161,6 +235,9 @@ pub struct PartRecord {
     pub created: UnixMillis,
     /// Block groups holding the part, in order.
     pub groups: Vec<BlockGroup>,
+    /// The part's additional checksum, when the client sent one.
+    #[serde(default)]
+    pub checksum: Option<StoredChecksum>,
 }
 
 /// A part named in CompleteMultipartUpload.
@@ -194,6 +271,29 @@ pub struct AccessKeyRecord {
     pub user: String,
     /// When the key was created.
     pub created: UnixMillis,
+    /// When set, the key reaches only these buckets, each with its right
+    /// (even buckets its user owns); None means every bucket the user may use.
+    #[serde(default)]
+    pub bucket_grants: Option<Vec<BucketGrant>>,
+}
+
+/// What a limited access key may do in one bucket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BucketRight {
+    /// Reads only: GET/HEAD objects, listings.
+    Read,
+    /// Reads and writes.
+    ReadWrite,
+}
+
+/// One bucket a limited access key may reach.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BucketGrant {
+    /// Bucket name.
+    pub bucket: String,
+    /// What the key may do there.
+    pub right: BucketRight,
 }
 
 /// Liveness of a datanode as meta sees it from heartbeats.

@@ -26,12 +26,16 @@ pub enum FrameKind {
     ReadBlock = 0x03,
     /// Request: delete a block, committed or not.
     DeleteBlock = 0x04,
+    /// Request: how to reach this datanode from the same host (short-circuit reads).
+    LocalInfo = 0x05,
     /// Reply: the request succeeded and has nothing to return.
     Ok = 0x80,
     /// Reply: the request failed.
     Error = 0x81,
     /// Reply: read data follows as the payload.
     ReadData = 0x82,
+    /// Reply: the datanode's short-circuit socket and host identity.
+    LocalInfoReply = 0x83,
 }
 
 impl FrameKind {
@@ -42,9 +46,11 @@ impl FrameKind {
             0x02 => Self::CommitBlock,
             0x03 => Self::ReadBlock,
             0x04 => Self::DeleteBlock,
+            0x05 => Self::LocalInfo,
             0x80 => Self::Ok,
             0x81 => Self::Error,
             0x82 => Self::ReadData,
+            0x83 => Self::LocalInfoReply,
             _ => return None,
         })
     }

@@ -6,9 +6,11 @@
 //! CommitBlock  key, length u64
 //! ReadBlock    key, offset u64, length u64
 //! DeleteBlock  key
+//! LocalInfo    (empty)
 //! Ok           (empty)
 //! Error        code u16, has_offset u8, offset u64, message_len u32, message (UTF-8)
 //! ReadData     offset u64, length u64, bytes_per_checksum u32, count u32, crc u32 x count  (payload: data)
+//! LocalInfoReply  3 x (len u32, UTF-8): host token, datanode id, socket path
 //! ```
 
 use super::frame::FrameKind;
@@ -57,6 +59,9 @@ pub enum Request {
         /// The block to delete.
         key: BlockKey,
     },
+    /// Where a client on the same host can get block files directly (see
+    /// [`crate::protocol::local`]); refused when the datanode serves no socket.
+    LocalInfo,
 }
 
 /// Why a datanode refused a request.
@@ -136,6 +141,20 @@ pub struct ReadData {
     pub crcs: Vec<u32>,
 }
 
+/// How to reach a datanode's short-circuit socket, and whether it is on
+/// the asking client's host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocalInfo {
+    /// The datanode host's [`host_token`](crate::protocol::local::host_token):
+    /// the client uses the socket only when it computes the same token.
+    pub host_token: String,
+    /// The datanode's identity, which its socket repeats, so that a client
+    /// cannot mistake another datanode's socket at that path for this one.
+    pub datanode_id: String,
+    /// Path of the Unix socket.
+    pub socket_path: String,
+}
+
 /// What a datanode answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reply {
@@ -145,16 +164,20 @@ pub enum Reply {
     Error(ErrorReply),
     /// Data for a read, followed by its payload.
     ReadData(ReadData),
+    /// Answer to [`Request::LocalInfo`].
+    LocalInfo(LocalInfo),
 }
 
 impl Request {
-    /// The block this request concerns.
+    /// The block this request concerns (block 0 for [`Request::LocalInfo`],
+    /// which concerns none; block ids start at 1).
     pub fn key(&self) -> BlockKey {
         match self {
             Self::WriteChunks(w) => w.key,
             Self::CommitBlock { key, .. }
             | Self::ReadBlock { key, .. }
             | Self::DeleteBlock { key } => *key,
+            Self::LocalInfo => BlockKey::new(BlockId(0), 0),
         }
     }
 
@@ -165,6 +188,7 @@ impl Request {
             Self::CommitBlock { .. } => FrameKind::CommitBlock,
             Self::ReadBlock { .. } => FrameKind::ReadBlock,
             Self::DeleteBlock { .. } => FrameKind::DeleteBlock,
+            Self::LocalInfo => FrameKind::LocalInfo,
         }
     }
 
@@ -191,6 +215,7 @@ impl Request {
                 out.extend_from_slice(&length.to_be_bytes());
             }
             Self::DeleteBlock { key } => put_key(out, *key),
+            Self::LocalInfo => {}
         }
     }
 
@@ -227,6 +252,7 @@ impl Request {
                 length: d.u64("length")?,
             },
             FrameKind::DeleteBlock => Self::DeleteBlock { key: d.key()? },
+            FrameKind::LocalInfo => Self::LocalInfo,
             other => {
                 return Err(ProtocolError::malformed(format!(
                     "{other:?} is not a request"
@@ -250,6 +276,7 @@ impl Reply {
             Self::Ok => FrameKind::Ok,
             Self::Error(_) => FrameKind::Error,
             Self::ReadData(_) => FrameKind::ReadData,
+            Self::LocalInfo(_) => FrameKind::LocalInfoReply,
         }
     }
 
@@ -278,6 +305,13 @@ impl Reply {
                 out.extend_from_slice(&r.length.to_be_bytes());
                 out.extend_from_slice(&r.bytes_per_checksum.to_be_bytes());
                 put_crcs(out, &r.crcs);
+            }
+            Self::LocalInfo(info) => {
+                for text in [&info.host_token, &info.datanode_id, &info.socket_path] {
+                    let text = truncate_utf8(text, MAX_ERROR_MESSAGE_LEN).as_bytes();
+                    out.extend_from_slice(&(text.len() as u32).to_be_bytes());
+                    out.extend_from_slice(text);
+                }
             }
         }
     }
@@ -335,6 +369,11 @@ impl Reply {
                     crcs,
                 })
             }
+            FrameKind::LocalInfoReply => Self::LocalInfo(LocalInfo {
+                host_token: d.string()?,
+                datanode_id: d.string()?,
+                socket_path: d.string()?,
+            }),
             other => {
                 return Err(ProtocolError::malformed(format!(
                     "{other:?} is not a reply"
@@ -516,6 +555,7 @@ pub(super) mod tests {
                 0,
             ),
             (Request::DeleteBlock { key: key() }, 0),
+            (Request::LocalInfo, 0),
         ]
     }
 
@@ -538,6 +578,11 @@ pub(super) mod tests {
                 length: 1500,
                 bytes_per_checksum: 1024,
                 crcs: vec![0xabcd_ef01, 7],
+            }),
+            Reply::LocalInfo(LocalInfo {
+                host_token: "boot/host".into(),
+                datanode_id: "dn-1".into(),
+                socket_path: "/tmp/dn.sock".into(),
             }),
         ]
     }

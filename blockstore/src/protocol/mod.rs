@@ -12,6 +12,7 @@
 
 mod frame;
 mod io;
+pub mod local;
 mod message;
 
 pub use frame::{FrameHeader, FrameKind};
@@ -19,7 +20,7 @@ pub use io::{
     encode_reply_head, encode_request_head, read_frame_header, read_payload_into, read_reply,
     read_request, write_frame, write_reply, write_request, Incoming,
 };
-pub use message::{ErrorCode, ErrorReply, ReadData, Reply, Request, WriteChunks};
+pub use message::{ErrorCode, ErrorReply, LocalInfo, ReadData, Reply, Request, WriteChunks};
 
 /// First bytes of every frame.
 pub const MAGIC: [u8; 4] = *b"TSDN";

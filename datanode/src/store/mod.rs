@@ -10,7 +10,7 @@
 
 mod paths;
 mod recovery;
-mod sidecar;
+pub(crate) mod sidecar;
 
 use crate::error::StoreError;
 use crate::telemetry;
@@ -89,7 +89,15 @@ pub struct BlockStore {
     index: RwLock<Index>,
     open: Mutex<HashMap<BlockKey, OpenHandle>>,
     next_upload: AtomicU64,
+    /// Keys of committed blocks as they are deleted, for short-circuit
+    /// watchers holding their open data files (see `crate::local`).
+    removals: tokio::sync::broadcast::Sender<BlockKey>,
+    /// The Unix socket serving this store's files to local clients, if any.
+    local_socket: RwLock<Option<PathBuf>>,
 }
+
+/// Deletions buffered per short-circuit watcher before it counts as lagging.
+const REMOVALS_BUFFER: usize = 4096;
 
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
@@ -97,6 +105,48 @@ async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| StoreError::io("disk task", std::io::Error::other(e.to_string())))?
+}
+
+/// Opens block `key`'s data file and sidecar, checks both against `meta`
+/// (what the index says), and reads the CRCs of `count` chunks from `first`.
+fn open_checked(
+    key: BlockKey,
+    meta: BlockMeta,
+    data_path: &Path,
+    sidecar_path: &Path,
+    first: u64,
+    count: u64,
+) -> Result<(File, Vec<u32>), StoreError> {
+    let open = |path: &Path| {
+        File::open(path).map_err(|e| match e.kind() {
+            // Deleted since the index lookup.
+            ErrorKind::NotFound => StoreError::NotFound(key),
+            _ => StoreError::io(format!("open {}", path.display()), e),
+        })
+    };
+    let file = open(data_path)?;
+    let sidecar = open(sidecar_path)?;
+    let corrupt = |reason: String| StoreError::Corrupt {
+        path: sidecar_path.to_path_buf(),
+        reason,
+    };
+    let header = SidecarHeader::read(&sidecar).map_err(corrupt)?;
+    if header.length != meta.length || header.bytes_per_checksum != meta.bytes_per_checksum {
+        return Err(corrupt("sidecar changed since the block was loaded".into()));
+    }
+    let data_len = file
+        .metadata()
+        .map_err(|e| StoreError::io(format!("stat {}", data_path.display()), e))?
+        .len();
+    if data_len != meta.length {
+        return Err(StoreError::Corrupt {
+            path: data_path.to_path_buf(),
+            reason: format!("{data_len} bytes, the sidecar records {}", meta.length),
+        });
+    }
+    let crcs = sidecar::read_crcs(&sidecar, first, count)
+        .map_err(|e| corrupt(format!("reading checksums: {e}")))?;
+    Ok((file, crcs))
 }
 
 fn remove_if_present(path: &Path) -> Result<(), StoreError> {
@@ -145,6 +195,8 @@ impl BlockStore {
             }),
             open: Mutex::new(HashMap::new()),
             next_upload: AtomicU64::new(1),
+            removals: tokio::sync::broadcast::channel(REMOVALS_BUFFER).0,
+            local_socket: RwLock::new(None),
         });
         telemetry::store_gauges(&store.id, store.stats());
         Ok(store)
@@ -189,6 +241,24 @@ impl BlockStore {
     /// Path of `key`'s committed checksum sidecar.
     pub fn sidecar_path(&self, key: BlockKey) -> PathBuf {
         self.paths.sidecar(key)
+    }
+
+    /// Receives the key of every committed block deleted from now on, so
+    /// that short-circuit clients can be told to drop its descriptor. A
+    /// receiver that falls behind gets `Lagged` and must revoke everything.
+    pub fn subscribe_removals(&self) -> tokio::sync::broadcast::Receiver<BlockKey> {
+        self.removals.subscribe()
+    }
+
+    /// Records the Unix socket serving short-circuit reads of this store
+    /// (`None`: not served), which the block server advertises to clients.
+    pub fn set_local_socket(&self, path: Option<PathBuf>) {
+        *self.local_socket.write() = path;
+    }
+
+    /// The Unix socket serving short-circuit reads, if any.
+    pub fn local_socket(&self) -> Option<PathBuf> {
+        self.local_socket.read().clone()
     }
 
     /// Number of uploads in progress.
@@ -399,37 +469,9 @@ impl BlockStore {
         }
         let (data_path, sidecar_path) = (self.paths.data(key), self.paths.sidecar(key));
         blocking(move || {
-            let open = |path: &Path| {
-                File::open(path).map_err(|e| match e.kind() {
-                    // Deleted since the index lookup.
-                    ErrorKind::NotFound => StoreError::NotFound(key),
-                    _ => StoreError::io(format!("open {}", path.display()), e),
-                })
-            };
-            let file = open(&data_path)?;
-            let sidecar = open(&sidecar_path)?;
-            let corrupt = |reason: String| StoreError::Corrupt {
-                path: sidecar_path.clone(),
-                reason,
-            };
-            let header = SidecarHeader::read(&sidecar).map_err(corrupt)?;
-            if header.length != meta.length || header.bytes_per_checksum != bpc {
-                return Err(corrupt("sidecar changed since the block was loaded".into()));
-            }
-            let data_len = file
-                .metadata()
-                .map_err(|e| StoreError::io(format!("stat {}", data_path.display()), e))?
-                .len();
-            if data_len != meta.length {
-                return Err(StoreError::Corrupt {
-                    path: data_path.clone(),
-                    reason: format!("{data_len} bytes, the sidecar records {}", meta.length),
-                });
-            }
             let first = start / u64::from(bpc);
             let count = checksum::chunk_count(end - start, bpc);
-            let crcs = sidecar::read_crcs(&sidecar, first, count)
-                .map_err(|e| corrupt(format!("reading checksums: {e}")))?;
+            let (file, crcs) = open_checked(key, meta, &data_path, &sidecar_path, first, count)?;
             Ok(BlockRange {
                 header: ReadData {
                     offset: start,
@@ -441,6 +483,20 @@ impl BlockStore {
             })
         })
         .await
+    }
+
+    /// Opens committed block `key` whole: its data file and every CRC,
+    /// checked like [`BlockStore::open_range`] (for short-circuit readers).
+    pub async fn open_whole(
+        &self,
+        key: BlockKey,
+    ) -> Result<(BlockMeta, File, Vec<u32>), StoreError> {
+        let meta = self.block(key).ok_or(StoreError::NotFound(key))?;
+        let (data_path, sidecar_path) = (self.paths.data(key), self.paths.sidecar(key));
+        let count = checksum::chunk_count(meta.length, meta.bytes_per_checksum);
+        let (file, crcs) =
+            blocking(move || open_checked(key, meta, &data_path, &sidecar_path, 0, count)).await?;
+        Ok((meta, file, crcs))
     }
 
     /// Deletes block `key`, committed or still uploading. Returns whether
@@ -465,6 +521,8 @@ impl BlockStore {
         };
         if removed.is_some() {
             existed = true;
+            // No receivers is fine: no short-circuit client is watching.
+            let _ = self.removals.send(key);
             let (data, sidecar) = (self.paths.data(key), self.paths.sidecar(key));
             let (shard, fsync) = (self.paths.shard_dir(key), self.fsync);
             // The sidecar marks a block as committed: it goes first. The
@@ -482,6 +540,54 @@ impl BlockStore {
             telemetry::store_gauges(&self.id, self.stats());
         }
         Ok(existed)
+    }
+
+    /// Removes files under `tmp/` older than `max_age` (by mtime) whose
+    /// block has no upload in progress: leftovers of an upload whose discard
+    /// failed. Uploads in progress are `discard_idle_uploads`' business.
+    /// Returns how many files went.
+    pub async fn remove_stale_tmp_files(&self, max_age: Duration) -> usize {
+        let busy: std::collections::HashSet<BlockKey> = self.open.lock().keys().copied().collect();
+        let tmp = self.paths.tmp.clone();
+        let removed = blocking(move || {
+            let entries = fs::read_dir(&tmp)
+                .map_err(|e| StoreError::io(format!("list {}", tmp.display()), e))?;
+            let mut removed = 0;
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let Some(name) = name.to_str() else { continue };
+                // `<key>.<upload>.data|crc`: the key is what precedes the first dot.
+                let stem = name.split('.').next().unwrap_or_default();
+                let Some((key, _)) =
+                    paths::parse_block_file(&format!("{stem}{}", paths::DATA_SUFFIX))
+                else {
+                    continue;
+                };
+                let old = entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|at| at.elapsed().ok())
+                    .is_some_and(|age| age >= max_age);
+                if old && !busy.contains(&key) {
+                    remove_if_present(&entry.path())?;
+                    removed += 1;
+                }
+            }
+            Ok(removed)
+        })
+        .await;
+        match removed {
+            Ok(0) => 0,
+            Ok(n) => {
+                tracing::info!(files = n, "removed stale temporary block files");
+                n
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not sweep temporary block files");
+                0
+            }
+        }
     }
 
     /// Discards uploads untouched for `max_idle` (a writer that died); returns how many.

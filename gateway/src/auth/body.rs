@@ -335,6 +335,8 @@ mod tests {
                 access_key: "AK".into(),
                 user: "u".into(),
                 is_root: false,
+                bucket_grants: None,
+                anonymous: false,
             },
             payload,
             chain: SignatureChain::new(

@@ -6,10 +6,12 @@
 //! tests drive with a secret directly.
 
 mod body;
+pub mod cache;
 mod canonical;
 mod checksum;
 mod chunked;
 mod payload;
+mod post_policy;
 mod presign;
 mod sigv4;
 
@@ -20,12 +22,15 @@ mod testing;
 
 use std::time::SystemTime;
 
-use blockstore::meta::{MetaClient, MetaError};
+use blockstore::meta::{
+    AccessKeyRecord, BucketGrant, BucketRight, MetaClient, MetaError, UserRecord,
+};
 use http::request::Parts;
 
 pub use body::{body_stream, BodyStream};
 pub use checksum::{ChecksumAlgorithm, Checksummer};
 pub use payload::ContentSha256;
+pub use post_policy::{verify_post_form, PolicyCondition, PostPolicy};
 
 use canonical::query_pairs;
 use chunked::SignatureChain;
@@ -39,6 +44,42 @@ pub struct Identity {
     pub user: String,
     /// The root user may reach every bucket.
     pub is_root: bool,
+    /// The buckets a limited access key may reach, with their rights; None
+    /// when the key is not limited.
+    pub bucket_grants: Option<Vec<BucketGrant>>,
+    /// An unsigned request: reaches only public-read buckets, and browser
+    /// form uploads whose policy carries their own signature.
+    pub anonymous: bool,
+}
+
+impl Identity {
+    /// What the caller's access key may do in `bucket` (None: nothing), before
+    /// bucket ownership is considered.
+    pub fn right_in(&self, bucket: &str) -> Option<BucketRight> {
+        blockstore::meta::credentials::key_right(self.bucket_grants.as_deref(), bucket)
+    }
+
+    /// The caller signing with `key`, which belongs to `user`.
+    pub fn of_key(key: AccessKeyRecord, user: UserRecord) -> Self {
+        Self {
+            access_key: key.access_key,
+            user: user.name,
+            is_root: user.is_root,
+            bucket_grants: key.bucket_grants,
+            anonymous: false,
+        }
+    }
+
+    /// The caller of an unsigned request.
+    pub fn anonymous() -> Self {
+        Self {
+            access_key: String::new(),
+            user: String::new(),
+            is_root: false,
+            bucket_grants: Some(Vec::new()),
+            anonymous: true,
+        }
+    }
 }
 
 /// A request whose signature is verified; says how to decode and check its body.
@@ -62,7 +103,7 @@ impl VerifiedRequest {
         identity: Identity,
         payload: ContentSha256,
     ) -> Result<Self, AuthError> {
-        let key = canonical::SigningKey::derive(secret, signed.amz_date.time, &signed.scope.region);
+        let key = cache::signing_key(secret, signed.amz_date.time, &signed.scope.region);
         let seed = canonical::verify_signature(parts, signed, &key)?;
         let chain = SignatureChain::new(
             key,
@@ -75,6 +116,17 @@ impl VerifiedRequest {
             payload,
             chain,
         })
+    }
+
+    /// An unsigned request: its body is read as it comes, checked only
+    /// against Content-Length (and Content-MD5 / checksums where sent).
+    pub fn anonymous() -> Self {
+        let key = canonical::SigningKey::derive("", SystemTime::UNIX_EPOCH, "");
+        Self {
+            identity: Identity::anonymous(),
+            payload: ContentSha256::UnsignedPayload,
+            chain: SignatureChain::new(key, String::new(), String::new(), String::new()),
+        }
     }
 
     /// The request's `x-amz-content-sha256` (`UNSIGNED-PAYLOAD` for a presigned URL without it).
@@ -174,20 +226,17 @@ async fn authenticate_inner(
     region: &str,
 ) -> Result<VerifiedRequest, AuthError> {
     let request = SignedRequest::parse(parts, region)?;
-    let key = meta
-        .get_access_key(request.access_key())
+    let (key, user) = cache::credentials()
+        .lookup(meta, request.access_key())
         .await?
         .ok_or(AuthError::InvalidAccessKeyId)?;
-    let user = meta
-        .get_user(&key.user)
-        .await?
-        .ok_or(AuthError::InvalidAccessKeyId)?;
-    let identity = Identity {
-        access_key: key.access_key,
-        user: user.name,
-        is_root: user.is_root,
-    };
-    request.verify(parts, SystemTime::now(), &key.secret_key, identity)
+    let secret = key.secret_key.clone();
+    request.verify(
+        parts,
+        SystemTime::now(),
+        &secret,
+        Identity::of_key(key, user),
+    )
 }
 
 /// The pure form of [`authenticate`]: `lookup` maps an access key to its secret and identity
@@ -201,6 +250,19 @@ pub fn verify_request(
     let request = SignedRequest::parse(parts, region)?;
     let (secret, identity) = lookup(request.access_key()).ok_or(AuthError::InvalidAccessKeyId)?;
     request.verify(parts, now, &secret, identity)
+}
+
+/// Whether the request carries no signature at all (no Authorization header,
+/// no presigned query): S3 treats it as anonymous.
+pub fn is_unsigned(parts: &Parts) -> bool {
+    if parts.headers.contains_key(http::header::AUTHORIZATION) {
+        return false;
+    }
+    let pairs = query_pairs(parts.uri.query());
+    !presign::is_presigned(&pairs)
+        && !pairs
+            .iter()
+            .any(|(name, _)| name == b"AWSAccessKeyId" || name == b"Signature")
 }
 
 /// A parsed, not yet verified, signed request.

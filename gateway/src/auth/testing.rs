@@ -25,6 +25,8 @@ pub fn example_lookup(access_key: &str) -> Option<(String, Identity)> {
                 access_key: access_key.to_string(),
                 user: "example".to_string(),
                 is_root: false,
+                bucket_grants: None,
+                anonymous: false,
             },
         )
     })

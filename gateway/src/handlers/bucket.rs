@@ -14,11 +14,14 @@ use blockstore::meta::BucketRecord;
 use http::header::{HeaderValue, LOCATION};
 use http::StatusCode;
 
-/// ListBuckets: the caller's own buckets; every bucket for root.
+/// ListBuckets: the caller's own buckets (every bucket for root), within
+/// its access key's limits.
 pub async fn list_buckets(ctx: &RequestContext<'_>) -> Result<Response, S3Error> {
     let identity = ctx.identity();
     let owner = (!identity.is_root).then_some(identity.user.as_str());
     let mut buckets = ctx.state.meta.list_buckets(owner).await?;
+    // A key limited to some buckets sees only those.
+    buckets.retain(|b| identity.right_in(&b.name).is_some());
     buckets.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(xml_response(documents::list_buckets(
         &identity.user,

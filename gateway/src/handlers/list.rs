@@ -10,7 +10,7 @@ use blockstore::meta::{BucketRecord, ListPage};
 
 /// Where the page after `page` starts: meta's marker, else the greatest key
 /// or common prefix returned.
-fn next_marker(page: &ListPage) -> Option<String> {
+pub(super) fn next_marker(page: &ListPage) -> Option<String> {
     if !page.is_truncated {
         return None;
     }
@@ -22,7 +22,8 @@ fn next_marker(page: &ListPage) -> Option<String> {
     last_key.max(last_prefix).map(str::to_string)
 }
 
-async fn page(
+/// One page of `bucket` from meta; max-keys=0 asks nothing of meta.
+pub(super) async fn page(
     ctx: &RequestContext<'_>,
     bucket: &str,
     prefix: &str,

@@ -1,10 +1,17 @@
 //! The S3 handlers, one file per family of operations, and the single entry
 //! point that routes, authenticates, checks access and dispatches.
 
+pub mod acl;
+pub mod attributes;
 pub mod bucket;
+pub mod copy;
+pub mod cors;
 pub mod list;
 pub mod multipart;
 pub mod object;
+pub mod post_object;
+pub mod tagging;
+pub mod versions;
 
 use crate::auth::{self, Identity, VerifiedRequest};
 use crate::error::{S3Code, S3Error};
@@ -14,7 +21,7 @@ use crate::telemetry::{OperationLabel, RequestId};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::Response;
-use blockstore::meta::BucketRecord;
+use blockstore::meta::{BucketRecord, BucketRight};
 use http::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
 use http::request::Parts;
 use http::{Method, StatusCode};
@@ -36,21 +43,37 @@ impl RequestContext<'_> {
         &self.request.identity
     }
 
-    /// The bucket, when it exists and the caller may use it: the root user
-    /// reaches every bucket, another user only the buckets it owns.
-    async fn authorize_bucket(&self, name: &str) -> Result<BucketRecord, S3Error> {
-        let bucket = self
-            .state
-            .meta
-            .get_bucket(name)
-            .await?
-            .ok_or_else(|| S3Error::no_such_bucket(name))?;
+    /// The bucket, when it exists and the caller may use it for `endpoint`:
+    /// the root user reaches every bucket, another user the buckets it owns,
+    /// within its access key's limits; anyone may read a public-read bucket.
+    async fn authorize_bucket(
+        &self,
+        name: &str,
+        endpoint: &Endpoint,
+    ) -> Result<BucketRecord, S3Error> {
+        let bucket = self.existing_bucket(name).await?;
         let identity = self.identity();
-        if identity.is_root || bucket.owner == identity.user {
+        let owns = !identity.anonymous && (identity.is_root || bucket.owner == identity.user);
+        let key_allows = match identity.right_in(name) {
+            Some(BucketRight::ReadWrite) => true,
+            Some(BucketRight::Read) => endpoint.is_read_only(),
+            None => false,
+        };
+        let public = bucket.public_read && endpoint.is_public_read();
+        if (owns && key_allows) || public {
             Ok(bucket)
         } else {
             Err(S3Error::new(S3Code::AccessDenied))
         }
+    }
+
+    /// The bucket `name`, or NoSuchBucket.
+    async fn existing_bucket(&self, name: &str) -> Result<BucketRecord, S3Error> {
+        self.state
+            .meta
+            .get_bucket(name)
+            .await?
+            .ok_or_else(|| S3Error::no_such_bucket(name))
     }
 }
 
@@ -106,7 +129,18 @@ async fn run(
     body: Body,
     endpoint: Result<Endpoint, S3Error>,
 ) -> Result<Response, S3Error> {
-    let request = auth::authenticate(parts, &state.meta, &state.config.region).await?;
+    // An unsigned request may go on only where anonymous access can be
+    // granted (public-read buckets, CORS preflights, form uploads); the body
+    // is not touched before this point, so `Expect: 100-continue` is only
+    // answered once the request is authorised.
+    let anonymous_allowed = endpoint
+        .as_ref()
+        .is_ok_and(|e| e.is_public_read() || matches!(e.access(), Access::Unsigned(_)));
+    let request = if anonymous_allowed && auth::is_unsigned(parts) {
+        VerifiedRequest::anonymous()
+    } else {
+        auth::authenticate(parts, &state.meta, &state.config.region).await?
+    };
     let endpoint = endpoint?;
     let ctx = RequestContext {
         state,
@@ -114,10 +148,26 @@ async fn run(
         request,
     };
     let bucket = match endpoint.access() {
-        Access::BucketOwner(name) => Some(ctx.authorize_bucket(name).await?),
+        Access::BucketOwner(name) => Some(ctx.authorize_bucket(name, &endpoint).await?),
+        Access::Unsigned(name) => Some(ctx.existing_bucket(name).await?),
+        // A key limited to some buckets creates none.
+        Access::CreateBucket if ctx.identity().bucket_grants.is_some() => {
+            return Err(S3Error::new(S3Code::AccessDenied));
+        }
         Access::AnyUser | Access::CreateBucket => None,
     };
-    dispatch(&ctx, endpoint, bucket, body).await
+    let origin = cors::request_origin(parts);
+    let result = dispatch(&ctx, endpoint, bucket.clone(), body).await;
+    let (Some(origin), Some(bucket)) = (origin, &bucket) else {
+        return result;
+    };
+    match result {
+        Ok(mut response) => {
+            cors::decorate(&mut response, bucket, &parts.method, &origin);
+            Ok(response)
+        }
+        Err(error) => Err(cors::decorate_error(error, bucket, &parts.method, &origin)),
+    }
 }
 
 async fn dispatch(
@@ -134,7 +184,11 @@ async fn dispatch(
     };
     match endpoint {
         Endpoint::ListBuckets => bucket::list_buckets(ctx).await,
-        Endpoint::CreateBucket { bucket } => bucket::create_bucket(ctx, &bucket, body).await,
+        Endpoint::CreateBucket { bucket } => {
+            // A new bucket's ACL is its owner's: only canned `private` is accepted.
+            acl::check_acl_headers(&ctx.parts.headers)?;
+            bucket::create_bucket(ctx, &bucket, body).await
+        }
         Endpoint::HeadBucket { .. } => bucket::head_bucket(ctx, &owned()?),
         Endpoint::DeleteBucket { .. } => bucket::delete_bucket(ctx, &owned()?).await,
         Endpoint::GetBucketLocation { .. } => Ok(bucket::get_bucket_location(ctx)),
@@ -142,6 +196,11 @@ async fn dispatch(
         Endpoint::ListObjectsV2 { params, .. } => {
             list::list_objects_v2(ctx, &owned()?, params).await
         }
+        Endpoint::GetBucketCors { .. } => cors::get_bucket_cors(&owned()?),
+        Endpoint::PutBucketCors { .. } => cors::put_bucket_cors(ctx, &owned()?, body).await,
+        Endpoint::DeleteBucketCors { .. } => cors::delete_bucket_cors(ctx, &owned()?).await,
+        Endpoint::CorsPreflight { .. } => cors::preflight(ctx, &owned()?),
+        Endpoint::PostObject { .. } => post_object::post_object(ctx, &owned()?, body).await,
         Endpoint::ListMultipartUploads { params, .. } => {
             multipart::list_uploads(ctx, &owned()?, params).await
         }
@@ -175,5 +234,40 @@ async fn dispatch(
             params,
             ..
         } => multipart::list_parts(ctx, &owned()?, &key, &upload_id, params).await,
+        Endpoint::CopyObject { key, .. } => copy::copy_object(ctx, &owned()?, &key).await,
+        Endpoint::UploadPartCopy {
+            key,
+            upload_id,
+            part_number,
+            ..
+        } => copy::upload_part_copy(ctx, &owned()?, &key, &upload_id, part_number).await,
+        Endpoint::GetObjectTagging { key, .. } => {
+            tagging::get_object_tagging(ctx, &owned()?, &key).await
+        }
+        Endpoint::PutObjectTagging { key, .. } => {
+            tagging::put_object_tagging(ctx, &owned()?, &key, body).await
+        }
+        Endpoint::DeleteObjectTagging { key, .. } => {
+            tagging::delete_object_tagging(ctx, &owned()?, &key).await
+        }
+        Endpoint::GetBucketTagging { .. } => tagging::get_bucket_tagging(&owned()?),
+        Endpoint::PutBucketTagging { .. } => {
+            tagging::put_bucket_tagging(ctx, &owned()?, body).await
+        }
+        Endpoint::DeleteBucketTagging { .. } => {
+            tagging::delete_bucket_tagging(ctx, &owned()?).await
+        }
+        Endpoint::GetBucketVersioning { .. } => Ok(versions::get_bucket_versioning()),
+        Endpoint::PutBucketVersioning { .. } => versions::put_bucket_versioning(),
+        Endpoint::ListObjectVersions { params, .. } => {
+            versions::list_object_versions(ctx, &owned()?, params).await
+        }
+        Endpoint::GetBucketAcl { .. } => acl::get_acl(ctx, &owned()?, None).await,
+        Endpoint::PutBucketAcl { .. } => acl::put_acl(ctx, &owned()?, None, body).await,
+        Endpoint::GetObjectAcl { key, .. } => acl::get_acl(ctx, &owned()?, Some(&key)).await,
+        Endpoint::PutObjectAcl { key, .. } => acl::put_acl(ctx, &owned()?, Some(&key), body).await,
+        Endpoint::GetObjectAttributes { key, .. } => {
+            attributes::get_object_attributes(ctx, &owned()?, &key).await
+        }
     }
 }

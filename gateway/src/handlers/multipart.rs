@@ -2,20 +2,30 @@
 //! CompleteMultipartUpload, AbortMultipartUpload, ListParts,
 //! ListMultipartUploads.
 
-use super::object::{chosen_replication, store_request_body};
+use super::acl::check_acl_headers;
+use super::object::{
+    chosen_replication, requested_write_condition, store_request_body, stored_checksum,
+};
+use super::tagging::tags_from_header;
 use super::{empty_response, xml_response, RequestContext};
+use crate::auth::ChecksumAlgorithm;
 use crate::dates::now_millis;
+use crate::error::S3Code;
 use crate::error::S3Error;
 use crate::headers::{etag_value, ObjectMetadata};
+use crate::object_checksum::{COMPOSITE, FULL_OBJECT};
 use crate::params::{ListPartsParams, ListUploadsParams};
 use crate::request_body::{commit_or_discard, read_small_body};
 use crate::xml::documents::{self, ListPartsDoc, ListUploadsDoc};
+use crate::xml::object_documents;
 use crate::xml::parse::{parse_complete_upload, COMPLETE_UPLOAD_BODY_LIMIT};
 use axum::body::Body;
 use axum::response::Response;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use blockstore::meta::{BucketRecord, PartRecord, UploadRecord};
+use blockstore::meta::ObjectAttributes;
+use blockstore::meta::{BucketRecord, PartRecord, UploadQuery, UploadRecord};
+use http::header::HeaderValue;
 use http::header::{ETAG, HOST};
 use http::StatusCode;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
@@ -28,14 +38,66 @@ fn new_upload_id() -> String {
     URL_SAFE_NO_PAD.encode(bytes)
 }
 
+/// The checksum algorithm and type an upload asks for
+/// (`x-amz-checksum-algorithm`, `x-amz-checksum-type`), checked as S3 does:
+/// FULL_OBJECT only for CRCs, COMPOSITE not for CRC64NVME.
+pub fn upload_checksum_settings(
+    headers: &http::HeaderMap,
+) -> Result<(Option<ChecksumAlgorithm>, Option<&'static str>), S3Error> {
+    let text = |name: &str| headers.get(name).map(|v| v.to_str().unwrap_or(""));
+    let algorithm = match text("x-amz-checksum-algorithm") {
+        None => None,
+        Some(name) => Some(ChecksumAlgorithm::from_name(name).ok_or_else(|| {
+            S3Error::invalid_argument("Checksum algorithm provided is unsupported.")
+                .detail("ArgumentName", "x-amz-checksum-algorithm")
+        })?),
+    };
+    let kind = match text("x-amz-checksum-type") {
+        None => None,
+        Some(t) if t.eq_ignore_ascii_case(FULL_OBJECT) => Some(FULL_OBJECT),
+        Some(t) if t.eq_ignore_ascii_case(COMPOSITE) => Some(COMPOSITE),
+        Some(_) => {
+            return Err(S3Error::invalid_argument(
+                "Value for x-amz-checksum-type header is invalid.",
+            )
+            .detail("ArgumentName", "x-amz-checksum-type"))
+        }
+    };
+    let refuse = |message: String| Err(S3Error::with_message(S3Code::InvalidRequest, message));
+    match (algorithm, kind) {
+        (None, Some(_)) => refuse(
+            "The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header."
+                .into(),
+        ),
+        (Some(a @ (ChecksumAlgorithm::Sha1 | ChecksumAlgorithm::Sha256)), Some(FULL_OBJECT)) => {
+            refuse(format!(
+                "The FULL_OBJECT checksum type cannot be used with the {} checksum algorithm.",
+                a.as_str().to_ascii_lowercase()
+            ))
+        }
+        (Some(ChecksumAlgorithm::Crc64Nvme), Some(COMPOSITE)) => refuse(
+            "The COMPOSITE checksum type cannot be used with the crc64nvme checksum algorithm."
+                .into(),
+        ),
+        (algorithm, kind) => Ok((
+            algorithm,
+            kind.or(algorithm.map(crate::object_checksum::default_type)),
+        )),
+    }
+}
+
 /// CreateMultipartUpload: records the upload with the object's future
-/// metadata and replication.
+/// metadata, tags, checksum settings and replication.
 pub async fn create_upload(
     ctx: &RequestContext<'_>,
     bucket: &BucketRecord,
     key: String,
 ) -> Result<Response, S3Error> {
-    let metadata = ObjectMetadata::from_request(&ctx.parts.headers)?;
+    let headers = &ctx.parts.headers;
+    let metadata = ObjectMetadata::from_request(headers)?;
+    check_acl_headers(headers)?;
+    let tags = tags_from_header(headers)?.unwrap_or_default();
+    let (algorithm, kind) = upload_checksum_settings(headers)?;
     let replication = chosen_replication(ctx, bucket).await?;
     let record = UploadRecord {
         upload_id: new_upload_id(),
@@ -47,10 +109,25 @@ pub async fn create_upload(
         headers: metadata.headers,
         user_metadata: metadata.user_metadata,
         replication,
+        attributes: ObjectAttributes {
+            tags,
+            checksum: None,
+            checksum_algorithm: algorithm.map(|a| a.as_str().to_string()),
+            checksum_type: kind.map(str::to_string),
+        },
     };
     let document = documents::initiate_upload(&record.bucket, &record.key, &record.upload_id);
     ctx.state.meta.create_upload(record).await?;
-    Ok(xml_response(document))
+    let mut response = xml_response(document);
+    if let (Some(algorithm), Some(kind)) = (algorithm, kind) {
+        let out = response.headers_mut();
+        out.insert(
+            "x-amz-checksum-algorithm",
+            HeaderValue::from_static(algorithm.as_str()),
+        );
+        out.insert("x-amz-checksum-type", HeaderValue::from_static(kind));
+    }
+    Ok(response)
 }
 
 async fn existing_upload(
@@ -78,6 +155,7 @@ pub async fn upload_part(
 ) -> Result<Response, S3Error> {
     let upload = existing_upload(ctx, bucket, key, upload_id).await?;
     let stored = store_request_body(ctx, upload.replication, body).await?;
+    let checksum = stored_checksum(&stored);
     let groups = stored.written.groups.clone();
     let etag = etag_value(&stored.etag);
     let part = PartRecord {
@@ -87,11 +165,15 @@ pub async fn upload_part(
         etag: stored.etag,
         created: now_millis(),
         groups: stored.written.groups,
+        checksum: checksum.clone(),
     };
     let meta = &ctx.state.meta;
     commit_or_discard(meta, groups, meta.commit_part(part)).await?;
     let mut response = empty_response(StatusCode::OK);
     response.headers_mut().insert(ETAG, etag);
+    if let Some(checksum) = &checksum {
+        crate::headers::insert_checksum(response.headers_mut(), checksum, None);
+    }
     Ok(response)
 }
 
@@ -120,10 +202,11 @@ pub async fn complete_upload(
     )
     .await?;
     let parts = parse_complete_upload(&document)?;
+    let condition = requested_write_condition(&ctx.parts.headers)?;
     let object = ctx
         .state
         .meta
-        .complete_upload(&bucket.name, key, upload_id, parts)
+        .complete_upload_if(&bucket.name, key, upload_id, parts, condition)
         .await?;
     let host = ctx
         .parts
@@ -136,12 +219,18 @@ pub async fn complete_upload(
         bucket.name,
         utf8_percent_encode(key, LOCATION_KEY)
     );
-    Ok(xml_response(documents::complete_upload(
-        &location,
-        &bucket.name,
-        key,
-        &object.etag,
-    )))
+    let document = match crate::object_checksum::object_checksum(&object) {
+        Some((checksum, kind)) => object_documents::complete_upload_with_checksum(
+            &location,
+            &bucket.name,
+            key,
+            &object.etag,
+            &checksum,
+            kind,
+        ),
+        None => documents::complete_upload(&location, &bucket.name, key, &object.etag),
+    };
+    Ok(xml_response(document))
 }
 
 /// AbortMultipartUpload: 204; the parts' blocks are freed by meta.
@@ -184,104 +273,93 @@ pub async fn list_parts(
     })))
 }
 
-/// The page of `uploads` after the markers, in key then initiation order.
-fn page_uploads(
-    mut uploads: Vec<UploadRecord>,
-    params: &ListUploadsParams,
-) -> (Vec<UploadRecord>, bool) {
-    uploads.retain(|u| u.key.starts_with(&params.prefix));
-    uploads
-        .sort_by(|a, b| (&a.key, a.created, &a.upload_id).cmp(&(&b.key, b.created, &b.upload_id)));
-    if let Some(key_marker) = &params.key_marker {
-        let after_id = params.upload_id_marker.as_ref().and_then(|id| {
-            uploads
-                .iter()
-                .position(|u| &u.key == key_marker && &u.upload_id == id)
-        });
-        match after_id {
-            Some(index) => {
-                uploads.drain(..=index);
-            }
-            None => uploads.retain(|u| &u.key > key_marker),
-        }
-    }
-    let is_truncated = uploads.len() > params.max_uploads as usize;
-    uploads.truncate(params.max_uploads as usize);
-    (uploads, is_truncated)
-}
-
-/// ListMultipartUploads: uploads in progress in the bucket (no delimiter roll-up).
+/// ListMultipartUploads: one page of the uploads in progress in the bucket,
+/// with prefix, markers and delimiter roll-up done by meta.
 pub async fn list_uploads(
     ctx: &RequestContext<'_>,
     bucket: &BucketRecord,
     params: ListUploadsParams,
 ) -> Result<Response, S3Error> {
-    let all = ctx.state.meta.list_uploads(&bucket.name).await?;
-    let (uploads, is_truncated) = page_uploads(all, &params);
+    let query = UploadQuery {
+        prefix: params.prefix.clone(),
+        key_marker: params.key_marker.clone(),
+        upload_id_marker: params.upload_id_marker.clone(),
+        delimiter: params.delimiter.clone(),
+        max_uploads: params.max_uploads,
+    };
+    let page = ctx.state.meta.list_uploads(&bucket.name, query).await?;
     Ok(xml_response(documents::list_uploads(&ListUploadsDoc {
         bucket: &bucket.name,
         prefix: &params.prefix,
+        delimiter: params.delimiter.as_deref(),
         key_marker: params.key_marker.as_deref().unwrap_or(""),
         upload_id_marker: params.upload_id_marker.as_deref().unwrap_or(""),
         max_uploads: params.max_uploads,
         url_encode: params.url_encode,
-        is_truncated,
-        uploads: &uploads,
+        page: &page,
     })))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use blockstore::ReplicationConfig;
-
-    fn upload(key: &str, id: &str, created: i64) -> UploadRecord {
-        UploadRecord {
-            upload_id: id.into(),
-            bucket: "b".into(),
-            key: key.into(),
-            owner: "u".into(),
-            created,
-            content_type: None,
-            headers: Default::default(),
-            user_metadata: Default::default(),
-            replication: ReplicationConfig::REPLICATED_1,
-        }
-    }
-
-    fn params(prefix: &str, key: Option<&str>, id: Option<&str>, max: u32) -> ListUploadsParams {
-        ListUploadsParams {
-            prefix: prefix.into(),
-            key_marker: key.map(Into::into),
-            upload_id_marker: id.map(Into::into),
-            max_uploads: max,
-            url_encode: false,
-        }
-    }
-
-    fn ids(page: &(Vec<UploadRecord>, bool)) -> Vec<&str> {
-        page.0.iter().map(|u| u.upload_id.as_str()).collect()
-    }
 
     #[test]
-    fn uploads_page_by_key_then_upload_markers() {
-        let all = vec![
-            upload("b", "3", 3),
-            upload("a", "2", 2),
-            upload("a", "1", 1),
-            upload("c", "4", 0),
-        ];
-        let page = page_uploads(all.clone(), &params("", None, None, 1000));
-        assert_eq!(ids(&page), ["1", "2", "3", "4"]);
-        assert!(!page.1);
-        let page = page_uploads(all.clone(), &params("", None, None, 2));
-        assert_eq!((ids(&page), page.1), (vec!["1", "2"], true));
-        let page = page_uploads(all.clone(), &params("", Some("a"), None, 1000));
-        assert_eq!(ids(&page), ["3", "4"]);
-        let page = page_uploads(all.clone(), &params("", Some("a"), Some("1"), 1000));
-        assert_eq!(ids(&page), ["2", "3", "4"]);
-        let page = page_uploads(all, &params("b", None, None, 1000));
-        assert_eq!(ids(&page), ["3"]);
+    fn upload_checksum_settings_follow_s3_rules() {
+        let with = |pairs: &[(&'static str, &'static str)]| {
+            let mut map = http::HeaderMap::new();
+            for (n, v) in pairs {
+                map.insert(*n, HeaderValue::from_static(v));
+            }
+            upload_checksum_settings(&map)
+        };
+        assert_eq!(with(&[]).unwrap(), (None, None));
+        assert_eq!(
+            with(&[("x-amz-checksum-algorithm", "CRC64NVME")]).unwrap(),
+            (Some(ChecksumAlgorithm::Crc64Nvme), Some(FULL_OBJECT))
+        );
+        assert_eq!(
+            with(&[("x-amz-checksum-algorithm", "crc32c")]).unwrap(),
+            (Some(ChecksumAlgorithm::Crc32c), Some(COMPOSITE))
+        );
+        assert_eq!(
+            with(&[
+                ("x-amz-checksum-algorithm", "CRC32"),
+                ("x-amz-checksum-type", "FULL_OBJECT")
+            ])
+            .unwrap(),
+            (Some(ChecksumAlgorithm::Crc32), Some(FULL_OBJECT))
+        );
+        for bad in [
+            &[("x-amz-checksum-type", "COMPOSITE")][..],
+            &[
+                ("x-amz-checksum-algorithm", "SHA256"),
+                ("x-amz-checksum-type", "FULL_OBJECT"),
+            ],
+            &[
+                ("x-amz-checksum-algorithm", "CRC64NVME"),
+                ("x-amz-checksum-type", "COMPOSITE"),
+            ],
+        ] {
+            assert_eq!(
+                with(bad).unwrap_err().code(),
+                S3Code::InvalidRequest,
+                "{bad:?}"
+            );
+        }
+        for bad in [
+            &[("x-amz-checksum-algorithm", "MD5")][..],
+            &[
+                ("x-amz-checksum-algorithm", "CRC32"),
+                ("x-amz-checksum-type", "PARTIAL"),
+            ],
+        ] {
+            assert_eq!(
+                with(bad).unwrap_err().code(),
+                S3Code::InvalidArgument,
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

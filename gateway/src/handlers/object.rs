@@ -1,12 +1,16 @@
 //! Object operations: PutObject, GetObject, HeadObject, DeleteObject,
 //! DeleteObjects.
 
+use super::acl::check_acl_headers;
+use super::tagging::{tags_from_header, TAG_COUNT_HEADER};
 use super::{empty_response, xml_response, RequestContext};
+use crate::conditional::WriteConditionError;
 use crate::conditional::{self, Precondition};
 use crate::dates::now_millis;
 use crate::download;
 use crate::error::{S3Code, S3Error};
 use crate::headers::{self, etag_value, object_headers, ObjectMetadata};
+use crate::object_checksum::object_checksum;
 use crate::params::ReadParams;
 use crate::range::{self, ByteRange};
 use crate::request_body::{
@@ -17,7 +21,9 @@ use crate::xml::documents::{self, DeleteOutcome};
 use crate::xml::parse::{parse_delete_objects, DELETE_OBJECTS_BODY_LIMIT};
 use axum::body::Body;
 use axum::response::Response;
-use blockstore::meta::{BucketRecord, ObjectRecord};
+use blockstore::meta::{
+    BucketRecord, ObjectAttributes, ObjectRecord, StoredChecksum, WriteCondition,
+};
 use blockstore::{ObjectId, ReplicationConfig};
 use futures::{stream, StreamExt};
 use http::header::{HeaderValue, CONTENT_LENGTH, CONTENT_RANGE, ETAG, LAST_MODIFIED, RANGE};
@@ -49,16 +55,48 @@ pub(super) async fn store_request_body(
     store_body(stream, ctx.state.store.writer(replication), expected_md5).await
 }
 
-/// PutObject: stores the body, then makes it visible in meta.
+/// The condition of a conditional write (If-None-Match: *, If-Match), which
+/// meta checks atomically with the commit.
+pub(super) fn requested_write_condition(
+    headers: &http::HeaderMap,
+) -> Result<Option<WriteCondition>, S3Error> {
+    crate::conditional::write_condition(headers).map_err(|e| match e {
+        WriteConditionError::IfNoneMatchNotStar => {
+            S3Error::not_implemented("If-None-Match with an ETag on a write (only * is supported)")
+        }
+        WriteConditionError::Both => {
+            S3Error::not_implemented("If-Match together with If-None-Match on a write")
+        }
+    })
+}
+
+/// The checksum a stored body verified, as meta keeps it.
+pub(super) fn stored_checksum(stored: &StoredBody) -> Option<StoredChecksum> {
+    stored
+        .checksum
+        .as_ref()
+        .map(|(algorithm, value)| StoredChecksum {
+            algorithm: algorithm.as_str().to_string(),
+            value: value.clone(),
+        })
+}
+
+/// PutObject: stores the body, then makes it visible in meta (if the
+/// request's write condition holds at that moment).
 pub async fn put_object(
     ctx: &RequestContext<'_>,
     bucket: &BucketRecord,
     key: String,
     body: Body,
 ) -> Result<Response, S3Error> {
-    let metadata = ObjectMetadata::from_request(&ctx.parts.headers)?;
+    let request_headers = &ctx.parts.headers;
+    let metadata = ObjectMetadata::from_request(request_headers)?;
+    check_acl_headers(request_headers)?;
+    let tags = tags_from_header(request_headers)?.unwrap_or_default();
+    let condition = requested_write_condition(request_headers)?;
     let replication = chosen_replication(ctx, bucket).await?;
     let stored = store_request_body(ctx, replication, body).await?;
+    let checksum = stored_checksum(&stored);
     let groups = stored.written.groups.clone();
     let record = ObjectRecord {
         id: ObjectId::random(),
@@ -73,12 +111,20 @@ pub async fn put_object(
         replication: stored.written.replication,
         groups: stored.written.groups,
         parts: vec![],
+        attributes: ObjectAttributes {
+            tags,
+            checksum: checksum.clone(),
+            ..Default::default()
+        },
     };
     let etag = etag_value(&record.etag);
     let meta = &ctx.state.meta;
-    commit_or_discard(meta, groups, meta.commit_object(record)).await?;
+    commit_or_discard(meta, groups, meta.commit_object_if(record, condition)).await?;
     let mut response = empty_response(StatusCode::OK);
     response.headers_mut().insert(ETAG, etag);
+    if let Some(checksum) = &checksum {
+        headers::insert_checksum(response.headers_mut(), checksum, None);
+    }
     Ok(response)
 }
 
@@ -146,6 +192,43 @@ fn not_modified(record: &ObjectRecord) -> Response {
     response
 }
 
+/// The checksum headers of a read with checksum mode: the object's for a
+/// whole-object read, a part's for `partNumber`, none for a Range.
+fn insert_read_checksum(
+    headers: &mut http::HeaderMap,
+    record: &ObjectRecord,
+    params: &ReadParams,
+    partial: bool,
+) {
+    match params.part_number {
+        Some(number) if !record.parts.is_empty() => {
+            let part = record.parts.iter().find(|p| p.number == number);
+            if let Some(checksum) = part.and_then(|p| p.checksum.as_ref()) {
+                headers::insert_checksum(headers, checksum, None);
+            }
+        }
+        _ if partial => {}
+        _ => {
+            if let Some((checksum, kind)) = object_checksum(record) {
+                headers::insert_checksum(headers, &checksum, Some(kind));
+            }
+        }
+    }
+}
+
+/// The object `key` of `bucket`, or NoSuchKey.
+pub(super) async fn existing_object(
+    ctx: &RequestContext<'_>,
+    bucket: &str,
+    key: &str,
+) -> Result<ObjectRecord, S3Error> {
+    ctx.state
+        .meta
+        .get_object(bucket, key)
+        .await?
+        .ok_or_else(|| S3Error::no_such_key(key))
+}
+
 /// GetObject and HeadObject: headers, Range / partNumber, conditional
 /// requests, and for GET the streamed body.
 pub async fn get_object(
@@ -155,12 +238,7 @@ pub async fn get_object(
     params: ReadParams,
     head: bool,
 ) -> Result<Response, S3Error> {
-    let record = ctx
-        .state
-        .meta
-        .get_object(&bucket.name, key)
-        .await?
-        .ok_or_else(|| S3Error::no_such_key(key))?;
+    let record = existing_object(ctx, &bucket.name, key).await?;
     let request_headers = &ctx.parts.headers;
     match conditional::evaluate(request_headers, &record.etag, record.created) {
         Precondition::Proceed => {}
@@ -188,10 +266,23 @@ pub async fn get_object(
             headers.insert(name.clone(), value);
         }
     }
+    if !record.attributes.tags.is_empty() {
+        headers.insert(
+            TAG_COUNT_HEADER,
+            HeaderValue::from(record.attributes.tags.len()),
+        );
+    }
+    if headers::checksum_mode_enabled(request_headers) {
+        insert_read_checksum(&mut headers, &record, &params, partial);
+    }
     let body = if head {
         Body::empty()
     } else {
-        download::object_body(ctx.state.store.reader(&record), range).await?
+        download::object_body(
+            ctx.state.readers.get_or_open(&ctx.state.store, &record),
+            range,
+        )
+        .await?
     };
     let mut response = Response::new(body);
     *response.status_mut() = if partial {
@@ -295,8 +386,10 @@ mod tests {
                     number: i as u32 + 1,
                     size,
                     etag: "p".into(),
+                    checksum: None,
                 })
                 .collect(),
+            attributes: Default::default(),
         }
     }
 

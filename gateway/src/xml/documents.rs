@@ -1,14 +1,17 @@
 //! The S3 response documents Tessera sends, each built from plain data so
 //! that tests can compare them with AWS's documented examples.
 
+use super::object_documents::checksum_element;
 use super::XmlWriter;
 use crate::dates::iso8601;
-use blockstore::meta::{BucketRecord, ListPage, ObjectSummary, PartRecord, UploadRecord};
+use blockstore::meta::{
+    BucketRecord, ListPage, ObjectSummary, PartRecord, StoredChecksum, UploadPage, UploadRecord,
+};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use std::borrow::Cow;
 
 /// S3 reports one storage class for everything Tessera stores.
-const STORAGE_CLASS: &str = "STANDARD";
+pub const STORAGE_CLASS: &str = "STANDARD";
 
 /// Characters escaped by `encoding-type=url`: all but unreserved ones and '/'.
 const URL_ENCODE: &AsciiSet = &NON_ALPHANUMERIC
@@ -32,7 +35,9 @@ pub fn quoted(etag: &str) -> String {
     format!("\"{etag}\"")
 }
 
-fn owner(w: &mut XmlWriter, element: &str, name: &str) {
+/// `<element><ID>name</ID><DisplayName>name</DisplayName></element>`: users
+/// are their own IDs and display names.
+pub(super) fn owner(w: &mut XmlWriter, element: &str, name: &str) {
     w.open(element);
     w.element("ID", name);
     w.element("DisplayName", name);
@@ -80,12 +85,28 @@ pub fn initiate_upload(bucket: &str, key: &str, upload_id: &str) -> Vec<u8> {
 
 /// CompleteMultipartUploadResult; `etag` unquoted.
 pub fn complete_upload(location: &str, bucket: &str, key: &str, etag: &str) -> Vec<u8> {
+    complete_upload_document(location, bucket, key, etag, None)
+}
+
+/// CompleteMultipartUploadResult, with the object checksum and its type
+/// (FULL_OBJECT or COMPOSITE) when it has one.
+pub(super) fn complete_upload_document(
+    location: &str,
+    bucket: &str,
+    key: &str,
+    etag: &str,
+    checksum: Option<(&StoredChecksum, &str)>,
+) -> Vec<u8> {
     let mut w = XmlWriter::new();
     w.open_root("CompleteMultipartUploadResult");
     w.element("Location", location);
     w.element("Bucket", bucket);
     w.element("Key", key);
     w.element("ETag", &quoted(etag));
+    if let Some((checksum, kind)) = checksum {
+        checksum_element(&mut w, checksum);
+        w.element("ChecksumType", kind);
+    }
     w.close("CompleteMultipartUploadResult");
     w.finish()
 }
@@ -130,9 +151,22 @@ pub fn delete_result(outcomes: &[DeleteOutcome<'_>], quiet: bool) -> Vec<u8> {
     w.finish()
 }
 
-fn contents(w: &mut XmlWriter, object: &ObjectSummary, url: bool, owner_name: Option<&str>) {
-    w.open("Contents");
+/// One object of a listing: `Contents` of ListObjects, or (`as_version`)
+/// the object as its one version `null` in ListObjectVersions.
+fn object_entry(
+    w: &mut XmlWriter,
+    object: &ObjectSummary,
+    url: bool,
+    owner_name: Option<&str>,
+    as_version: bool,
+) {
+    let element = if as_version { "Version" } else { "Contents" };
+    w.open(element);
     w.element("Key", &encode_name(&object.key, url));
+    if as_version {
+        w.element("VersionId", "null");
+        w.boolean("IsLatest", true);
+    }
     w.element("LastModified", &iso8601(object.created));
     w.element("ETag", &quoted(&object.etag));
     w.number("Size", object.size);
@@ -140,9 +174,37 @@ fn contents(w: &mut XmlWriter, object: &ObjectSummary, url: bool, owner_name: Op
         owner(w, "Owner", name);
     }
     w.element("StorageClass", STORAGE_CLASS);
-    w.close("Contents");
+    w.close(element);
 }
 
+/// MaxKeys, Delimiter and EncodingType, in the order of ListObjects (v1)
+/// and ListObjectVersions.
+pub(super) fn page_settings(w: &mut XmlWriter, max_keys: u32, delimiter: Option<&str>, url: bool) {
+    w.number("MaxKeys", u64::from(max_keys));
+    if let Some(d) = delimiter {
+        w.element("Delimiter", &encode_name(d, url));
+    }
+    if url {
+        w.element("EncodingType", "url");
+    }
+}
+
+/// IsTruncated, then the page's objects and common prefixes.
+pub(super) fn listing_entries(
+    w: &mut XmlWriter,
+    page: &ListPage,
+    url: bool,
+    owner_name: Option<&str>,
+    as_version: bool,
+) {
+    w.boolean("IsTruncated", page.is_truncated);
+    for object in &page.objects {
+        object_entry(w, object, url, owner_name, as_version);
+    }
+    common_prefixes(w, &page.common_prefixes, url);
+}
+
+/// The `CommonPrefixes` elements of a listing.
 fn common_prefixes(w: &mut XmlWriter, prefixes: &[String], url: bool) {
     for prefix in prefixes {
         w.open("CommonPrefixes");
@@ -196,11 +258,7 @@ pub fn list_objects_v2(doc: &ListV2Doc<'_>) -> Vec<u8> {
     if url {
         w.element("EncodingType", "url");
     }
-    w.boolean("IsTruncated", doc.page.is_truncated);
-    for object in &doc.page.objects {
-        contents(&mut w, object, url, doc.owner);
-    }
-    common_prefixes(&mut w, &doc.page.common_prefixes, url);
+    listing_entries(&mut w, doc.page, url, doc.owner, false);
     w.close("ListBucketResult");
     w.finish()
 }
@@ -238,18 +296,8 @@ pub fn list_objects_v1(doc: &ListV1Doc<'_>) -> Vec<u8> {
     if let Some(m) = doc.next_marker {
         w.element("NextMarker", &encode_name(m, url));
     }
-    w.number("MaxKeys", u64::from(doc.max_keys));
-    if let Some(d) = doc.delimiter {
-        w.element("Delimiter", &encode_name(d, url));
-    }
-    if url {
-        w.element("EncodingType", "url");
-    }
-    w.boolean("IsTruncated", doc.page.is_truncated);
-    for object in &doc.page.objects {
-        contents(&mut w, object, url, Some(doc.owner));
-    }
-    common_prefixes(&mut w, &doc.page.common_prefixes, url);
+    page_settings(&mut w, doc.max_keys, doc.delimiter, url);
+    listing_entries(&mut w, doc.page, url, Some(doc.owner), false);
     w.close("ListBucketResult");
     w.finish()
 }
@@ -302,6 +350,8 @@ pub struct ListUploadsDoc<'a> {
     pub bucket: &'a str,
     /// The prefix asked for.
     pub prefix: &'a str,
+    /// The delimiter asked for, if any.
+    pub delimiter: Option<&'a str>,
     /// The key marker asked for.
     pub key_marker: &'a str,
     /// The upload-id marker asked for.
@@ -310,10 +360,8 @@ pub struct ListUploadsDoc<'a> {
     pub max_uploads: u32,
     /// Whether keys are URL-encoded.
     pub url_encode: bool,
-    /// Whether more uploads follow.
-    pub is_truncated: bool,
-    /// The uploads on this page.
-    pub uploads: &'a [UploadRecord],
+    /// The uploads and common prefixes on this page.
+    pub page: &'a UploadPage,
 }
 
 /// ListMultipartUploadsResult.
@@ -324,18 +372,28 @@ pub fn list_uploads(doc: &ListUploadsDoc<'_>) -> Vec<u8> {
     w.element("Bucket", doc.bucket);
     w.element("KeyMarker", &encode_name(doc.key_marker, url));
     w.element("UploadIdMarker", doc.upload_id_marker);
-    let last = doc.uploads.last();
-    let next_key = last.map_or("", |u| u.key.as_str());
-    let next_id = last.map_or("", |u| u.upload_id.as_str());
+    let page = doc.page;
+    let last = page.uploads.last();
+    let next_key = match &page.next_key_marker {
+        Some(marker) => marker.as_str(),
+        None => last.map_or("", |u| u.key.as_str()),
+    };
+    let next_id = match (&page.next_key_marker, &page.next_upload_id_marker) {
+        (Some(_), id) => id.as_deref().unwrap_or(""),
+        (None, _) => last.map_or("", |u| u.upload_id.as_str()),
+    };
     w.element("NextKeyMarker", &encode_name(next_key, url));
     w.element("NextUploadIdMarker", next_id);
     w.element("Prefix", &encode_name(doc.prefix, url));
+    if let Some(d) = doc.delimiter {
+        w.element("Delimiter", &encode_name(d, url));
+    }
     w.number("MaxUploads", u64::from(doc.max_uploads));
     if url {
         w.element("EncodingType", "url");
     }
-    w.boolean("IsTruncated", doc.is_truncated);
-    for upload in doc.uploads {
+    w.boolean("IsTruncated", page.is_truncated);
+    for upload in &page.uploads {
         w.open("Upload");
         w.element("Key", &encode_name(&upload.key, url));
         w.element("UploadId", &upload.upload_id);
@@ -345,6 +403,7 @@ pub fn list_uploads(doc: &ListUploadsDoc<'_>) -> Vec<u8> {
         w.element("Initiated", &iso8601(upload.created));
         w.close("Upload");
     }
+    common_prefixes(&mut w, &page.common_prefixes, url);
     w.close("ListMultipartUploadsResult");
     w.finish()
 }

@@ -43,6 +43,9 @@ fn bucket(name: &str, created: &str) -> BucketRecord {
         owner: "webfile".into(),
         created: ms(created),
         replication: None,
+        tags: Default::default(),
+        public_read: false,
+        cors: Vec::new(),
     }
 }
 
@@ -319,6 +322,7 @@ fn upload() -> UploadRecord {
         headers: Default::default(),
         user_metadata: Default::default(),
         replication: blockstore::ReplicationConfig::RS_3_2,
+        attributes: Default::default(),
     }
 }
 
@@ -332,6 +336,7 @@ fn list_parts_matches_aws_example() {
         etag: "7778aef83f66abc1fa1e8477f296d394".into(),
         created: ms("2010-11-10T20:48:34.000Z"),
         groups: vec![],
+        checksum: None,
     }];
     let doc = list_parts(&ListPartsDoc {
         upload: &upload(),
@@ -366,21 +371,55 @@ fn list_parts_matches_aws_example() {
 
 #[test]
 fn list_uploads_shows_each_upload() {
-    let uploads = vec![upload()];
+    let page = UploadPage {
+        uploads: vec![upload()],
+        common_prefixes: vec!["photos/".into()],
+        ..UploadPage::default()
+    };
     let doc = list_uploads(&ListUploadsDoc {
         bucket: "example-bucket",
         prefix: "",
+        delimiter: Some("/"),
         key_marker: "",
         upload_id_marker: "",
         max_uploads: 1000,
         url_encode: false,
-        is_truncated: false,
-        uploads: &uploads,
+        page: &page,
     });
     let text = String::from_utf8(doc).unwrap();
     assert!(text.contains("<Key>example-object</Key>"));
     assert!(text.contains("<Initiated>2010-11-10T20:48:33.000Z</Initiated>"));
     assert!(text.contains("<NextUploadIdMarker>XXBsb2"));
+    assert!(text.contains("<Delimiter>/</Delimiter>"));
+    assert!(text.contains("<CommonPrefixes><Prefix>photos/</Prefix></CommonPrefixes>"));
+    assert!(text.contains("<IsTruncated>false</IsTruncated>"));
+}
+
+#[test]
+fn list_uploads_truncated_at_a_common_prefix_has_no_upload_marker() {
+    let page = UploadPage {
+        uploads: vec![upload()],
+        common_prefixes: vec!["z/".into()],
+        is_truncated: true,
+        next_key_marker: Some("z/".into()),
+        next_upload_id_marker: None,
+    };
+    let doc = list_uploads(&ListUploadsDoc {
+        bucket: "example-bucket",
+        prefix: "",
+        delimiter: Some("/"),
+        key_marker: "",
+        upload_id_marker: "",
+        max_uploads: 2,
+        url_encode: false,
+        page: &page,
+    });
+    let text = String::from_utf8(doc).unwrap();
+    assert!(
+        text.contains("<NextKeyMarker>z/</NextKeyMarker><NextUploadIdMarker/>"),
+        "{text}"
+    );
+    assert!(text.contains("<IsTruncated>true</IsTruncated>"));
 }
 
 #[test]

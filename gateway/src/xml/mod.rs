@@ -2,6 +2,7 @@
 //! documents, and the strict reader for request bodies.
 
 pub mod documents;
+pub mod object_documents;
 pub mod parse;
 
 use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
@@ -47,6 +48,12 @@ impl XmlWriter {
     /// Opens the root `<name xmlns="http://s3.amazonaws.com/doc/2006-03-01/">`.
     pub fn open_root(&mut self, name: &str) {
         let start = BytesStart::new(name).with_attributes([("xmlns", S3_NAMESPACE)]);
+        self.emit(Event::Start(start));
+    }
+
+    /// Opens `<name attr="value" ...>` (e.g. an ACL Grantee with its xsi:type).
+    pub fn open_with_attributes(&mut self, name: &str, attributes: &[(&str, &str)]) {
+        let start = BytesStart::new(name).with_attributes(attributes.iter().copied());
         self.emit(Event::Start(start));
     }
 

@@ -1,0 +1,343 @@
+//! Short-circuit local reads against real datanodes (`datanode::start_with`
+//! on port 0, a real Unix socket in a short temporary folder): same bytes as
+//! TCP, checksums still enforced, fallback to TCP when the socket is missing,
+//! and revocation of deleted blocks.
+
+mod common;
+
+use blockstore::client::{ClientConfig, ClientError, DatanodePool};
+use blockstore::meta::{DatanodeReport, MetaError};
+use blockstore::BlockKey;
+use bytes::Bytes;
+use common::{data, key, BPC};
+use datanode::{DatanodeConfig, HeartbeatTarget, RunningDatanode};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusRecorder};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tempfile::TempDir;
+
+/// Meta stand-in: accepts every heartbeat, never asks for deletions.
+#[derive(Clone)]
+struct NoMeta;
+
+impl HeartbeatTarget for NoMeta {
+    async fn heartbeat(&self, _report: DatanodeReport) -> Result<Vec<BlockKey>, MetaError> {
+        Ok(Vec::new())
+    }
+}
+
+/// A folder under /tmp with a short name: Unix socket paths are limited to
+/// 107 bytes.
+fn short_dir() -> TempDir {
+    tempfile::Builder::new()
+        .prefix("sc")
+        .tempdir_in("/tmp")
+        .unwrap()
+}
+
+async fn start_datanode(dir: &Path, socket: Option<PathBuf>) -> RunningDatanode {
+    let config = DatanodeConfig {
+        data_dir: dir.join("dn"),
+        listen: "127.0.0.1:0".into(),
+        fsync: false,
+        heartbeat_interval: Duration::from_secs(60),
+        local_socket: socket,
+        ..DatanodeConfig::default()
+    };
+    datanode::start_with(config, NoMeta).await.unwrap()
+}
+
+fn pool(short_circuit: bool) -> DatanodePool {
+    DatanodePool::new(ClientConfig {
+        bytes_per_checksum: BPC,
+        io_timeout: Duration::from_secs(20),
+        short_circuit,
+        ..ClientConfig::default()
+    })
+}
+
+async fn put(pool: &DatanodePool, addr: &str, key: BlockKey, bytes: &Bytes) {
+    pool.write_chunks(addr, key, 0, bytes.clone())
+        .await
+        .unwrap();
+    pool.commit_block(addr, key, bytes.len() as u64)
+        .await
+        .unwrap();
+}
+
+/// The value of a counter series in `recorder` (0 when never incremented).
+fn counter(recorder: &PrometheusRecorder, series: &str) -> u64 {
+    let text = recorder.handle().render();
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .map_or(0, |value| value.trim().parse().unwrap())
+}
+
+const SC_READS: &str = "tessera_client_short_circuit_reads_total";
+const SC_FALLBACKS: &str = "tessera_client_short_circuit_fallbacks_total";
+const OPENS: &str = "tessera_datanode_requests_total{op=\"short_circuit_open\",outcome=\"ok\"}";
+
+/// Waits (bounded) until `pred` holds; the bound only keeps a broken build
+/// from hanging, it asserts nothing about speed.
+async fn eventually(what: &str, pred: impl Fn() -> bool) {
+    for _ in 0..1000 {
+        if pred() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("never happened: {what}");
+}
+
+#[tokio::test]
+async fn short_circuit_reads_return_the_same_bytes_as_tcp() {
+    // Metrics go to a recorder local to this test's thread (the runtime is
+    // single-threaded), so it sees only its own counts.
+    let recorder = PrometheusBuilder::new().build_recorder();
+    let _metrics = metrics::set_default_local_recorder(&recorder);
+    let dir = short_dir();
+    let node = start_datanode(dir.path(), Some(dir.path().join("dn.sock"))).await;
+    let addr = node.addr().to_string();
+    let tcp = pool(false);
+    let local = pool(true);
+    let len = 3 * BPC as usize + 1234;
+    let bytes = data(len, 7);
+    put(&tcp, &addr, key(1, 0), &bytes).await;
+    let small = data(10, 8);
+    put(&tcp, &addr, key(2, 3), &small).await;
+
+    // The first read finds the datanode local (reads racing with that
+    // discovery go over TCP); then concurrent first reads of another block
+    // share one open.
+    let got = local.read_block(&addr, key(1, 0), 0, 10).await.unwrap();
+    assert_eq!(got, bytes.slice(..10));
+    let first_reads = (0..8).map(|i| local.read_block(&addr, key(2, 3), i, 1));
+    for (i, got) in futures::future::join_all(first_reads)
+        .await
+        .into_iter()
+        .enumerate()
+    {
+        assert_eq!(got.unwrap(), small.slice(i..i + 1));
+    }
+
+    let mut ranges = vec![(0, len), (0, 1), (len - 1, 1), (5, 0), (len, 0)];
+    let bpc = BPC as usize;
+    for start in [1, bpc - 1, bpc, bpc + 1, 2 * bpc + 17] {
+        for n in [1, 100, bpc, bpc + 1, len - start] {
+            if start + n <= len {
+                ranges.push((start, n));
+            }
+        }
+    }
+    for &(offset, n) in &ranges {
+        let got = local
+            .read_block(&addr, key(1, 0), offset as u64, n as u64)
+            .await
+            .unwrap();
+        let over_tcp = tcp
+            .read_block(&addr, key(1, 0), offset as u64, n as u64)
+            .await
+            .unwrap();
+        assert_eq!(got, bytes.slice(offset..offset + n), "range {offset}+{n}");
+        assert_eq!(got, over_tcp, "range {offset}+{n}");
+    }
+    let got = local.read_block(&addr, key(2, 3), 0, 10).await.unwrap();
+    assert_eq!(got, small);
+
+    let stats = local.short_circuit_stats().expect("short-circuit is on");
+    assert_eq!(stats.reads, ranges.len() as u64 + 10);
+    assert_eq!(stats.fallbacks, 0);
+    assert_eq!(stats.cached_replicas, 2);
+    assert!(tcp.short_circuit_stats().is_none());
+    assert_eq!(counter(&recorder, SC_READS), stats.reads);
+    assert_eq!(counter(&recorder, SC_FALLBACKS), 0);
+    // One open per block, however many reads.
+    assert_eq!(counter(&recorder, OPENS), 2);
+
+    // A range past the end is refused as over TCP (out of range), not served.
+    let err = local
+        .read_block(&addr, key(1, 0), len as u64 - 1, 2)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ClientError::Remote { .. }), "{err:?}");
+    node.shutdown().await;
+    assert!(
+        !dir.path().join("dn.sock").exists(),
+        "socket removed on shutdown"
+    );
+}
+
+#[tokio::test]
+async fn a_flipped_byte_on_disk_is_a_checksum_error_on_both_paths() {
+    let recorder = PrometheusBuilder::new().build_recorder();
+    let _metrics = metrics::set_default_local_recorder(&recorder);
+    let dir = short_dir();
+    let node = start_datanode(dir.path(), Some(dir.path().join("dn.sock"))).await;
+    let addr = node.addr().to_string();
+    let tcp = pool(false);
+    let local = pool(true);
+    let bytes = data(2 * BPC as usize, 11);
+    put(&tcp, &addr, key(3, 0), &bytes).await;
+    // Cache the replica first, so the flip happens under an open descriptor.
+    local.read_block(&addr, key(3, 0), 0, 10).await.unwrap();
+
+    let path = node.store().data_path(key(3, 0));
+    let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    let bad = BPC as u64 + 100;
+    file.write_all_at(&[bytes[bad as usize] ^ 0x40], bad)
+        .unwrap();
+
+    let err = local
+        .read_block(&addr, key(3, 0), bad, 1)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ClientError::Checksum { offset, .. } if offset == BPC as u64),
+        "{err:?}"
+    );
+    let stats = local.short_circuit_stats().unwrap();
+    assert_eq!((stats.reads, stats.fallbacks), (1, 1));
+    assert_eq!(counter(&recorder, SC_FALLBACKS), 1);
+    let err = tcp.read_block(&addr, key(3, 0), bad, 1).await.unwrap_err();
+    assert!(matches!(err, ClientError::Checksum { .. }), "{err:?}");
+    // The good first chunk still reads locally.
+    let good = local
+        .read_block(&addr, key(3, 0), 0, BPC as u64)
+        .await
+        .unwrap();
+    assert_eq!(good, bytes.slice(..BPC as usize));
+    assert_eq!(local.short_circuit_stats().unwrap().reads, 2);
+    node.shutdown().await;
+}
+
+#[tokio::test]
+async fn without_a_usable_socket_reads_go_over_tcp() {
+    // No socket configured: the datanode refuses LocalInfo.
+    let dir = short_dir();
+    let node = start_datanode(dir.path(), None).await;
+    let addr = node.addr().to_string();
+    let local = pool(true);
+    let bytes = data(50_000, 3);
+    put(&local, &addr, key(4, 0), &bytes).await;
+    for _ in 0..3 {
+        let got = local
+            .read_block(&addr, key(4, 0), 100, 40_000)
+            .await
+            .unwrap();
+        assert_eq!(got, bytes.slice(100..40_100));
+    }
+    let stats = local.short_circuit_stats().unwrap();
+    assert_eq!((stats.reads, stats.cached_replicas), (0, 0));
+    node.shutdown().await;
+
+    // A socket configured, but its file gone: connecting fails.
+    let dir = short_dir();
+    let socket = dir.path().join("dn.sock");
+    let node = start_datanode(dir.path(), Some(socket.clone())).await;
+    let addr = node.addr().to_string();
+    std::fs::remove_file(&socket).unwrap();
+    let local = pool(true);
+    put(&local, &addr, key(5, 0), &bytes).await;
+    let got = local.read_block(&addr, key(5, 0), 0, 50_000).await.unwrap();
+    assert_eq!(got, bytes);
+    assert_eq!(local.short_circuit_stats().unwrap().reads, 0);
+    node.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_stale_socket_file_is_replaced_but_other_files_are_not() {
+    let dir = short_dir();
+    let socket = dir.path().join("dn.sock");
+    // A crashed run leaves its socket file behind.
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    assert!(socket.exists());
+    let node = start_datanode(dir.path(), Some(socket.clone())).await;
+    let addr = node.addr().to_string();
+    let local = pool(true);
+    let bytes = data(1000, 5);
+    put(&local, &addr, key(6, 0), &bytes).await;
+    assert_eq!(
+        local.read_block(&addr, key(6, 0), 0, 1000).await.unwrap(),
+        bytes
+    );
+    assert_eq!(local.short_circuit_stats().unwrap().reads, 1);
+    node.shutdown().await;
+
+    // A socket another process still serves is not taken over.
+    let live = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let config = DatanodeConfig {
+        data_dir: dir.path().join("dn"),
+        local_socket: Some(socket.clone()),
+        fsync: false,
+        ..DatanodeConfig::default()
+    };
+    assert!(datanode::start_with(config, NoMeta).await.is_err());
+    drop(live);
+    std::fs::remove_file(&socket).unwrap();
+
+    // A regular file at the socket path is someone's data: refuse to start.
+    std::fs::write(&socket, b"not a socket").unwrap();
+    let config = DatanodeConfig {
+        data_dir: dir.path().join("dn"),
+        local_socket: Some(socket.clone()),
+        fsync: false,
+        ..DatanodeConfig::default()
+    };
+    assert!(datanode::start_with(config, NoMeta).await.is_err());
+    assert_eq!(std::fs::read(&socket).unwrap(), b"not a socket");
+}
+
+#[tokio::test]
+async fn deleting_a_block_revokes_its_cached_descriptor() {
+    let dir = short_dir();
+    let node = start_datanode(dir.path(), Some(dir.path().join("dn.sock"))).await;
+    let addr = node.addr().to_string();
+    let local = pool(true);
+    let (a, b) = (data(40_000, 1), data(40_000, 2));
+    put(&local, &addr, key(7, 0), &a).await;
+    put(&local, &addr, key(8, 0), &b).await;
+    assert_eq!(
+        local.read_block(&addr, key(7, 0), 0, 100).await.unwrap(),
+        a.slice(..100)
+    );
+    assert_eq!(
+        local.read_block(&addr, key(8, 0), 0, 100).await.unwrap(),
+        b.slice(..100)
+    );
+    assert_eq!(local.short_circuit_stats().unwrap().cached_replicas, 2);
+
+    // Deleted right before a read: the unlinked file is not served, whether
+    // or not the revocation has arrived yet.
+    local.delete_block(&addr, key(7, 0)).await.unwrap();
+    let err = local
+        .read_block(&addr, key(7, 0), 0, 100)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ClientError::Remote { .. }), "{err:?}");
+
+    // The datanode pushes the deletion: the descriptor goes without a read.
+    let tcp = pool(false);
+    put(&tcp, &addr, key(9, 0), &a).await;
+    local.read_block(&addr, key(9, 0), 0, 10).await.unwrap();
+    assert_eq!(local.short_circuit_stats().unwrap().cached_replicas, 2);
+    tcp.delete_block(&addr, key(9, 0)).await.unwrap();
+    eventually("the revoked replica leaves the cache", || {
+        local.short_circuit_stats().unwrap().cached_replicas == 1
+    })
+    .await;
+    // The other block still reads locally.
+    let before = local.short_circuit_stats().unwrap().reads;
+    assert_eq!(
+        local.read_block(&addr, key(8, 0), 5, 10).await.unwrap(),
+        b.slice(5..15)
+    );
+    assert_eq!(local.short_circuit_stats().unwrap().reads, before + 1);
+
+    // The datanode stopping ends the watch: every descriptor of it goes.
+    node.shutdown().await;
+    eventually("a stopped datanode's replicas leave the cache", || {
+        local.short_circuit_stats().unwrap().cached_replicas == 0
+    })
+    .await;
+}

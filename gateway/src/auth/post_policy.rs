@@ -1,0 +1,316 @@
+//! Browser form uploads (PostObject): the base64 policy document, its SigV4
+//! signature (`x-amz-signature` = HMAC of the policy text with the signing key
+//! of `x-amz-credential`), its expiration and its conditions on the form's
+//! fields and on the file's length.
+
+use super::canonical::{signature_matches, AmzDate, CredentialScope, SigningKey};
+use super::{AuthError, Identity};
+use base64::Engine;
+use blockstore::meta::MetaClient;
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+
+/// One condition of a policy document.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PolicyCondition {
+    /// The field (lower-case name, without `$`) must equal the value.
+    Eq(String, String),
+    /// The field must start with the value (`""` allows anything).
+    StartsWith(String, String),
+    /// The file must be between these sizes, inclusive.
+    ContentLengthRange(u64, u64),
+}
+
+/// A decoded policy document.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PostPolicy {
+    /// After this instant the policy no longer allows uploads.
+    pub expiration: OffsetDateTime,
+    /// Every condition, in document order.
+    pub conditions: Vec<PolicyCondition>,
+}
+
+/// S3's AccessDenied for a form that its policy does not allow.
+fn denied(reason: &str) -> AuthError {
+    AuthError::AccessDenied(format!("Invalid according to Policy: {reason}"))
+}
+
+fn malformed_policy() -> AuthError {
+    AuthError::InvalidArgument("Invalid Policy: Invalid JSON.".to_string())
+}
+
+fn as_u64(value: &serde_json::Value) -> Option<u64> {
+    value
+        .as_u64()
+        .or_else(|| value.as_str().and_then(|s| s.parse().ok()))
+}
+
+fn field_name(raw: &str) -> String {
+    raw.trim_start_matches('$').to_ascii_lowercase()
+}
+
+impl PostPolicy {
+    /// Decodes the base64 JSON of the form's `policy` field.
+    pub fn decode(encoded: &str) -> Result<Self, AuthError> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded.trim())
+            .map_err(|_| malformed_policy())?;
+        let json: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|_| malformed_policy())?;
+        let expiration = json
+            .get("expiration")
+            .and_then(|e| e.as_str())
+            .and_then(|e| OffsetDateTime::parse(e, &Rfc3339).ok())
+            .ok_or_else(|| {
+                AuthError::InvalidArgument(
+                    "Invalid Policy: Invalid 'expiration' value.".to_string(),
+                )
+            })?;
+        let mut conditions = Vec::new();
+        let listed = json
+            .get("conditions")
+            .and_then(|c| c.as_array())
+            .ok_or_else(malformed_policy)?;
+        for condition in listed {
+            conditions.push(match condition {
+                serde_json::Value::Object(map) if map.len() == 1 => {
+                    let (name, value) = map.iter().next().ok_or_else(malformed_policy)?;
+                    let value = value.as_str().ok_or_else(malformed_policy)?;
+                    PolicyCondition::Eq(field_name(name), value.to_string())
+                }
+                serde_json::Value::Array(items) if items.len() == 3 => {
+                    let op = items[0].as_str().ok_or_else(malformed_policy)?;
+                    match op.to_ascii_lowercase().as_str() {
+                        "content-length-range" => {
+                            let min = as_u64(&items[1]).ok_or_else(malformed_policy)?;
+                            let max = as_u64(&items[2]).ok_or_else(malformed_policy)?;
+                            PolicyCondition::ContentLengthRange(min, max)
+                        }
+                        "eq" | "starts-with" => {
+                            let name = items[1].as_str().ok_or_else(malformed_policy)?;
+                            let value = items[2].as_str().ok_or_else(malformed_policy)?;
+                            if op.eq_ignore_ascii_case("eq") {
+                                PolicyCondition::Eq(field_name(name), value.to_string())
+                            } else {
+                                PolicyCondition::StartsWith(field_name(name), value.to_string())
+                            }
+                        }
+                        _ => return Err(malformed_policy()),
+                    }
+                }
+                _ => return Err(malformed_policy()),
+            });
+        }
+        Ok(Self {
+            expiration,
+            conditions,
+        })
+    }
+
+    /// The allowed file sizes, when the policy bounds them.
+    pub fn length_range(&self) -> Option<(u64, u64)> {
+        self.conditions.iter().find_map(|c| match c {
+            PolicyCondition::ContentLengthRange(min, max) => Some((*min, *max)),
+            _ => None,
+        })
+    }
+
+    /// Checks the expiration and every condition against `fields` (lower-case
+    /// names; `key` already has `${filename}` replaced, `bucket` added), and
+    /// that every field is covered by a condition, as S3 requires.
+    pub fn check(
+        &self,
+        fields: &BTreeMap<String, String>,
+        now: SystemTime,
+    ) -> Result<(), AuthError> {
+        if OffsetDateTime::from(now) > self.expiration {
+            return Err(denied("Policy expired."));
+        }
+        for condition in &self.conditions {
+            let (name, ok) = match condition {
+                PolicyCondition::Eq(name, value) => (
+                    name,
+                    fields.get(name).map(String::as_str) == Some(value.as_str()),
+                ),
+                PolicyCondition::StartsWith(name, prefix) => {
+                    let value = fields.get(name).map_or("", String::as_str);
+                    // Content-Type may list several values, each checked.
+                    let ok = if name == "content-type" {
+                        value
+                            .split(',')
+                            .all(|v| v.trim().starts_with(prefix.as_str()))
+                    } else {
+                        value.starts_with(prefix.as_str())
+                    };
+                    (name, ok)
+                }
+                PolicyCondition::ContentLengthRange(..) => continue,
+            };
+            if !ok {
+                return Err(denied(&format!(
+                    "Policy Condition failed: [\"{}\", \"${name}\", ...]",
+                    match condition {
+                        PolicyCondition::Eq(..) => "eq",
+                        _ => "starts-with",
+                    }
+                )));
+            }
+        }
+        let covered = |name: &str| {
+            self.conditions.iter().any(|c| match c {
+                PolicyCondition::Eq(n, _) | PolicyCondition::StartsWith(n, _) => n == name,
+                PolicyCondition::ContentLengthRange(..) => false,
+            })
+        };
+        for name in fields.keys() {
+            let exempt = matches!(
+                name.as_str(),
+                "policy" | "x-amz-signature" | "file" | "bucket" | "awsaccesskeyid" | "signature"
+            ) || name.starts_with("x-ignore-");
+            if !exempt && !covered(name) {
+                return Err(denied(&format!("Extra input fields: {name}")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Verifies the form's SigV4 policy signature and returns who signed it.
+/// `fields` are the form fields by lower-case name.
+pub async fn verify_post_form(
+    fields: &BTreeMap<String, String>,
+    meta: &MetaClient,
+    region: &str,
+    now: SystemTime,
+) -> Result<(PostPolicy, Identity), AuthError> {
+    let get = |name: &str| fields.get(name).map(String::as_str);
+    let (Some(policy_text), Some(signature)) = (get("policy"), get("x-amz-signature")) else {
+        return Err(AuthError::AccessDenied(
+            "anonymous form uploads are not allowed".to_string(),
+        ));
+    };
+    if get("x-amz-algorithm") != Some("AWS4-HMAC-SHA256") {
+        return Err(AuthError::InvalidArgument(
+            "POST requires x-amz-algorithm AWS4-HMAC-SHA256".to_string(),
+        ));
+    }
+    let credential = get("x-amz-credential").ok_or_else(|| {
+        AuthError::InvalidArgument("POST requires the x-amz-credential field".to_string())
+    })?;
+    let scope = CredentialScope::parse(credential, region).map_err(|e| {
+        AuthError::InvalidArgument(format!(
+            "Error parsing the X-Amz-Credential parameter; {}",
+            e.detail(region)
+        ))
+    })?;
+    let date = get("x-amz-date").and_then(AmzDate::parse).ok_or_else(|| {
+        AuthError::InvalidArgument("POST requires a valid x-amz-date".to_string())
+    })?;
+    if date.date() != scope.date {
+        return Err(AuthError::InvalidArgument(
+            "x-amz-date does not match the credential's date".to_string(),
+        ));
+    }
+    let (key, user) = super::cache::credentials()
+        .lookup(meta, &scope.access_key)
+        .await?
+        .ok_or(AuthError::InvalidAccessKeyId)?;
+    let signing_key = SigningKey::derive(&key.secret_key, date.time, &scope.region);
+    if !signature_matches(&signing_key.sign(policy_text), signature) {
+        return Err(AuthError::SignatureDoesNotMatch);
+    }
+    let policy = PostPolicy::decode(policy_text)?;
+    policy.check(fields, now)?;
+    Ok((policy, Identity::of_key(key, user)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encode(json: &str) -> String {
+        base64::engine::general_purpose::STANDARD.encode(json)
+    }
+
+    fn fields(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// The policy of AWS's "Example: Browser-based upload using HTTP POST (using AWS Signature Version 4)".
+    const AWS_EXAMPLE: &str = r#"{ "expiration": "2015-12-30T12:00:00.000Z",
+  "conditions": [
+    {"bucket": "sigv4examplebucket"},
+    ["starts-with", "$key", "user/user1/"],
+    {"acl": "public-read"},
+    {"success_action_redirect": "http://sigv4examplebucket.s3.amazonaws.com/successful_upload.html"},
+    ["starts-with", "$Content-Type", "image/"],
+    {"x-amz-meta-uuid": "14365123651274"},
+    {"x-amz-server-side-encryption": "AES256"},
+    ["starts-with", "$x-amz-meta-tag", ""],
+    {"x-amz-credential": "AKIAIOSFODNN7EXAMPLE/20151229/us-east-1/s3/aws4_request"},
+    {"x-amz-algorithm": "AWS4-HMAC-SHA256"},
+    {"x-amz-date": "20151229T000000Z" }
+  ]
+}"#;
+
+    #[test]
+    fn decodes_the_aws_example_policy() {
+        let policy = PostPolicy::decode(&encode(AWS_EXAMPLE)).unwrap();
+        assert_eq!(policy.conditions.len(), 11);
+        assert_eq!(
+            policy.conditions[1],
+            PolicyCondition::StartsWith("key".into(), "user/user1/".into())
+        );
+        assert_eq!(policy.length_range(), None);
+    }
+
+    #[test]
+    fn policy_signature_depends_on_the_secret() {
+        let policy_b64 = encode(AWS_EXAMPLE);
+        let date = AmzDate::parse("20151229T000000Z").unwrap();
+        let key = SigningKey::derive(
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            date.time,
+            "us-east-1",
+        );
+        let other = SigningKey::derive("other", date.time, "us-east-1");
+        assert_eq!(key.sign(&policy_b64), key.sign(&policy_b64));
+        assert_ne!(key.sign(&policy_b64), other.sign(&policy_b64));
+    }
+
+    #[test]
+    fn conditions_expiry_and_extra_fields() {
+        let json = r#"{"expiration": "2030-01-01T00:00:00Z", "conditions": [
+            {"bucket": "b"}, ["starts-with", "$key", "up/"], ["content-length-range", 1, 10],
+            ["eq", "$x-amz-meta-a", "1"]]}"#;
+        let policy = PostPolicy::decode(&encode(json)).unwrap();
+        assert_eq!(policy.length_range(), Some((1, 10)));
+        let now = SystemTime::now();
+        let good = fields(&[("bucket", "b"), ("key", "up/x"), ("x-amz-meta-a", "1")]);
+        policy.check(&good, now).unwrap();
+        let bad_key = fields(&[("bucket", "b"), ("key", "down/x"), ("x-amz-meta-a", "1")]);
+        assert!(matches!(
+            policy.check(&bad_key, now),
+            Err(AuthError::AccessDenied(_))
+        ));
+        let extra = fields(&[
+            ("bucket", "b"),
+            ("key", "up/x"),
+            ("x-amz-meta-a", "1"),
+            ("x-amz-meta-b", "2"),
+        ]);
+        let err = policy.check(&extra, now).unwrap_err();
+        assert!(err.to_string().contains("Extra input fields"), "{err}");
+        let expired = r#"{"expiration": "2001-01-01T00:00:00Z", "conditions": []}"#;
+        let err = PostPolicy::decode(&encode(expired))
+            .unwrap()
+            .check(&BTreeMap::new(), now)
+            .unwrap_err();
+        assert!(err.to_string().contains("Policy expired"), "{err}");
+    }
+}

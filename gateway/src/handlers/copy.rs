@@ -1,0 +1,447 @@
+//! CopyObject and UploadPartCopy. The source is read with `KeyReader` in
+//! pieces (a few in flight) and fed to a `KeyWriter`, so memory does not grow
+//! with the object; only a copy of an object onto itself, which must replace
+//! its metadata, re-commits the same blocks without moving data.
+
+use super::acl::check_acl_headers;
+use super::object::{chosen_replication, existing_object, requested_write_condition};
+use super::tagging::tags_from_header;
+use super::{xml_response, RequestContext};
+use crate::auth::{ChecksumAlgorithm, Checksummer};
+use crate::conditional::{evaluate_copy_source, Precondition};
+use crate::dates::now_millis;
+use crate::error::{S3Code, S3Error};
+use crate::headers::ObjectMetadata;
+use crate::object_checksum::object_checksum;
+use crate::range::ByteRange;
+use crate::request_body::{commit_or_discard, MAX_OBJECT_UPLOAD};
+use crate::router::Endpoint;
+use crate::xml::object_documents;
+use axum::response::Response;
+use blockstore::client::WrittenKey;
+use blockstore::meta::{
+    BucketRecord, ObjectAttributes, ObjectRecord, PartRecord, StoredChecksum, WriteCondition,
+};
+use blockstore::{ObjectId, ReplicationConfig};
+use futures::{stream, StreamExt};
+use http::HeaderMap;
+use md5::{Digest, Md5};
+use percent_encoding::percent_decode_str;
+use std::sync::Arc;
+
+/// The header naming the source object.
+pub const COPY_SOURCE_HEADER: &str = "x-amz-copy-source";
+/// Reads running ahead of the writer.
+const PIECES_IN_FLIGHT: usize = 2;
+/// Bytes read per `read_at`: whole EC stripes of rs-3-2 and rs-6-3 at 1 MiB cells.
+const PIECE_BYTES: u64 = 3 * 1024 * 1024;
+
+/// The object a copy reads, from `x-amz-copy-source`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CopySource {
+    /// Source bucket.
+    pub bucket: String,
+    /// Source key, decoded.
+    pub key: String,
+}
+
+fn invalid_source(message: &'static str) -> S3Error {
+    S3Error::invalid_argument(message).detail("ArgumentName", COPY_SOURCE_HEADER)
+}
+
+/// Parses `[/]bucket/key[?versionId=null]` with a URL-encoded key. The only
+/// version of an object in an unversioned bucket is `null`.
+pub fn parse_copy_source(value: &str) -> Result<CopySource, S3Error> {
+    let (path, query) = match value.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (value, None),
+    };
+    if let Some(query) = query {
+        for item in query.split('&').filter(|s| !s.is_empty()) {
+            match item.split_once('=') {
+                Some(("versionId", "null")) => {}
+                Some(("versionId", id)) => return Err(crate::router::unknown_version(id)),
+                _ => return Err(invalid_source("Invalid copy source object key")),
+            }
+        }
+    }
+    let decoded = percent_decode_str(path)
+        .decode_utf8()
+        .map_err(|_| invalid_source("Invalid copy source encoding"))?;
+    let trimmed = decoded.strip_prefix('/').unwrap_or(&decoded);
+    match trimmed.split_once('/') {
+        Some((bucket, key)) if !bucket.is_empty() && !key.is_empty() => Ok(CopySource {
+            bucket: bucket.to_string(),
+            key: key.to_string(),
+        }),
+        _ => Err(invalid_source(
+            "Copy Source must mention the source bucket and key: sourcebucket/sourcekey",
+        )),
+    }
+}
+
+/// The `x-amz-copy-source-range` of UploadPartCopy, checked against the
+/// source size.
+pub fn copy_source_range(value: &str, size: u64) -> Result<ByteRange, S3Error> {
+    let malformed = || {
+        S3Error::invalid_argument(
+            "The x-amz-copy-source-range value must be of the form bytes=first-last where \
+             first and last are the zero-based offsets of the first and last bytes to copy",
+        )
+        .detail("ArgumentName", "x-amz-copy-source-range")
+        .detail("ArgumentValue", value.to_string())
+    };
+    let spec = value.trim().strip_prefix("bytes=").ok_or_else(malformed)?;
+    let (first, last) = spec.split_once('-').ok_or_else(malformed)?;
+    let first: u64 = first.trim().parse().map_err(|_| malformed())?;
+    let last: u64 = last.trim().parse().map_err(|_| malformed())?;
+    if last < first {
+        return Err(malformed());
+    }
+    if last >= size {
+        return Err(S3Error::with_message(
+            S3Code::InvalidRequest,
+            format!("Range specified is not valid for source object of size: {size}"),
+        ));
+    }
+    Ok(ByteRange {
+        start: first,
+        end: last + 1,
+    })
+}
+
+/// A metadata or tagging directive: COPY (the default) or REPLACE.
+fn directive(headers: &HeaderMap, name: &'static str) -> Result<bool, S3Error> {
+    match headers.get(name).map(|v| v.to_str().unwrap_or("")) {
+        None | Some("COPY") => Ok(false),
+        Some("REPLACE") => Ok(true),
+        Some(other) => Err(
+            S3Error::invalid_argument(format!("Unknown {name} value {other}"))
+                .detail("ArgumentName", name),
+        ),
+    }
+}
+
+/// Finds, authorizes and checks the source object.
+async fn source_object(ctx: &RequestContext<'_>) -> Result<(CopySource, ObjectRecord), S3Error> {
+    let headers = &ctx.parts.headers;
+    let raw = headers
+        .get(COPY_SOURCE_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(|| invalid_source("Invalid copy source"))?;
+    let source = parse_copy_source(raw)?;
+    // Reading the source needs what a HeadObject of it would need.
+    let read = Endpoint::HeadObject {
+        bucket: source.bucket.clone(),
+        key: source.key.clone(),
+        params: Default::default(),
+    };
+    let bucket = ctx.authorize_bucket(&source.bucket, &read).await?;
+    let record = existing_object(ctx, &bucket.name, &source.key).await?;
+    if evaluate_copy_source(headers, &record.etag, record.created) != Precondition::Proceed {
+        return Err(S3Error::new(S3Code::PreconditionFailed));
+    }
+    Ok((source, record))
+}
+
+/// What a copied range left behind: durable blocks, not yet visible.
+struct Copied {
+    etag: String,
+    written: WrittenKey,
+    checksum: Option<StoredChecksum>,
+}
+
+/// Streams `range` of `record` into a new key of `replication`, computing
+/// the MD5 (and the checksum of `algorithm`) as bytes pass.
+async fn copy_range(
+    ctx: &RequestContext<'_>,
+    record: &ObjectRecord,
+    range: ByteRange,
+    replication: ReplicationConfig,
+    algorithm: Option<ChecksumAlgorithm>,
+) -> Result<Copied, S3Error> {
+    let reader = Arc::new(ctx.state.store.reader(record));
+    let mut writer = ctx.state.store.writer(replication);
+    let mut md5 = Md5::new();
+    let mut checksummer = algorithm.map(Checksummer::new);
+    let offsets = (range.start..range.end).step_by(PIECE_BYTES as usize);
+    let mut pieces = stream::iter(offsets)
+        .map(|offset| {
+            let reader = Arc::clone(&reader);
+            let len = (range.end - offset).min(PIECE_BYTES) as usize;
+            async move {
+                let data = reader.read_at(offset, len).await?;
+                if data.len() != len {
+                    return Err(S3Error::internal(format!(
+                        "short read at {offset}: {} of {len} bytes",
+                        data.len()
+                    )));
+                }
+                Ok::<_, S3Error>(data)
+            }
+        })
+        .buffered(PIECES_IN_FLIGHT);
+    let result = async {
+        while let Some(piece) = pieces.next().await {
+            let piece = piece?;
+            md5.update(&piece);
+            if let Some(c) = &mut checksummer {
+                c.update(&piece);
+            }
+            writer.write(piece).await?;
+        }
+        Ok::<(), S3Error>(())
+    }
+    .await;
+    drop(pieces);
+    if let Err(e) = result {
+        writer.abort().await;
+        return Err(e);
+    }
+    let written = writer.finish().await?;
+    Ok(Copied {
+        etag: hex::encode(md5.finalize()),
+        written,
+        checksum: checksummer.map(|c| StoredChecksum {
+            algorithm: c.algorithm().as_str().to_string(),
+            value: c.finalize_base64(),
+        }),
+    })
+}
+
+/// The algorithm of the copy's checksum: the one asked for, else the source's.
+fn copy_checksum_algorithm(
+    headers: &HeaderMap,
+    source: &ObjectRecord,
+) -> Result<Option<ChecksumAlgorithm>, S3Error> {
+    if let Some(value) = headers.get("x-amz-checksum-algorithm") {
+        let name = value.to_str().unwrap_or("");
+        return ChecksumAlgorithm::from_name(name).map(Some).ok_or_else(|| {
+            S3Error::invalid_argument("Invalid checksum algorithm")
+                .detail("ArgumentName", "x-amz-checksum-algorithm")
+        });
+    }
+    Ok(object_checksum(source).and_then(|(c, _)| ChecksumAlgorithm::from_name(&c.algorithm)))
+}
+
+/// CopyObject: within or across buckets; metadata and tags copied or
+/// replaced by their directives.
+pub async fn copy_object(
+    ctx: &RequestContext<'_>,
+    bucket: &BucketRecord,
+    key: &str,
+) -> Result<Response, S3Error> {
+    let headers = &ctx.parts.headers;
+    check_acl_headers(headers)?;
+    let replace_metadata = directive(headers, "x-amz-metadata-directive")?;
+    let replace_tags = directive(headers, "x-amz-tagging-directive")?;
+    let condition = requested_write_condition(headers)?;
+    let (source, record) = source_object(ctx).await?;
+    let onto_itself = source.bucket == bucket.name && source.key == key;
+    if onto_itself && !replace_metadata {
+        return Err(S3Error::with_message(
+            S3Code::InvalidRequest,
+            "This copy request is illegal because it is trying to copy an object to itself \
+             without changing the object's metadata, storage class, website redirect location \
+             or encryption attributes.",
+        ));
+    }
+    if record.size > MAX_OBJECT_UPLOAD {
+        return Err(S3Error::with_message(
+            S3Code::InvalidRequest,
+            format!(
+                "The specified copy source is larger than the maximum allowable size for a copy \
+                 source: {MAX_OBJECT_UPLOAD}"
+            ),
+        ));
+    }
+    let metadata = if replace_metadata {
+        ObjectMetadata::from_request(headers)?
+    } else {
+        ObjectMetadata {
+            content_type: record.content_type.clone(),
+            headers: record.headers.clone(),
+            user_metadata: record.user_metadata.clone(),
+        }
+    };
+    let tags = if replace_tags {
+        tags_from_header(headers)?.unwrap_or_default()
+    } else {
+        record.attributes.tags.clone()
+    };
+    let now = now_millis();
+    let meta = &ctx.state.meta;
+    if onto_itself {
+        // Same bytes, new metadata: commit the same blocks again, only while
+        // the key still holds the source.
+        let mut updated = record.clone();
+        updated.content_type = metadata.content_type;
+        updated.headers = metadata.headers;
+        updated.user_metadata = metadata.user_metadata;
+        updated.attributes.tags = tags;
+        updated.created = now;
+        let condition = WriteCondition::SameObject(record.id);
+        meta.commit_object_if(updated, Some(condition)).await?;
+        let checksum = object_checksum(&record).map(|(c, _)| c);
+        return Ok(xml_response(object_documents::copy_object_result(
+            &record.etag,
+            now,
+            checksum.as_ref(),
+        )));
+    }
+    let replication = chosen_replication(ctx, bucket).await?;
+    let algorithm = copy_checksum_algorithm(headers, &record)?;
+    let copied = copy_range(
+        ctx,
+        &record,
+        ByteRange::whole(record.size),
+        replication,
+        algorithm,
+    )
+    .await?;
+    let groups = copied.written.groups.clone();
+    let new_record = ObjectRecord {
+        id: ObjectId::random(),
+        bucket: bucket.name.clone(),
+        key: key.to_string(),
+        size: copied.written.size,
+        etag: copied.etag.clone(),
+        content_type: metadata.content_type,
+        headers: metadata.headers,
+        user_metadata: metadata.user_metadata,
+        created: now,
+        replication: copied.written.replication,
+        groups: copied.written.groups,
+        parts: vec![],
+        attributes: ObjectAttributes {
+            tags,
+            checksum: copied.checksum.clone(),
+            ..Default::default()
+        },
+    };
+    commit_or_discard(meta, groups, meta.commit_object_if(new_record, condition)).await?;
+    Ok(xml_response(object_documents::copy_object_result(
+        &copied.etag,
+        now,
+        copied.checksum.as_ref(),
+    )))
+}
+
+/// UploadPartCopy: a part made of a source object, or of the bytes of its
+/// `x-amz-copy-source-range`.
+pub async fn upload_part_copy(
+    ctx: &RequestContext<'_>,
+    bucket: &BucketRecord,
+    key: &str,
+    upload_id: &str,
+    part_number: u32,
+) -> Result<Response, S3Error> {
+    let upload = ctx
+        .state
+        .meta
+        .get_upload(&bucket.name, key, upload_id)
+        .await?
+        .ok_or_else(|| S3Error::no_such_upload(upload_id))?;
+    let (_, record) = source_object(ctx).await?;
+    let range = match ctx
+        .parts
+        .headers
+        .get("x-amz-copy-source-range")
+        .map(|v| v.to_str().unwrap_or(""))
+    {
+        Some(value) => copy_source_range(value, record.size)?,
+        None => ByteRange::whole(record.size),
+    };
+    if range.len() > MAX_OBJECT_UPLOAD {
+        return Err(S3Error::new(S3Code::EntityTooLarge));
+    }
+    let algorithm = upload
+        .attributes
+        .checksum_algorithm
+        .as_deref()
+        .and_then(ChecksumAlgorithm::from_name);
+    let copied = copy_range(ctx, &record, range, upload.replication, algorithm).await?;
+    let now = now_millis();
+    let groups = copied.written.groups.clone();
+    let part = PartRecord {
+        upload_id: upload.upload_id,
+        number: part_number,
+        size: copied.written.size,
+        etag: copied.etag.clone(),
+        created: now,
+        groups: copied.written.groups,
+        checksum: copied.checksum.clone(),
+    };
+    let meta = &ctx.state.meta;
+    commit_or_discard(meta, groups, meta.commit_part(part)).await?;
+    Ok(xml_response(object_documents::copy_part_result(
+        &copied.etag,
+        now,
+        copied.checksum.as_ref(),
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_source_forms() {
+        let expect = |bucket: &str, key: &str| CopySource {
+            bucket: bucket.into(),
+            key: key.into(),
+        };
+        assert_eq!(parse_copy_source("b/k").unwrap(), expect("b", "k"));
+        assert_eq!(parse_copy_source("/b/a/b c").unwrap(), expect("b", "a/b c"));
+        assert_eq!(
+            parse_copy_source("/b/dir%2Fx%20y%3F.txt?versionId=null").unwrap(),
+            expect("b", "dir/x y?.txt")
+        );
+        for bad in ["b", "/b/", "b/k?versionId=abc", "b/k?foo=bar", "/"] {
+            assert_eq!(
+                parse_copy_source(bad).unwrap_err().code(),
+                S3Code::InvalidArgument,
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn copy_source_range_is_inclusive_and_bounded() {
+        assert_eq!(
+            copy_source_range("bytes=0-9", 10).unwrap(),
+            ByteRange { start: 0, end: 10 }
+        );
+        assert_eq!(
+            copy_source_range("bytes=5-5", 10).unwrap(),
+            ByteRange { start: 5, end: 6 }
+        );
+        assert_eq!(
+            copy_source_range("bytes=0-10", 10).unwrap_err().code(),
+            S3Code::InvalidRequest
+        );
+        for bad in ["0-1", "bytes=3-1", "bytes=-5", "bytes=a-b", "bytes=1-"] {
+            assert_eq!(
+                copy_source_range(bad, 10).unwrap_err().code(),
+                S3Code::InvalidArgument,
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn directives_are_copy_or_replace() {
+        let mut headers = HeaderMap::new();
+        assert!(!directive(&headers, "x-amz-metadata-directive").unwrap());
+        headers.insert(
+            "x-amz-metadata-directive",
+            http::HeaderValue::from_static("REPLACE"),
+        );
+        assert!(directive(&headers, "x-amz-metadata-directive").unwrap());
+        headers.insert(
+            "x-amz-metadata-directive",
+            http::HeaderValue::from_static("MOVE"),
+        );
+        assert!(directive(&headers, "x-amz-metadata-directive").is_err());
+    }
+}

@@ -1,0 +1,193 @@
+"""Additional checksums kept with objects and parts: returned by GetObject
+and HeadObject with checksum mode, by GetObjectAttributes, and for
+multipart objects as FULL_OBJECT (combined part CRCs) or COMPOSITE."""
+
+import base64
+import hashlib
+import os
+import zlib
+
+import pytest
+
+from tessera_clients import MIB
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def crc32_b64(data: bytes) -> str:
+    return b64(zlib.crc32(data).to_bytes(4, "big"))
+
+
+def _reflected_table(poly: int) -> list[int]:
+    table = []
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ poly if crc & 1 else crc >> 1
+        table.append(crc)
+    return table
+
+
+_CRC32C = _reflected_table(0x82F63B78)
+_CRC64NVME = _reflected_table(0x9A6C9329AC4BC9B5)
+
+
+def reflected_crc(data: bytes, table: list[int], width: int) -> bytes:
+    """A reflected CRC with all-ones init and xor-out (CRC32C, CRC64/NVME),
+    in pure Python: botocore needs awscrt for these two."""
+    mask = (1 << width) - 1
+    crc = mask
+    for byte in data:
+        crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    return (crc ^ mask).to_bytes(width // 8, "big")
+
+
+def crc32c_b64(data: bytes) -> str:
+    return b64(reflected_crc(data, _CRC32C, 32))
+
+
+def crc64nvme_b64(data: bytes) -> str:
+    return b64(reflected_crc(data, _CRC64NVME, 64))
+
+
+def test_python_crcs_match_the_catalogue():
+    assert reflected_crc(b"123456789", _CRC32C, 32).hex() == "e3069283"
+    assert reflected_crc(b"123456789", _CRC64NVME, 64).hex() == "ae8b14860a799888"
+
+
+def test_put_checksums_are_returned(s3, bucket):
+    data = os.urandom(70_000)
+    sha = b64(hashlib.sha256(data).digest())
+    s3.put_object(Bucket=bucket, Key="sha", Body=data, ChecksumSHA256=sha)
+    head = s3.head_object(Bucket=bucket, Key="sha", ChecksumMode="ENABLED")
+    assert head["ChecksumSHA256"] == sha
+    assert head["ChecksumType"] == "FULL_OBJECT"
+    got = s3.get_object(Bucket=bucket, Key="sha", ChecksumMode="ENABLED")
+    assert got["ChecksumSHA256"] == sha
+    assert got["Body"].read() == data
+    # Without checksum mode nothing is sent.
+    assert "ChecksumSHA256" not in s3.head_object(Bucket=bucket, Key="sha")
+    # A ranged read has no whole-object checksum.
+    ranged = s3.get_object(Bucket=bucket, Key="sha", Range="bytes=0-9", ChecksumMode="ENABLED")
+    assert "ChecksumSHA256" not in ranged
+
+
+@pytest.mark.parametrize("algorithm", ["CRC32", "SHA1", "SHA256"])
+def test_sdk_checksum_is_kept(s3, bucket, algorithm):
+    data = os.urandom(10_000)
+    s3.put_object(Bucket=bucket, Key="k", Body=data, ChecksumAlgorithm=algorithm)
+    head = s3.head_object(Bucket=bucket, Key="k", ChecksumMode="ENABLED")
+    assert head.get(f"Checksum{algorithm}"), head
+    if algorithm == "CRC32":
+        assert head["ChecksumCRC32"] == crc32_b64(data)
+    attributes = s3.get_object_attributes(
+        Bucket=bucket, Key="k", ObjectAttributes=["ETag", "Checksum", "ObjectSize", "StorageClass"]
+    )
+    assert attributes["Checksum"][f"Checksum{algorithm}"] == head[f"Checksum{algorithm}"]
+    assert attributes["ObjectSize"] == len(data)
+    assert attributes["StorageClass"] == "STANDARD"
+    assert f'"{attributes["ETag"]}"' == head["ETag"]
+
+
+@pytest.mark.parametrize("algorithm,compute", [("crc32c", crc32c_b64), ("crc64nvme", crc64nvme_b64)])
+def test_crc32c_and_crc64nvme_are_kept(raw, s3, bucket, algorithm, compute):
+    data = os.urandom(3000)
+    value = compute(data)
+    reply = raw.request("PUT", f"/{bucket}/k", headers={f"x-amz-checksum-{algorithm}": value}, body=data)
+    assert reply.status_code == 200, reply.text
+    assert reply.headers[f"x-amz-checksum-{algorithm}"] == value
+    head = raw.request("HEAD", f"/{bucket}/k", headers={"x-amz-checksum-mode": "ENABLED"})
+    assert head.headers[f"x-amz-checksum-{algorithm}"] == value
+    assert head.headers["x-amz-checksum-type"] == "FULL_OBJECT"
+    bad = raw.request("PUT", f"/{bucket}/k2", headers={f"x-amz-checksum-{algorithm}": value}, body=data + b"!")
+    assert bad.status_code == 400
+
+
+def multipart(s3, bucket, key, parts, algorithm, kind=None):
+    extra = {"ChecksumType": kind} if kind else {}
+    upload = s3.create_multipart_upload(Bucket=bucket, Key=key, ChecksumAlgorithm=algorithm, **extra)["UploadId"]
+    done = []
+    for number, data in enumerate(parts, 1):
+        reply = s3.upload_part(
+            Bucket=bucket, Key=key, UploadId=upload, PartNumber=number, Body=data, ChecksumAlgorithm=algorithm
+        )
+        entry = {"PartNumber": number, "ETag": reply["ETag"]}
+        entry[f"Checksum{algorithm}"] = reply[f"Checksum{algorithm}"]
+        done.append(entry)
+    reply = s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload, MultipartUpload={"Parts": done})
+    head = s3.head_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
+    assert reply[f"Checksum{algorithm}"] == head[f"Checksum{algorithm}"]
+    assert reply["ChecksumType"] == head["ChecksumType"]
+    return done
+
+
+def test_multipart_crc32_full_object_combines_part_crcs(s3, bucket):
+    parts = [os.urandom(5 * MIB), os.urandom(5 * MIB), os.urandom(1234)]
+    multipart(s3, bucket, "full", parts, "CRC32", "FULL_OBJECT")
+    head = s3.head_object(Bucket=bucket, Key="full", ChecksumMode="ENABLED")
+    assert head["ChecksumCRC32"] == crc32_b64(b"".join(parts))
+    assert head["ChecksumType"] == "FULL_OBJECT"
+    # boto3 verifies a full-object checksum against the body it reads.
+    body = s3.get_object(Bucket=bucket, Key="full", ChecksumMode="ENABLED")["Body"].read()
+    assert body == b"".join(parts)
+
+
+def test_multipart_composite_is_checksum_of_part_checksums(s3, bucket):
+    parts = [os.urandom(5 * MIB), os.urandom(100)]
+    done = multipart(s3, bucket, "composite", parts, "CRC32")
+    digests = b"".join(base64.b64decode(p["ChecksumCRC32"]) for p in done)
+    head = s3.head_object(Bucket=bucket, Key="composite", ChecksumMode="ENABLED")
+    assert head["ChecksumCRC32"] == f"{crc32_b64(digests)}-2"
+    assert head["ChecksumType"] == "COMPOSITE"
+    attributes = s3.get_object_attributes(
+        Bucket=bucket, Key="composite", ObjectAttributes=["ObjectParts", "Checksum"], MaxParts=1
+    )
+    object_parts = attributes["ObjectParts"]
+    assert object_parts["TotalPartsCount"] == 2
+    assert object_parts["IsTruncated"] is True
+    assert [(p["PartNumber"], p["Size"], p["ChecksumCRC32"]) for p in object_parts["Parts"]] == [
+        (1, 5 * MIB, done[0]["ChecksumCRC32"])
+    ]
+    part = s3.head_object(Bucket=bucket, Key="composite", PartNumber=2, ChecksumMode="ENABLED")
+    assert part["ChecksumCRC32"] == done[1]["ChecksumCRC32"]
+
+
+@pytest.mark.parametrize(
+    "algorithm,compute,kind",
+    [("crc64nvme", crc64nvme_b64, None), ("crc32c", crc32c_b64, "FULL_OBJECT")],
+)
+def test_multipart_crc_full_object_without_reading_data(raw, s3, bucket, algorithm, compute, kind):
+    """The object CRC is the combination of the part CRCs (CRC64NVME is
+    full-object by default)."""
+    parts = [bytes(range(256)) * (5 * MIB // 256), os.urandom(777)]
+    extra = {"ChecksumType": kind} if kind else {}
+    upload = s3.create_multipart_upload(
+        Bucket=bucket, Key="mp", ChecksumAlgorithm=algorithm.upper(), **extra
+    )["UploadId"]
+    done = []
+    for number, data in enumerate(parts, 1):
+        reply = raw.request(
+            "PUT", f"/{bucket}/mp", query=f"partNumber={number}&uploadId={upload}",
+            headers={f"x-amz-checksum-{algorithm}": compute(data)}, body=data,
+        )
+        assert reply.status_code == 200, reply.text
+        done.append({"PartNumber": number, "ETag": reply.headers["ETag"]})
+    s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=upload, MultipartUpload={"Parts": done})
+    head = raw.request("HEAD", f"/{bucket}/mp", headers={"x-amz-checksum-mode": "ENABLED"})
+    assert head.headers[f"x-amz-checksum-{algorithm}"] == compute(b"".join(parts))
+    assert head.headers["x-amz-checksum-type"] == "FULL_OBJECT"
+
+
+def test_aws_cli_reads_checksums(aws, s3, bucket):
+    import json
+
+    data = os.urandom(1000)
+    s3.put_object(Bucket=bucket, Key="cli", Body=data, ChecksumAlgorithm="CRC32")
+    out = json.loads(
+        aws("s3api", "get-object-attributes", "--bucket", bucket, "--key", "cli",
+            "--object-attributes", "Checksum", "ObjectSize").stdout
+    )
+    assert out["Checksum"]["ChecksumCRC32"] == crc32_b64(data)
+    assert out["ObjectSize"] == 1000

@@ -1,0 +1,103 @@
+//! `tessera bench get`: whole-object GETs of a set of objects through S3,
+//! from many concurrent clients.
+
+use super::args::GetArgs;
+use super::live::{run_worker, Budget, Goal};
+use super::pread::collect;
+use super::report::{Counters, WorkloadResult};
+use super::s3_client::S3Client;
+use super::store_ops::Payload;
+use super::{Phase, RunOutcome};
+use anyhow::{bail, Context, Result};
+use futures::future::join_all;
+use rand::Rng;
+use std::sync::Arc;
+
+/// Name of object `i` of the set for `object_size`: sets of different sizes
+/// do not overwrite each other.
+pub fn object_key(object_size: u64, i: u64) -> String {
+    format!("bench-get/{object_size}/{i:06}")
+}
+
+/// Writes the objects of the set that are absent or of another size.
+async fn ensure_objects(client: &S3Client, args: &GetArgs) -> Result<()> {
+    client.create_bucket(&args.bucket).await?;
+    let mut payload: Option<Payload> = None;
+    for i in 0..args.objects {
+        let key = object_key(args.object_size, i);
+        if client.head_object(&args.bucket, &key).await? == Some(args.object_size) {
+            continue;
+        }
+        if payload.is_none() {
+            payload = Some(Payload::random(args.object_size)?);
+        }
+        let data = payload.as_ref().map(|p| p.data.clone()).unwrap_or_default();
+        client
+            .put_object(&args.bucket, &key, data, args.replication)
+            .await
+            .with_context(|| format!("writing {}/{key}", args.bucket))?;
+    }
+    Ok(())
+}
+
+/// Runs the workload and returns its report.
+pub async fn run(args: GetArgs) -> Result<RunOutcome> {
+    if args.clients == 0 || args.objects == 0 {
+        bail!("--clients and --objects must be at least 1");
+    }
+    let s3 = &args.s3;
+    let client = S3Client::new(&s3.endpoint, &s3.access_key, &s3.secret_key, &s3.region)?;
+    ensure_objects(&client, &args).await?;
+    let counters = Arc::new(Counters::default());
+    let phase = Phase::begin(
+        &args.output,
+        Goal::Duration(args.duration),
+        vec![("get".to_string(), counters.clone())],
+    );
+    let budget = Arc::new(Budget::new(None, args.duration));
+    let tasks: Vec<_> = (0..args.clients)
+        .map(|_| {
+            let client = client.clone();
+            let bucket = args.bucket.clone();
+            let (size, objects) = (args.object_size, args.objects);
+            tokio::spawn(run_worker(budget.clone(), counters.clone(), move |_| {
+                let client = client.clone();
+                let bucket = bucket.clone();
+                async move {
+                    let i = rand::thread_rng().gen_range(0..objects);
+                    client
+                        .get_object(&bucket, &object_key(size, i), None, size)
+                        .await
+                }
+            }))
+        })
+        .collect();
+    let tallies = collect(join_all(tasks).await)?;
+    let ended = phase.end().await;
+    let results = vec![WorkloadResult::new(
+        "get",
+        args.clients,
+        args.object_size,
+        &counters,
+        tallies,
+        ended.elapsed,
+    )];
+    let settings = serde_json::json!({
+        "bucket": args.bucket, "clients": args.clients, "object_size": args.object_size,
+        "objects": args.objects, "duration_s": args.duration.as_secs_f64(),
+        "replication": args.replication.map(|r| r.to_string()),
+    });
+    let report = ended.report("get", "s3", s3.endpoint.clone(), settings, &results);
+    Ok(RunOutcome { report, results })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn object_keys_separate_sizes() {
+        assert_eq!(object_key(1024, 3), "bench-get/1024/000003");
+        assert_ne!(object_key(1024, 3), object_key(2048, 3));
+    }
+}

@@ -1,0 +1,141 @@
+//! Keys through the client library, as the gateway's PUT stores them: a
+//! `KeyWriter` fills block groups on the datanodes, then meta commits the
+//! object record that makes the key visible.
+
+use crate::roles::StorageSettings;
+use anyhow::{Context, Result};
+use blockstore::client::StoreClient;
+use blockstore::meta::{MetaError, ObjectRecord};
+use blockstore::{ObjectId, ReplicationConfig};
+use bytes::Bytes;
+use md5::{Digest, Md5};
+use rand::RngCore;
+use std::collections::BTreeMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The bytes every written key holds, with their MD5 computed once.
+#[derive(Clone)]
+pub struct Payload {
+    /// The body.
+    pub data: Bytes,
+    /// Hex MD5 of `data` (the ETag).
+    pub md5: String,
+}
+
+impl Payload {
+    /// `size` random bytes.
+    pub fn random(size: u64) -> Result<Self> {
+        let len = usize::try_from(size).context("payload too large for this machine")?;
+        let mut data = vec![0u8; len];
+        rand::thread_rng().fill_bytes(&mut data);
+        let md5 = hex::encode(Md5::digest(&data));
+        Ok(Self {
+            data: Bytes::from(data),
+            md5,
+        })
+    }
+}
+
+/// A client library handle on the cluster behind meta's RPC at `meta_addr`,
+/// presenting `cluster`'s token.
+pub fn connect(
+    meta_addr: &str,
+    cluster: &crate::roles::ClusterTokenArgs,
+    storage: &StorageSettings,
+) -> Result<StoreClient> {
+    let meta = cluster.remote_meta(meta_addr)?;
+    Ok(StoreClient::new(meta, storage.client_config()?))
+}
+
+/// Creates `bucket` for the root user unless it exists.
+pub async fn ensure_bucket(store: &StoreClient, bucket: &str) -> Result<()> {
+    match store.meta().create_bucket(bucket, "root", None).await {
+        Ok(())
+        | Err(MetaError::BucketAlreadyOwnedByYou(_))
+        | Err(MetaError::BucketAlreadyExists(_)) => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("creating bucket {bucket}")),
+    }
+}
+
+fn now_millis() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Writes `payload` as `bucket/key` in pieces of `write_size` and commits it.
+pub async fn write_key(
+    store: &StoreClient,
+    bucket: &str,
+    key: &str,
+    payload: &Payload,
+    write_size: usize,
+    replication: ReplicationConfig,
+) -> Result<ObjectRecord> {
+    let mut writer = store.writer(replication);
+    let mut offset = 0;
+    let total = payload.data.len();
+    while offset < total {
+        let end = (offset + write_size.max(1)).min(total);
+        if let Err(e) = writer.write(payload.data.slice(offset..end)).await {
+            writer.abort().await;
+            return Err(e).with_context(|| format!("writing {bucket}/{key}"));
+        }
+        offset = end;
+    }
+    let written = writer
+        .finish()
+        .await
+        .with_context(|| format!("finishing {bucket}/{key}"))?;
+    let record = ObjectRecord {
+        id: ObjectId::random(),
+        bucket: bucket.to_string(),
+        key: key.to_string(),
+        size: written.size,
+        etag: payload.md5.clone(),
+        content_type: None,
+        headers: BTreeMap::new(),
+        user_metadata: BTreeMap::new(),
+        created: now_millis(),
+        replication: written.replication,
+        groups: written.groups.clone(),
+        parts: vec![],
+        attributes: Default::default(),
+    };
+    let meta = store.meta();
+    if let Err(e) = meta.commit_object(record.clone()).await {
+        // As the gateway does: free the blocks only when the commit surely failed.
+        if !e.may_have_applied() {
+            let _ = meta.discard_blocks(written.groups).await;
+        }
+        return Err(e).with_context(|| format!("committing {bucket}/{key}"));
+    }
+    Ok(record)
+}
+
+/// The object at `bucket/key`, written first (with `size` random bytes) when absent.
+pub async fn ensure_key(
+    store: &StoreClient,
+    bucket: &str,
+    key: &str,
+    size: u64,
+    replication: ReplicationConfig,
+) -> Result<ObjectRecord> {
+    ensure_bucket(store, bucket).await?;
+    if let Some(record) = store
+        .meta()
+        .get_object(bucket, key)
+        .await
+        .with_context(|| format!("looking up {bucket}/{key}"))?
+    {
+        return Ok(record);
+    }
+    let payload = Payload::random(size)?;
+    write_key(store, bucket, key, &payload, 1 << 20, replication).await?;
+    // Read the record back: meta fills in the datanodes' current addresses.
+    store
+        .meta()
+        .get_object(bucket, key)
+        .await?
+        .with_context(|| format!("{bucket}/{key} vanished after its commit"))
+}
