@@ -1,10 +1,12 @@
 #!/bin/bash
 # Benchmarks for docs/benchmarks.md; writes JSON per run into /tmp/bm/out
+# Measurements behind docs/benchmarks.md; results land in /tmp/bm/out.
 set -u
-B=/tmp/tessera-bench-final
+HERE=$(cd "$(dirname "$0")" \&\& pwd)
+B=${TESSERA_BIN:-$HERE/../../target/release/tessera}
 OUT=/tmp/bm/out; mkdir -p $OUT
-cd /work/main
-summ() { python3 /tmp/bm/summ.py "$@"; }
+cd "$HERE/../.."
+summ() { python3 "$HERE/summ.py" "$@"; }
 start_cluster() { # name, env...
   local name=$1; shift
   rm -rf /tmp/bm/$name; env "$@" scripts/bench-cluster.sh --bin $B --dir /tmp/bm/$name > /tmp/bm/$name.out 2>&1 &

@@ -1,8 +1,10 @@
 #!/bin/bash
+# Measurements behind docs/benchmarks.md; results land in /tmp/bm/out.
 set -u
-B=/tmp/tessera-bench-final
+HERE=$(cd "$(dirname "$0")" \&\& pwd)
+B=${TESSERA_BIN:-$HERE/../../target/release/tessera}
 OUT=/tmp/bm/out; cd /work/main
-summ() { python3 /tmp/bm/summ.py "$@"; }
+summ() { python3 "$HERE/summ.py" "$@"; }
 name=c2; rm -rf /tmp/bm/$name; scripts/bench-cluster.sh --bin $B --dir /tmp/bm/$name > /tmp/bm/$name.out 2>&1 &
 CP=$!
 for i in $(seq 60); do grep -q "cluster ready" /tmp/bm/$name.out && break; sleep 1; done
