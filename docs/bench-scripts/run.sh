@@ -2,7 +2,7 @@
 # Benchmarks for docs/benchmarks.md; writes JSON per run into /tmp/bm/out
 # Measurements behind docs/benchmarks.md; results land in /tmp/bm/out.
 set -u
-HERE=$(cd "$(dirname "$0")" \&\& pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
 B=${TESSERA_BIN:-$HERE/../../target/release/tessera}
 OUT=/tmp/bm/out; mkdir -p $OUT
 cd "$HERE/../.."

@@ -1,9 +1,9 @@
 #!/bin/bash
 # Measurements behind docs/benchmarks.md; results land in /tmp/bm/out.
 set -u
-HERE=$(cd "$(dirname "$0")" \&\& pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
 B=${TESSERA_BIN:-$HERE/../../target/release/tessera}
-OUT=/tmp/bm/out; cd /work/main
+OUT=/tmp/bm/out; mkdir -p $OUT; cd "$HERE/../.."
 summ() { python3 "$HERE/summ.py" "$@"; }
 name=c2; rm -rf /tmp/bm/$name; scripts/bench-cluster.sh --bin $B --dir /tmp/bm/$name > /tmp/bm/$name.out 2>&1 &
 CP=$!

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Measurements behind docs/benchmarks.md; results land in /tmp/bm/out.
 set -u
-HERE=$(cd "$(dirname "$0")" \&\& pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
 B=${TESSERA_BIN:-$HERE/../../target/release/tessera}
 summ() { python3 "$HERE/summ.py" "$@"; }
 name=c3; rm -rf /tmp/bm/$name; scripts/bench-cluster.sh --bin $B --dir /tmp/bm/$name --keep > /tmp/bm/$name.out 2>&1 &
