@@ -13,6 +13,12 @@ use anyhow::Result;
 use clap::{CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
 
+/// mimalloc instead of glibc's malloc: the gateway allocates and frees a few
+/// small buffers per request on every core, and glibc's arenas spent ~20% of
+/// its CPU in malloc/free under ranged GETs (docs/benchmarks.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Tessera: an S3-compatible object store on an erasure-coded block store.
 #[derive(Parser, Debug)]
 #[command(name = "tessera", version, about)]
