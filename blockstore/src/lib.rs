@@ -12,6 +12,7 @@ pub mod codec;
 pub mod ids;
 pub mod layout;
 pub mod meta;
+pub mod page_cache;
 pub mod protocol;
 
 pub use ids::{BlockId, BlockKey, DatanodeId, ObjectId};

@@ -21,6 +21,7 @@ mod sendfile;
 use crate::error::StoreError;
 use crate::telemetry;
 use blockstore::checksum::{self, ChecksumError};
+use blockstore::page_cache::{self, read_cached, INLINE_READ_MAX};
 use blockstore::protocol::{self, ProtocolError, ReadData, Reply};
 use blockstore::BlockKey;
 use open_blocks::{OpenBlock, OpenRange};
@@ -39,10 +40,6 @@ use tokio::net::TcpStream;
 const PIECE: usize = 1024 * 1024;
 /// Whether a failed sendfile fallback was logged already (once is enough).
 static SENDFILE_UNSUPPORTED_LOGGED: AtomicBool = AtomicBool::new(false);
-/// Replies up to this long are first tried from the page cache on the executor.
-const INLINE_MAX: u64 = 256 * 1024;
-/// Set once the file system refused RWF_NOWAIT: no more inline attempts.
-static NOWAIT_UNSUPPORTED: AtomicBool = AtomicBool::new(false);
 /// Default [`ReadSettings::readahead_bytes`].
 pub const DEFAULT_READAHEAD_BYTES: u64 = 4 * 1024 * 1024;
 
@@ -172,7 +169,7 @@ pub(crate) async fn send_range_to_socket(
     let file = block.file.clone();
     let end = offset + length;
     let mut at = offset;
-    if length <= INLINE_MAX && !NOWAIT_UNSUPPORTED.load(Ordering::Relaxed) {
+    if length <= INLINE_READ_MAX && page_cache::nowait_supported() {
         // Headers and whatever the page cache holds, in one write.
         let mut reply = head;
         let from = reply.len();
@@ -203,35 +200,6 @@ pub(crate) async fn send_range_to_socket(
     };
     finish(mode, &block, offset, length, settings);
     Ok(())
-}
-
-/// Reads `buf.len()` bytes of `file` from `offset` as far as the page cache
-/// holds them, never waiting for the disk; returns how many were read. The
-/// caller sends the rest the slow way (which also reports errors).
-fn read_cached(file: &File, buf: &mut [u8], offset: u64) -> usize {
-    let mut done = 0;
-    while done < buf.len() {
-        let mut slices = [std::io::IoSliceMut::new(&mut buf[done..])];
-        match rustix::io::preadv2(
-            file,
-            &mut slices,
-            offset + done as u64,
-            rustix::io::ReadWriteFlags::NOWAIT,
-        ) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(
-                rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS,
-            ) => {
-                NOWAIT_UNSUPPORTED.store(true, Ordering::Relaxed);
-                break;
-            }
-            // EAGAIN (not cached) and real errors alike: the slow path.
-            Err(_) => break,
-        }
-    }
-    done
 }
 
 /// Sends `range` of block `key` as the reply to request `request_id` on any

@@ -250,7 +250,7 @@ impl TestCluster {
             attributes: Default::default(),
         };
         self.meta.commit_object(record).await.unwrap();
-        self.meta.get_object(bucket, key).await.unwrap().unwrap()
+        std::sync::Arc::unwrap_or_clone(self.meta.get_object(bucket, key).await.unwrap().unwrap())
     }
 
     /// Shuts every running datanode down.

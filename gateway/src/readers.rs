@@ -22,6 +22,9 @@ use std::sync::Arc;
 pub const DEFAULT_READER_CACHE_ENTRIES: usize = 1024;
 
 struct CachedReader {
+    /// The record the reader was built from: while meta answers with this
+    /// very `Arc` (its decoded cache shares it), nothing needs comparing.
+    record: Arc<ObjectRecord>,
     id: ObjectId,
     /// Hash of the replica addresses the reader was built with: a datanode
     /// that came back on another port makes the entry stale.
@@ -56,11 +59,20 @@ impl ReaderCache {
     /// The shared reader of `record`'s version, built with `store` when the
     /// cache has none for it (or only one for an older version, which it
     /// replaces).
-    pub fn get_or_open(&self, store: &StoreClient, record: &ObjectRecord) -> Arc<KeyReader> {
+    pub fn get_or_open(&self, store: &StoreClient, record: &Arc<ObjectRecord>) -> Arc<KeyReader> {
         let name = (record.bucket.clone(), record.key.clone());
-        let locations = locations_hash(record);
         if let Some(entry) = self.entries.lock().get(&name) {
+            if Arc::ptr_eq(&entry.record, record) {
+                metrics::counter!("tessera_gateway_reader_cache_hits_total").increment(1);
+                return Arc::clone(&entry.reader);
+            }
+        }
+        let locations = locations_hash(record);
+        if let Some(entry) = self.entries.lock().get_mut(&name) {
             if entry.id == record.id && entry.locations == locations {
+                // The same version decoded anew (evicted from meta's cache,
+                // or a remote meta): keep the reader, remember this record.
+                entry.record = Arc::clone(record);
                 metrics::counter!("tessera_gateway_reader_cache_hits_total").increment(1);
                 return Arc::clone(&entry.reader);
             }
@@ -77,6 +89,7 @@ impl ReaderCache {
                 entries.put(
                     name,
                     CachedReader {
+                        record: Arc::clone(record),
                         id: record.id,
                         locations,
                         reader: Arc::clone(&reader),
@@ -118,8 +131,8 @@ mod tests {
     use blockstore::meta::{BlockGroup, MetaClient, MetaConfig, MetaService, ReplicaLocation};
     use blockstore::{BlockId, DatanodeId, ReplicationConfig};
 
-    fn record(key: &str, addr: &str) -> ObjectRecord {
-        ObjectRecord {
+    fn record(key: &str, addr: &str) -> Arc<ObjectRecord> {
+        Arc::new(ObjectRecord {
             id: ObjectId::random(),
             bucket: "b".into(),
             key: key.into(),
@@ -141,7 +154,7 @@ mod tests {
             }],
             parts: vec![],
             attributes: Default::default(),
-        }
+        })
     }
 
     #[test]
@@ -161,12 +174,19 @@ mod tests {
         assert!(!Arc::ptr_eq(&a, &c));
         assert_eq!(cache.len(), 1);
         assert!(Arc::ptr_eq(&c, &cache.get_or_open(&store, &v2)));
+        // The same version decoded again (another Arc): still the same reader.
+        let v2_decoded_again = Arc::new((*v2).clone());
+        assert!(Arc::ptr_eq(
+            &c,
+            &cache.get_or_open(&store, &v2_decoded_again)
+        ));
         // The old reader still works for whoever holds it.
         assert_eq!(a.len(), 10);
 
         // Same version, datanode moved: rebuilt with the new address.
-        let mut moved = v2.clone();
+        let mut moved = (*v2).clone();
         moved.groups[0].replicas[0].addr = "127.0.0.1:2".into();
+        let moved = Arc::new(moved);
         assert!(!Arc::ptr_eq(&c, &cache.get_or_open(&store, &moved)));
 
         // Bounded: the least recently used name goes first.

@@ -11,6 +11,7 @@ use bytes::Bytes;
 use md5::{Digest, Md5};
 use rand::RngCore;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The bytes every written key holds, with their MD5 computed once.
@@ -120,7 +121,7 @@ pub async fn ensure_key(
     key: &str,
     size: u64,
     replication: ReplicationConfig,
-) -> Result<ObjectRecord> {
+) -> Result<Arc<ObjectRecord>> {
     ensure_bucket(store, bucket).await?;
     if let Some(record) = store
         .meta()

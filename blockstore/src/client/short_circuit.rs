@@ -25,6 +25,7 @@ use super::replica_cache::ReplicaCache;
 use super::{ClientConfig, ClientError};
 use crate::checksum::{self, ChecksumError};
 use crate::ids::BlockKey;
+use crate::page_cache;
 use crate::protocol::local::{self, LocalReply, LocalRequest};
 use crate::protocol::ProtocolError;
 use bytes::Bytes;
@@ -350,9 +351,12 @@ impl Inner {
         len: u64,
     ) -> Result<Bytes, ShortCircuitError> {
         let replica = self.replica(datanode, addr, key).await?;
-        let read = tokio::task::spawn_blocking(move || read_verified(&replica, offset, len))
-            .await
-            .map_err(|e| std::io::Error::other(format!("local read task failed: {e}")))?;
+        let read = match read_verified_cached(&replica, offset, len) {
+            Some(read) => read,
+            None => tokio::task::spawn_blocking(move || read_verified(&replica, offset, len))
+                .await
+                .map_err(|e| std::io::Error::other(format!("local read task failed: {e}")))?,
+        };
         if read.is_err() {
             // Deleted, corrupt or unreadable: never serve this descriptor again.
             self.cache.remove(addr, key);
@@ -430,28 +434,75 @@ impl Inner {
     }
 }
 
+/// The chunk-aligned span of the file covering `[offset, offset + len)`.
+fn covering_span(
+    replica: &LocalReplica,
+    offset: u64,
+    len: u64,
+) -> Result<(u64, u64), ShortCircuitError> {
+    match offset.checked_add(len) {
+        Some(end) if end <= replica.length => {}
+        _ => return Err(ShortCircuitError::OutOfRange),
+    }
+    Ok(checksum::aligned_span(
+        offset,
+        len,
+        replica.length,
+        replica.bytes_per_checksum,
+    ))
+}
+
 /// Reads the chunk-aligned span covering `[offset, offset + len)`, checks
 /// that the file is still linked (not deleted) after the read, verifies the
-/// span's CRCs and returns the exact range.
+/// span's CRCs and returns the exact range. Blocking.
 fn read_verified(
     replica: &LocalReplica,
     offset: u64,
     len: u64,
 ) -> Result<Bytes, ShortCircuitError> {
-    match offset.checked_add(len) {
-        Some(end) if end <= replica.length => {}
-        _ => return Err(ShortCircuitError::OutOfRange),
-    }
-    let bpc = replica.bytes_per_checksum;
-    let (start, end) = checksum::aligned_span(offset, len, replica.length, bpc);
+    let (start, end) = covering_span(replica, offset, len)?;
     let mut buf = vec![0u8; (end - start) as usize];
     replica.file.read_exact_at(&mut buf, start)?;
+    verified(replica, buf, start, offset, len)
+}
+
+/// [`read_verified`] for a small span wholly in the page cache, without
+/// blocking: None when some of it would have to come from the disk.
+fn read_verified_cached(
+    replica: &LocalReplica,
+    offset: u64,
+    len: u64,
+) -> Option<Result<Bytes, ShortCircuitError>> {
+    let (start, end) = match covering_span(replica, offset, len) {
+        Ok(span) => span,
+        Err(e) => return Some(Err(e)),
+    };
+    if end - start > page_cache::INLINE_READ_MAX || !page_cache::nowait_supported() {
+        return None;
+    }
+    let mut buf = vec![0u8; (end - start) as usize];
+    if page_cache::read_cached(&replica.file, &mut buf, start) < buf.len() {
+        return None;
+    }
+    Some(verified(replica, buf, start, offset, len))
+}
+
+/// The requested range of `buf` (the span read from `start`), once the file
+/// is known to be still linked and the span's CRCs match.
+fn verified(
+    replica: &LocalReplica,
+    buf: Vec<u8>,
+    start: u64,
+    offset: u64,
+    len: u64,
+) -> Result<Bytes, ShortCircuitError> {
     // Unlinked since it was opened: the block was deleted (or replaced).
     if replica.file.metadata()?.nlink() == 0 {
         return Err(ShortCircuitError::Revoked);
     }
+    let bpc = replica.bytes_per_checksum;
     let first = (start / u64::from(bpc)) as usize;
-    let count = checksum::chunk_count(end - start, bpc) as usize;
+    let count = checksum::chunk_count(buf.len() as u64, bpc) as usize;
     let crcs = replica
         .crcs
         .get(first..first + count)

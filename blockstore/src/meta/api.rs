@@ -283,7 +283,7 @@ pub enum MetaResponse {
     /// The user, if it exists.
     User(Option<UserRecord>),
     /// The bucket, if it exists.
-    Bucket(Option<BucketRecord>),
+    Bucket(Option<Arc<BucketRecord>>),
     /// A list of buckets.
     Buckets(Vec<BucketRecord>),
     /// The default replication asked for.
@@ -291,7 +291,7 @@ pub enum MetaResponse {
     /// A freshly allocated block group.
     Allocated(BlockGroup),
     /// The object, if it exists.
-    Object(Option<ObjectRecord>),
+    Object(Option<Arc<ObjectRecord>>),
     /// The removed object, if there was one.
     Removed(Option<ObjectRecord>),
     /// A page of objects.
@@ -475,8 +475,8 @@ impl MetaClient {
         expect!(self.call(req).await?, MetaResponse::Done => ())
     }
 
-    /// A bucket by name.
-    pub async fn get_bucket(&self, name: &str) -> Result<Option<BucketRecord>, MetaError> {
+    /// A bucket by name (shared: the record is read-only).
+    pub async fn get_bucket(&self, name: &str) -> Result<Option<Arc<BucketRecord>>, MetaError> {
         let req = MetaRequest::GetBucket {
             name: name.to_string(),
         };
@@ -559,12 +559,13 @@ impl MetaClient {
         expect!(self.call(req).await?, MetaResponse::Done => ())
     }
 
-    /// The visible object at (bucket, key), if any.
+    /// The visible object at (bucket, key), if any (shared: the record is
+    /// read-only, and the same `Arc` answers while the object is unchanged).
     pub async fn get_object(
         &self,
         bucket: &str,
         key: &str,
-    ) -> Result<Option<ObjectRecord>, MetaError> {
+    ) -> Result<Option<Arc<ObjectRecord>>, MetaError> {
         let req = MetaRequest::GetObject {
             bucket: bucket.to_string(),
             key: key.to_string(),
@@ -678,7 +679,7 @@ impl MetaClient {
             condition,
         };
         match self.call(req).await? {
-            MetaResponse::Object(Some(o)) => Ok(o),
+            MetaResponse::Object(Some(o)) => Ok(Arc::unwrap_or_clone(o)),
             other => Err(unexpected(other)),
         }
     }

@@ -5,7 +5,8 @@ use super::naming::validate_bucket_name;
 use super::placement::validate_replication;
 use super::service::Inner;
 use super::store::{
-    all_json, any_with_prefix, encode, get_json, object_key, ACCESS_KEYS, BUCKETS, OBJECTS, USERS,
+    all_json, any_with_prefix, decode, encode, get_json, object_key, ACCESS_KEYS, BUCKETS, OBJECTS,
+    USERS,
 };
 use super::types::{
     AccessKeyRecord, BucketRecord, CorsRule, DatanodeState, UnixMillis, UserRecord,
@@ -13,6 +14,7 @@ use super::types::{
 use super::upload_listing::UPLOAD_ORDER;
 use crate::layout::ReplicationConfig;
 use redb::ReadableTable;
+use std::sync::Arc;
 
 /// The bucket `name`, or NoSuchBucket.
 pub(super) fn require_bucket(
@@ -80,9 +82,16 @@ impl Inner {
     }
 
     /// A bucket by name.
-    pub(super) fn get_bucket(&self, name: &str) -> Result<Option<BucketRecord>, MetaError> {
-        self.store
-            .read(|txn| get_json(&txn.open_table(BUCKETS)?, name))
+    pub(super) fn get_bucket(&self, name: &str) -> Result<Option<Arc<BucketRecord>>, MetaError> {
+        self.store.read(|txn| {
+            let Some(stored) = txn.open_table(BUCKETS)?.get(name)? else {
+                return Ok(None);
+            };
+            let record =
+                self.decoded_buckets
+                    .get_or_decode(name.as_bytes(), stored.value(), 0, decode)?;
+            Ok(Some(record))
+        })
     }
 
     /// Deletes an empty bucket: no objects and no multipart uploads.

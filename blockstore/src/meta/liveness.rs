@@ -11,6 +11,7 @@ use crate::ids::{BlockKey, DatanodeId};
 use parking_lot::{Mutex, RwLock};
 use redb::ReadableTable;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Most deletions handed to one datanode per heartbeat.
@@ -56,6 +57,9 @@ pub(super) struct Registry {
     /// The address each datanode's gauges were last published under, so
     /// that the series of an old address are zeroed when a datanode moves.
     published: Mutex<HashMap<DatanodeId, String>>,
+    /// Bumped whenever a datanode registers or changes address: records
+    /// refreshed with older addresses are stale.
+    addresses: AtomicU64,
 }
 
 impl Registry {
@@ -68,7 +72,14 @@ impl Registry {
         Self {
             nodes: RwLock::new(nodes),
             published: Mutex::default(),
+            addresses: AtomicU64::new(0),
         }
+    }
+
+    /// The generation of the datanode addresses: it changes whenever
+    /// [`Registry::refresh_addrs`] could give a different answer.
+    pub(super) fn address_generation(&self) -> u64 {
+        self.addresses.load(Ordering::Acquire)
     }
 
     /// Records a heartbeat; a late-arriving older one never overwrites a newer one.
@@ -77,11 +88,15 @@ impl Registry {
         match nodes.get_mut(&record.id) {
             Some(node) if node.record.last_heartbeat > record.last_heartbeat => {}
             Some(node) => {
+                if node.record.addr != record.addr {
+                    self.addresses.fetch_add(1, Ordering::AcqRel);
+                }
                 node.record = record;
                 node.pending = 0;
             }
             None => {
                 nodes.insert(record.id.clone(), RegisteredNode { record, pending: 0 });
+                self.addresses.fetch_add(1, Ordering::AcqRel);
             }
         }
     }

@@ -10,6 +10,7 @@ mod buckets;
 #[cfg(test)]
 mod conditional_tests;
 pub mod credentials;
+mod decoded;
 mod deletions;
 mod listing;
 mod liveness;

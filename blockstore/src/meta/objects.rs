@@ -9,6 +9,7 @@ use super::service::Inner;
 use super::store::{block_ids, decode, encode, get_json, object_key, BUCKETS, OBJECTS};
 use super::types::{BlockGroup, ObjectRecord, UnixMillis, WriteCondition};
 use std::collections::HashSet;
+use std::sync::Arc;
 
 /// Checks a conditional write against the object now at the key.
 pub(super) fn check_condition(
@@ -73,23 +74,32 @@ impl Inner {
         Ok(())
     }
 
-    /// The object at (bucket, key), with current datanode addresses.
+    /// The object at (bucket, key), with current datanode addresses. The
+    /// record decoded for an earlier read is shared while the stored bytes
+    /// and the datanode addresses are unchanged.
     pub(super) fn get_object(
         &self,
         bucket: &str,
         key: &str,
-    ) -> Result<Option<ObjectRecord>, MetaError> {
-        let record: Option<ObjectRecord> = self.store.read(|txn| {
-            require_bucket(&txn.open_table(BUCKETS)?, bucket)?;
-            get_json(
-                &txn.open_table(OBJECTS)?,
-                object_key(bucket, key.as_bytes()).as_slice(),
-            )
-        })?;
-        Ok(record.map(|mut r| {
-            self.registry.refresh_addrs(&mut r.groups);
-            r
-        }))
+    ) -> Result<Option<Arc<ObjectRecord>>, MetaError> {
+        let generation = self.registry.address_generation();
+        self.store.read(|txn| {
+            if txn.open_table(BUCKETS)?.get(bucket)?.is_none() {
+                return Err(MetaError::NoSuchBucket(bucket.to_string()));
+            }
+            let key = object_key(bucket, key.as_bytes());
+            let Some(stored) = txn.open_table(OBJECTS)?.get(key.as_slice())? else {
+                return Ok(None);
+            };
+            let record =
+                self.decoded_objects
+                    .get_or_decode(&key, stored.value(), generation, |bytes| {
+                        let mut record: ObjectRecord = decode(bytes)?;
+                        self.registry.refresh_addrs(&mut record.groups);
+                        Ok(record)
+                    })?;
+            Ok(Some(record))
+        })
     }
 
     /// Removes the object, if any, and queues its blocks for deletion (after

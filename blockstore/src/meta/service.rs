@@ -6,10 +6,11 @@
 
 use super::api::{MetaError, MetaRequest, MetaResponse};
 use super::credentials;
+use super::decoded::{DecodedCache, DEFAULT_DECODED_CACHE_BYTES};
 use super::liveness::Registry;
 use super::placement::BlockIds;
 use super::store::{all_json, Store, DATANODES};
-use super::types::{DatanodeRecord, ObjectRecord, UnixMillis};
+use super::types::{BucketRecord, DatanodeRecord, ObjectRecord, UnixMillis};
 use crate::layout::DEFAULT_BLOCK_SIZE;
 use std::path::PathBuf;
 use std::sync::{Arc, Weak};
@@ -127,6 +128,10 @@ pub(super) struct Inner {
     pub(super) root: RootCredentials,
     pub(super) cluster_token: String,
     pub(super) orphans: super::block_reports::OrphanDetector,
+    /// Object records decoded for reads, shared while their bytes are unchanged.
+    pub(super) decoded_objects: DecodedCache<ObjectRecord>,
+    /// Bucket records decoded for reads, likewise.
+    pub(super) decoded_buckets: DecodedCache<BucketRecord>,
 }
 
 /// Wall-clock milliseconds since the Unix epoch.
@@ -171,6 +176,8 @@ impl MetaService {
             root,
             cluster_token,
             orphans,
+            decoded_objects: DecodedCache::new(DEFAULT_DECODED_CACHE_BYTES),
+            decoded_buckets: DecodedCache::new(DEFAULT_DECODED_CACHE_BYTES / 8),
         });
         spawn_gauge_refresher(Arc::downgrade(&inner));
         tracing::info!(data_dir = %inner.config.data_dir.display(), "meta store opened");
@@ -224,10 +231,14 @@ impl MetaService {
     ) -> Result<MetaResponse, MetaError> {
         let kind = request_kind(&request);
         metrics::counter!("tessera_meta_requests_total", "kind" => kind).increment(1);
-        let inner = self.inner.clone();
-        let result = tokio::task::spawn_blocking(move || inner.handle(request, now))
-            .await
-            .unwrap_or_else(|e| Err(MetaError::Store(format!("meta request failed: {e}"))));
+        let result = if is_point_read(&request) {
+            self.inner.handle(request, now)
+        } else {
+            let inner = self.inner.clone();
+            tokio::task::spawn_blocking(move || inner.handle(request, now))
+                .await
+                .unwrap_or_else(|e| Err(MetaError::Store(format!("meta request failed: {e}"))))
+        };
         if let Err(e) = &result {
             metrics::counter!("tessera_meta_errors_total", "kind" => kind).increment(1);
             tracing::debug!(kind, error = %e, "meta request refused");
@@ -352,14 +363,14 @@ impl Inner {
                 upload_id,
                 parts,
                 condition,
-            } => A::Object(Some(self.complete_upload(
+            } => A::Object(Some(Arc::new(self.complete_upload(
                 &bucket,
                 &key,
                 &upload_id,
                 &parts,
                 condition.as_ref(),
                 now,
-            )?)),
+            )?))),
             R::SetBucketTags { name, tags } => {
                 self.set_bucket_tags(&name, tags)?;
                 A::Done
@@ -390,6 +401,19 @@ impl Inner {
             }
         })
     }
+}
+
+/// Lookups of one record by key, served on the caller's task instead of the
+/// blocking pool: a redb read of cached pages plus a decoded-cache hit takes
+/// a few microseconds, less than the two thread hand-offs of
+/// `spawn_blocking`, and every GET makes two of them. They never write or
+/// fsync; a cold page is one `pread` of the meta file.
+fn is_point_read(request: &MetaRequest) -> bool {
+    use MetaRequest as R;
+    matches!(
+        request,
+        R::GetAccessKey { .. } | R::GetUser { .. } | R::GetBucket { .. } | R::GetObject { .. }
+    )
 }
 
 /// Label of a request in metrics and logs.

@@ -688,3 +688,81 @@ async fn admin_operations_need_the_token() {
         MetaError::NoSuchAccessKey(key.access_key)
     );
 }
+
+async fn shared_object(meta: &MetaService, bucket: &str, key: &str) -> Option<Arc<ObjectRecord>> {
+    let request = MetaRequest::GetObject {
+        bucket: bucket.into(),
+        key: key.into(),
+    };
+    match call(meta, request).await {
+        Ok(MetaResponse::Object(o)) => o,
+        other => panic!("get object: {other:?}"),
+    }
+}
+
+async fn shared_bucket(meta: &MetaService, name: &str) -> Arc<BucketRecord> {
+    match call(meta, MetaRequest::GetBucket { name: name.into() }).await {
+        Ok(MetaResponse::Bucket(Some(b))) => b,
+        other => panic!("get bucket: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn reads_share_one_decoded_record_until_it_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = open(dir.path());
+    register(&meta, 1).await;
+    create_bucket(&meta, "bk1", ROOT_USER).await;
+    commit(&meta, object("bk1", "k", vec![group(1, &["dn0"])])).await;
+
+    let first = shared_object(&meta, "bk1", "k").await.unwrap();
+    let again = shared_object(&meta, "bk1", "k").await.unwrap();
+    assert!(
+        Arc::ptr_eq(&first, &again),
+        "an unchanged record is decoded once"
+    );
+
+    // A datanode that moved: the record is refreshed, not served stale.
+    let mut moved = report("dn0", ROOMY, 0);
+    moved.addr = "10.0.0.9:7777".into();
+    heartbeat_at(&meta, moved, T0 + 1).await;
+    let refreshed = shared_object(&meta, "bk1", "k").await.unwrap();
+    assert!(!Arc::ptr_eq(&first, &refreshed));
+    assert_eq!(refreshed.groups[0].replicas[0].addr, "10.0.0.9:7777");
+
+    // An overwrite of the same size: the new record at once.
+    let mut replacement = object("bk1", "k", vec![group(2, &["dn0"])]);
+    replacement.etag = refreshed.etag.chars().rev().collect();
+    commit(&meta, replacement.clone()).await;
+    let replaced = shared_object(&meta, "bk1", "k").await.unwrap();
+    assert_eq!(replaced.id, replacement.id);
+    assert_eq!(replaced.groups[0].block.0, 2);
+
+    // Deleted: gone, whatever was cached.
+    call(
+        &meta,
+        MetaRequest::DeleteObject {
+            bucket: "bk1".into(),
+            key: "k".into(),
+        },
+    )
+    .await
+    .unwrap();
+    assert!(shared_object(&meta, "bk1", "k").await.is_none());
+
+    // Buckets likewise: shared while unchanged, fresh after a change.
+    let bucket = shared_bucket(&meta, "bk1").await;
+    assert!(Arc::ptr_eq(&bucket, &shared_bucket(&meta, "bk1").await));
+    let tags: std::collections::BTreeMap<String, String> =
+        [("team".to_string(), "storage".to_string())].into();
+    call(
+        &meta,
+        MetaRequest::SetBucketTags {
+            name: "bk1".into(),
+            tags: tags.clone(),
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(shared_bucket(&meta, "bk1").await.tags, tags);
+}

@@ -145,7 +145,7 @@ pub(super) async fn get(meta: &MetaService, bucket: &str, key: &str) -> Option<O
         key: key.into(),
     };
     match call(meta, request).await {
-        Ok(MetaResponse::Object(o)) => o,
+        Ok(MetaResponse::Object(o)) => o.map(std::sync::Arc::unwrap_or_clone),
         other => panic!("get: {other:?}"),
     }
 }

@@ -141,7 +141,7 @@ async fn source_object(ctx: &RequestContext<'_>) -> Result<(CopySource, ObjectRe
     if evaluate_copy_source(headers, &record.etag, record.created) != Precondition::Proceed {
         return Err(S3Error::new(S3Code::PreconditionFailed));
     }
-    Ok((source, record))
+    Ok((source, Arc::unwrap_or_clone(record)))
 }
 
 /// What a copied range left behind: durable blocks, not yet visible.

@@ -50,7 +50,7 @@ impl RequestContext<'_> {
         &self,
         name: &str,
         endpoint: &Endpoint,
-    ) -> Result<BucketRecord, S3Error> {
+    ) -> Result<Arc<BucketRecord>, S3Error> {
         let bucket = self.existing_bucket(name).await?;
         let identity = self.identity();
         let owns = !identity.anonymous && (identity.is_root || bucket.owner == identity.user);
@@ -68,7 +68,7 @@ impl RequestContext<'_> {
     }
 
     /// The bucket `name`, or NoSuchBucket.
-    async fn existing_bucket(&self, name: &str) -> Result<BucketRecord, S3Error> {
+    async fn existing_bucket(&self, name: &str) -> Result<Arc<BucketRecord>, S3Error> {
         self.state
             .meta
             .get_bucket(name)
@@ -173,7 +173,7 @@ async fn run(
 async fn dispatch(
     ctx: &RequestContext<'_>,
     endpoint: Endpoint,
-    bucket: Option<BucketRecord>,
+    bucket: Option<Arc<BucketRecord>>,
     body: Body,
 ) -> Result<Response, S3Error> {
     // Access::BucketOwner endpoints always carry the authorized bucket.
@@ -189,85 +189,87 @@ async fn dispatch(
             acl::check_acl_headers(&ctx.parts.headers)?;
             bucket::create_bucket(ctx, &bucket, body).await
         }
-        Endpoint::HeadBucket { .. } => bucket::head_bucket(ctx, &owned()?),
-        Endpoint::DeleteBucket { .. } => bucket::delete_bucket(ctx, &owned()?).await,
+        Endpoint::HeadBucket { .. } => bucket::head_bucket(ctx, &*owned()?),
+        Endpoint::DeleteBucket { .. } => bucket::delete_bucket(ctx, &*owned()?).await,
         Endpoint::GetBucketLocation { .. } => Ok(bucket::get_bucket_location(ctx)),
-        Endpoint::ListObjects { params, .. } => list::list_objects_v1(ctx, &owned()?, params).await,
+        Endpoint::ListObjects { params, .. } => {
+            list::list_objects_v1(ctx, &*owned()?, params).await
+        }
         Endpoint::ListObjectsV2 { params, .. } => {
-            list::list_objects_v2(ctx, &owned()?, params).await
+            list::list_objects_v2(ctx, &*owned()?, params).await
         }
-        Endpoint::GetBucketCors { .. } => cors::get_bucket_cors(&owned()?),
-        Endpoint::PutBucketCors { .. } => cors::put_bucket_cors(ctx, &owned()?, body).await,
-        Endpoint::DeleteBucketCors { .. } => cors::delete_bucket_cors(ctx, &owned()?).await,
-        Endpoint::CorsPreflight { .. } => cors::preflight(ctx, &owned()?),
-        Endpoint::PostObject { .. } => post_object::post_object(ctx, &owned()?, body).await,
+        Endpoint::GetBucketCors { .. } => cors::get_bucket_cors(&*owned()?),
+        Endpoint::PutBucketCors { .. } => cors::put_bucket_cors(ctx, &*owned()?, body).await,
+        Endpoint::DeleteBucketCors { .. } => cors::delete_bucket_cors(ctx, &*owned()?).await,
+        Endpoint::CorsPreflight { .. } => cors::preflight(ctx, &*owned()?),
+        Endpoint::PostObject { .. } => post_object::post_object(ctx, &*owned()?, body).await,
         Endpoint::ListMultipartUploads { params, .. } => {
-            multipart::list_uploads(ctx, &owned()?, params).await
+            multipart::list_uploads(ctx, &*owned()?, params).await
         }
-        Endpoint::DeleteObjects { .. } => object::delete_objects(ctx, &owned()?, body).await,
-        Endpoint::PutObject { key, .. } => object::put_object(ctx, &owned()?, key, body).await,
+        Endpoint::DeleteObjects { .. } => object::delete_objects(ctx, &*owned()?, body).await,
+        Endpoint::PutObject { key, .. } => object::put_object(ctx, &*owned()?, key, body).await,
         Endpoint::GetObject { key, params, .. } => {
-            object::get_object(ctx, &owned()?, &key, params, false).await
+            object::get_object(ctx, &*owned()?, &key, params, false).await
         }
         Endpoint::HeadObject { key, params, .. } => {
-            object::get_object(ctx, &owned()?, &key, params, true).await
+            object::get_object(ctx, &*owned()?, &key, params, true).await
         }
-        Endpoint::DeleteObject { key, .. } => object::delete_object(ctx, &owned()?, &key).await,
+        Endpoint::DeleteObject { key, .. } => object::delete_object(ctx, &*owned()?, &key).await,
         Endpoint::CreateMultipartUpload { key, .. } => {
-            multipart::create_upload(ctx, &owned()?, key).await
+            multipart::create_upload(ctx, &*owned()?, key).await
         }
         Endpoint::UploadPart {
             key,
             upload_id,
             part_number,
             ..
-        } => multipart::upload_part(ctx, &owned()?, &key, &upload_id, part_number, body).await,
+        } => multipart::upload_part(ctx, &*owned()?, &key, &upload_id, part_number, body).await,
         Endpoint::CompleteMultipartUpload { key, upload_id, .. } => {
-            multipart::complete_upload(ctx, &owned()?, &key, &upload_id, body).await
+            multipart::complete_upload(ctx, &*owned()?, &key, &upload_id, body).await
         }
         Endpoint::AbortMultipartUpload { key, upload_id, .. } => {
-            multipart::abort_upload(ctx, &owned()?, &key, &upload_id).await
+            multipart::abort_upload(ctx, &*owned()?, &key, &upload_id).await
         }
         Endpoint::ListParts {
             key,
             upload_id,
             params,
             ..
-        } => multipart::list_parts(ctx, &owned()?, &key, &upload_id, params).await,
-        Endpoint::CopyObject { key, .. } => copy::copy_object(ctx, &owned()?, &key).await,
+        } => multipart::list_parts(ctx, &*owned()?, &key, &upload_id, params).await,
+        Endpoint::CopyObject { key, .. } => copy::copy_object(ctx, &*owned()?, &key).await,
         Endpoint::UploadPartCopy {
             key,
             upload_id,
             part_number,
             ..
-        } => copy::upload_part_copy(ctx, &owned()?, &key, &upload_id, part_number).await,
+        } => copy::upload_part_copy(ctx, &*owned()?, &key, &upload_id, part_number).await,
         Endpoint::GetObjectTagging { key, .. } => {
-            tagging::get_object_tagging(ctx, &owned()?, &key).await
+            tagging::get_object_tagging(ctx, &*owned()?, &key).await
         }
         Endpoint::PutObjectTagging { key, .. } => {
-            tagging::put_object_tagging(ctx, &owned()?, &key, body).await
+            tagging::put_object_tagging(ctx, &*owned()?, &key, body).await
         }
         Endpoint::DeleteObjectTagging { key, .. } => {
-            tagging::delete_object_tagging(ctx, &owned()?, &key).await
+            tagging::delete_object_tagging(ctx, &*owned()?, &key).await
         }
-        Endpoint::GetBucketTagging { .. } => tagging::get_bucket_tagging(&owned()?),
+        Endpoint::GetBucketTagging { .. } => tagging::get_bucket_tagging(&*owned()?),
         Endpoint::PutBucketTagging { .. } => {
-            tagging::put_bucket_tagging(ctx, &owned()?, body).await
+            tagging::put_bucket_tagging(ctx, &*owned()?, body).await
         }
         Endpoint::DeleteBucketTagging { .. } => {
-            tagging::delete_bucket_tagging(ctx, &owned()?).await
+            tagging::delete_bucket_tagging(ctx, &*owned()?).await
         }
         Endpoint::GetBucketVersioning { .. } => Ok(versions::get_bucket_versioning()),
         Endpoint::PutBucketVersioning { .. } => versions::put_bucket_versioning(),
         Endpoint::ListObjectVersions { params, .. } => {
-            versions::list_object_versions(ctx, &owned()?, params).await
+            versions::list_object_versions(ctx, &*owned()?, params).await
         }
-        Endpoint::GetBucketAcl { .. } => acl::get_acl(ctx, &owned()?, None).await,
-        Endpoint::PutBucketAcl { .. } => acl::put_acl(ctx, &owned()?, None, body).await,
-        Endpoint::GetObjectAcl { key, .. } => acl::get_acl(ctx, &owned()?, Some(&key)).await,
-        Endpoint::PutObjectAcl { key, .. } => acl::put_acl(ctx, &owned()?, Some(&key), body).await,
+        Endpoint::GetBucketAcl { .. } => acl::get_acl(ctx, &*owned()?, None).await,
+        Endpoint::PutBucketAcl { .. } => acl::put_acl(ctx, &*owned()?, None, body).await,
+        Endpoint::GetObjectAcl { key, .. } => acl::get_acl(ctx, &*owned()?, Some(&key)).await,
+        Endpoint::PutObjectAcl { key, .. } => acl::put_acl(ctx, &*owned()?, Some(&key), body).await,
         Endpoint::GetObjectAttributes { key, .. } => {
-            attributes::get_object_attributes(ctx, &owned()?, &key).await
+            attributes::get_object_attributes(ctx, &*owned()?, &key).await
         }
     }
 }

@@ -29,6 +29,7 @@ use futures::{stream, StreamExt};
 use http::header::{HeaderValue, CONTENT_LENGTH, CONTENT_RANGE, ETAG, LAST_MODIFIED, RANGE};
 use http::StatusCode;
 use md5::{Digest, Md5};
+use std::sync::Arc;
 
 /// The replication of a new object: the request's header, else the bucket's
 /// (or the cluster's) default.
@@ -221,7 +222,7 @@ pub(super) async fn existing_object(
     ctx: &RequestContext<'_>,
     bucket: &str,
     key: &str,
-) -> Result<ObjectRecord, S3Error> {
+) -> Result<Arc<ObjectRecord>, S3Error> {
     ctx.state
         .meta
         .get_object(bucket, key)

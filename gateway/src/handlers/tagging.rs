@@ -13,6 +13,7 @@ use blockstore::meta::{BucketRecord, ObjectRecord, WriteCondition};
 use http::{HeaderMap, StatusCode};
 use percent_encoding::percent_decode_str;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Most tags on an object, as in S3.
 pub const MAX_OBJECT_TAGS: usize = 10;
@@ -94,7 +95,7 @@ async fn existing_object(
     ctx: &RequestContext<'_>,
     bucket: &BucketRecord,
     key: &str,
-) -> Result<ObjectRecord, S3Error> {
+) -> Result<Arc<ObjectRecord>, S3Error> {
     ctx.state
         .meta
         .get_object(&bucket.name, key)
@@ -158,7 +159,7 @@ pub async fn put_object_tagging(
 ) -> Result<Response, S3Error> {
     let tags = read_tagging_body(ctx, body, MAX_OBJECT_TAGS).await?;
     let record = existing_object(ctx, bucket, key).await?;
-    retag(ctx, record, tags).await?;
+    retag(ctx, Arc::unwrap_or_clone(record), tags).await?;
     Ok(empty_response(StatusCode::OK))
 }
 
@@ -170,7 +171,7 @@ pub async fn delete_object_tagging(
 ) -> Result<Response, S3Error> {
     let record = existing_object(ctx, bucket, key).await?;
     if !record.attributes.tags.is_empty() {
-        retag(ctx, record, BTreeMap::new()).await?;
+        retag(ctx, Arc::unwrap_or_clone(record), BTreeMap::new()).await?;
     }
     Ok(empty_response(StatusCode::NO_CONTENT))
 }
