@@ -48,6 +48,22 @@ fn stripe_stages(c: &mut Criterion) {
     group.bench_function("crc32c_1m_chunks", |b| {
         b.iter(|| checksum::compute(black_box(&flat), 1024 * 1024))
     });
+    group.bench_function("crc_fast_16k_chunks", |b| {
+        b.iter(|| {
+            black_box(&flat)
+                .chunks(16 * 1024)
+                .map(|c| crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, c) as u32)
+                .collect::<Vec<u32>>()
+        })
+    });
+    group.bench_function("crc_fast_1m_chunks", |b| {
+        b.iter(|| {
+            black_box(&flat)
+                .chunks(1024 * 1024)
+                .map(|c| crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, c) as u32)
+                .collect::<Vec<u32>>()
+        })
+    });
     group.bench_function("md5", |b| b.iter(|| Md5::digest(black_box(&flat))));
 
     let codec = Codec::get(DATA, PARITY).unwrap();

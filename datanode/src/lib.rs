@@ -48,6 +48,10 @@ pub struct DatanodeConfig {
     pub bytes_per_checksum: u32,
     /// Fsync block files and folders on commit; off only for tests and scratch clusters.
     pub fsync: bool,
+    /// Write aligned block data with O_DIRECT, past the page cache (see
+    /// `store::direct` for why); off, or on a file system without O_DIRECT,
+    /// every write is buffered.
+    pub direct_writes: bool,
     /// Time between heartbeats to meta.
     pub heartbeat_interval: Duration,
     /// Capacity to report; None reports the data folder's filesystem size.
@@ -93,6 +97,7 @@ impl Default for DatanodeConfig {
             advertise: None,
             bytes_per_checksum: DEFAULT_BYTES_PER_CHECKSUM,
             fsync: true,
+            direct_writes: true,
             heartbeat_interval: Duration::from_secs(3),
             capacity: None,
             send_mode: SendMode::default(),
@@ -178,6 +183,7 @@ pub async fn start_with<H: HeartbeatTarget>(
         config.fsync,
     )
     .await?;
+    store.set_direct_writes(config.direct_writes);
     let listen_error = |source| DatanodeError::Listen {
         addr: config.listen.clone(),
         source,

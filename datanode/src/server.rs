@@ -8,7 +8,6 @@ use crate::send::{self, ReadSettings, SendError};
 use crate::store::BlockStore;
 use crate::telemetry;
 use blockstore::protocol::{self, ErrorCode, ErrorReply, Incoming, ProtocolError, Reply, Request};
-use bytes::BytesMut;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -20,6 +19,9 @@ use tokio::time::Instant;
 
 /// How long shutdown waits for requests in flight before cutting them off.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+/// Bytes of a write's payload buffered before any more is reserved: one
+/// default cell, the size writers send.
+const FIRST_PAYLOAD_PIECE: usize = 1024 * 1024;
 /// Pause after a failed accept (e.g. out of file descriptors).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// Default [`ServerLimits::frame_read_timeout`].
@@ -232,8 +234,11 @@ async fn serve_request(
     let result = match request {
         Request::WriteChunks(w) => {
             // The buffer grows as the payload arrives: the announced length
-            // is the peer's claim, not yet memory we owe it.
-            let mut data = BytesMut::new();
+            // is the peer's claim, not yet memory we owe it. Its first
+            // piece is aligned, so a cell-sized payload goes to disk as it
+            // is (direct writes).
+            let first = (payload_len as usize).min(FIRST_PAYLOAD_PIECE);
+            let mut data = crate::store::direct::aligned_buffer(first);
             let read = protocol::read_payload_into(stream, payload_len, &mut data);
             tokio::time::timeout_at(deadline, read)
                 .await

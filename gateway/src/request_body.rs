@@ -17,8 +17,8 @@ use md5::{Digest, Md5};
 pub const MAX_OBJECT_UPLOAD: u64 = 5 * 1024 * 1024 * 1024;
 /// Bytes gathered before they are hashed together.
 const BATCH_BYTES: usize = 1024 * 1024;
-/// Batches at least this large are hashed on the blocking pool, concurrently
-/// with the rest of the PUT; smaller ones inline.
+/// A body reaching a batch this large is hashed on the blocking pool,
+/// concurrently with the rest of the PUT; smaller ones inline.
 const BLOCKING_HASH_MIN: usize = 128 * 1024;
 
 /// What a stored body left behind: durable blocks, not yet visible.
@@ -83,59 +83,86 @@ pub async fn read_small_body(
     Ok(out.freeze())
 }
 
-/// The body's MD5, computed one batch behind the bytes on the blocking pool:
-/// while batch `n` is hashed, batch `n + 1` is received and handed to the
-/// writer, whose flush task encodes and sends earlier stripes meanwhile. So
-/// one PUT runs at the pace of its slowest stage, not the sum of them. Small
-/// batches are hashed inline, where a thread hop costs more than the MD5.
+/// Batches a body's hasher may have queued: 8 MiB, so that a pause of the
+/// receive side (a full stripe queue, a slow datanode) never leaves the hash
+/// idle, nor a pause of the hash the receive side.
+const HASH_QUEUE_BATCHES: usize = 8;
+
+/// The body's MD5. MD5 cannot be split across cores, so it bounds one PUT
+/// stream; it runs on a thread of its own (the blocking pool) fed through a
+/// queue of batches, concurrently with receiving the body, encoding and
+/// sending stripes. Bodies smaller than one batch are hashed inline, where
+/// the thread costs more than the MD5.
 struct BodyDigest {
-    /// The state when no batch is being hashed.
-    idle: Option<Md5>,
-    /// The batch being hashed; it hands the state back when done.
-    hashing: Option<tokio::task::JoinHandle<Md5>>,
+    /// The state while everything is hashed inline.
+    inline: Option<Md5>,
+    /// The background hasher, once the body reached a full batch.
+    background: Option<BackgroundHasher>,
+}
+
+struct BackgroundHasher {
+    batches: tokio::sync::mpsc::Sender<Vec<Bytes>>,
+    done: tokio::task::JoinHandle<Md5>,
 }
 
 impl BodyDigest {
     fn new() -> Self {
         Self {
-            idle: Some(Md5::new()),
-            hashing: None,
+            inline: Some(Md5::new()),
+            background: None,
         }
     }
 
-    /// The state after every batch fed so far.
-    async fn settled(&mut self) -> Result<Md5, S3Error> {
-        match self.hashing.take() {
-            Some(hashing) => hashing.await.map_err(S3Error::internal),
-            None => self
-                .idle
-                .take()
-                .ok_or_else(|| S3Error::internal("body digest already finished")),
-        }
-    }
-
-    /// Hashes `batch` after the batches before it, in the background when it
-    /// is large; waits only for the previous batch's hash.
+    /// Hashes `batch` after the batches before it: inline while the body is
+    /// small, else queued for the background hasher (waiting only while its
+    /// queue is full).
     async fn feed(&mut self, batch: Vec<Bytes>, batch_len: usize) -> Result<(), S3Error> {
-        let mut state = self.settled().await?;
-        if batch_len < BLOCKING_HASH_MIN {
+        if self.background.is_none() && batch_len < BLOCKING_HASH_MIN {
+            let state = self
+                .inline
+                .as_mut()
+                .ok_or_else(|| S3Error::internal("body digest already finished"))?;
             for chunk in &batch {
                 state.update(chunk);
             }
-            self.idle = Some(state);
-        } else {
-            self.hashing = Some(tokio::task::spawn_blocking(move || {
-                for chunk in &batch {
-                    state.update(chunk);
+            return Ok(());
+        }
+        if self.background.is_none() {
+            let mut state = self
+                .inline
+                .take()
+                .ok_or_else(|| S3Error::internal("body digest already finished"))?;
+            let (batches, mut queued) =
+                tokio::sync::mpsc::channel::<Vec<Bytes>>(HASH_QUEUE_BATCHES);
+            let done = tokio::task::spawn_blocking(move || {
+                while let Some(batch) = queued.blocking_recv() {
+                    for chunk in &batch {
+                        state.update(chunk);
+                    }
                 }
                 state
-            }));
+            });
+            self.background = Some(BackgroundHasher { batches, done });
         }
-        Ok(())
+        let hasher = self.background.as_ref().expect("started above");
+        hasher
+            .batches
+            .send(batch)
+            .await
+            .map_err(|_| S3Error::internal("body hasher ended early"))
     }
 
-    async fn finish(mut self) -> Result<[u8; 16], S3Error> {
-        Ok(self.settled().await?.finalize().into())
+    async fn finish(self) -> Result<[u8; 16], S3Error> {
+        let state = match self.background {
+            Some(BackgroundHasher { batches, done }) => {
+                drop(batches);
+                done.await.map_err(S3Error::internal)?
+            }
+            None => self
+                .inline
+                .ok_or_else(|| S3Error::internal("body digest already finished"))?,
+        };
+        Ok(state.finalize().into())
     }
 }
 

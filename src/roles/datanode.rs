@@ -89,6 +89,7 @@ pub async fn start(
         bytes_per_checksum: u32::try_from(storage.bytes_per_checksum)
             .context("--bytes-per-checksum too large")?,
         fsync: settings.fsync,
+        direct_writes: settings.direct_writes,
         heartbeat_interval: settings.heartbeat_interval,
         capacity: settings.capacity,
         send_mode: settings.send_mode,

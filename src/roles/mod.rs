@@ -170,6 +170,9 @@ pub struct DatanodeSettings {
     /// fsync block files before acknowledging their commit (turn off only for throwaway data).
     #[arg(long, env = "TESSERA_FSYNC", default_value_t = true, action = clap::ArgAction::Set)]
     pub fsync: bool,
+    /// Write whole cells of block data straight to disk (O_DIRECT) rather than through the page cache.
+    #[arg(long, env = "TESSERA_DIRECT_WRITES", default_value_t = true, action = clap::ArgAction::Set)]
+    pub direct_writes: bool,
     /// Interval between heartbeats to meta.
     #[arg(long, env = "TESSERA_HEARTBEAT_INTERVAL", default_value = "3s", value_parser = parse_duration)]
     pub heartbeat_interval: Duration,

@@ -8,6 +8,7 @@
 //!
 //! Every disk access runs on tokio's blocking pool.
 
+pub(crate) mod direct;
 mod paths;
 mod recovery;
 pub(crate) mod sidecar;
@@ -26,7 +27,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::ErrorKind;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -65,6 +66,14 @@ struct OpenBlock {
     /// Distinguishes this upload's temporary files from any other of the same key.
     upload: u64,
     file: Option<Arc<File>>,
+    /// The same file opened with O_DIRECT, for aligned writes (see `direct`).
+    direct: Option<Arc<File>>,
+    /// The disk write of the last piece, still running: a write is
+    /// acknowledged once its CRCs are verified, and the next write (or the
+    /// commit) waits for it first. So the network transfer of one piece
+    /// overlaps the disk write of the one before, and at most one piece per
+    /// upload waits in memory for the disk.
+    writing: Option<tokio::task::JoinHandle<Result<(), StoreError>>>,
     len: u64,
     bytes_per_checksum: u32,
     crcs: Vec<u32>,
@@ -94,6 +103,9 @@ pub struct BlockStore {
     removals: tokio::sync::broadcast::Sender<BlockKey>,
     /// The Unix socket serving this store's files to local clients, if any.
     local_socket: RwLock<Option<PathBuf>>,
+    /// Aligned writes bypass the page cache (see `direct`); turned off by
+    /// configuration, or for good by a file system that refuses O_DIRECT.
+    direct_writes: AtomicBool,
 }
 
 /// Deletions buffered per short-circuit watcher before it counts as lagging.
@@ -197,9 +209,21 @@ impl BlockStore {
             next_upload: AtomicU64::new(1),
             removals: tokio::sync::broadcast::channel(REMOVALS_BUFFER).0,
             local_socket: RwLock::new(None),
+            direct_writes: AtomicBool::new(true),
         });
         telemetry::store_gauges(&store.id, store.stats());
         Ok(store)
+    }
+
+    /// Whether aligned writes go straight to disk (O_DIRECT, the default) or
+    /// through the page cache. Applies to uploads started afterwards.
+    pub fn set_direct_writes(&self, on: bool) {
+        self.direct_writes.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether uploads starting now write aligned data straight to disk.
+    pub fn direct_writes(&self) -> bool {
+        self.direct_writes.load(Ordering::Relaxed)
     }
 
     /// This datanode's persistent identity.
@@ -323,9 +347,10 @@ impl BlockStore {
         let file = match &block.file {
             Some(file) => file.clone(),
             None => match self.create_tmp_file(key, block.upload).await {
-                Ok(file) => {
+                Ok((file, direct)) => {
                     let file = Arc::new(file);
                     block.file = Some(file.clone());
+                    block.direct = direct.map(Arc::new);
                     file
                 }
                 Err(e) => {
@@ -334,21 +359,46 @@ impl BlockStore {
                 }
             },
         };
+        if let Err(e) = Self::written_so_far(key, &mut block).await {
+            self.discard(key, &handle, &mut block).await;
+            return Err(e);
+        }
+        let direct = block
+            .direct
+            .clone()
+            .filter(|_| direct::is_aligned(offset, data.len()));
         let len = data.len() as u64;
-        let written = blocking(move || {
-            checksum::verify(&data, offset, bytes_per_checksum, &crcs).map_err(|e| match e {
+        // One blocking task verifies, answers, then writes: the caller is
+        // acknowledged as soon as the CRCs match, the disk write goes on.
+        let (verified_tx, verified) = tokio::sync::oneshot::channel();
+        let writing = tokio::task::spawn_blocking(move || {
+            let checked = checksum::verify(&data, offset, bytes_per_checksum, &crcs);
+            let failed = checked.is_err();
+            let _ = verified_tx.send(checked.map(|()| crcs));
+            if failed {
+                return Ok(());
+            }
+            match direct {
+                Some(direct) => direct::write_at(&direct, &data, offset),
+                None => file.write_all_at(&data, offset),
+            }
+            .map_err(|e| StoreError::io(format!("write block {key}"), e))
+        });
+        let checked = match verified.await {
+            Ok(checked) => checked.map_err(|e| match e {
                 ChecksumError::Mismatch { offset, .. } => {
                     StoreError::ChecksumMismatch { key, offset }
                 }
                 other => StoreError::Invalid(format!("block {key}: {other}")),
-            })?;
-            file.write_all_at(&data, offset)
-                .map_err(|e| StoreError::io(format!("write block {key}"), e))?;
-            Ok(crcs)
-        })
-        .await;
-        match written {
+            }),
+            Err(_) => Err(StoreError::io(
+                "disk task",
+                std::io::Error::other("checksum task ended early"),
+            )),
+        };
+        match checked {
             Ok(crcs) => {
+                block.writing = Some(writing);
                 block.len += len;
                 block.crcs.extend_from_slice(&crcs);
                 block.touched = Instant::now();
@@ -364,6 +414,19 @@ impl BlockStore {
                 Err(e)
             }
         }
+    }
+
+    /// Waits for the upload's last disk write; its failure fails the upload.
+    async fn written_so_far(key: BlockKey, block: &mut OpenBlock) -> Result<(), StoreError> {
+        let Some(writing) = block.writing.take() else {
+            return Ok(());
+        };
+        writing.await.map_err(|e| {
+            StoreError::io(
+                format!("write block {key}"),
+                std::io::Error::other(e.to_string()),
+            )
+        })?
     }
 
     /// Makes the upload of `key` durable and visible at exactly `length`
@@ -394,9 +457,14 @@ impl BlockStore {
                 block.len
             )));
         }
+        if let Err(e) = Self::written_so_far(key, &mut block).await {
+            tracing::error!(block = %key, error = %e, "a write failed on disk; upload discarded");
+            self.discard(key, &handle, &mut block).await;
+            return Err(e);
+        }
         let file = match &block.file {
             Some(file) => file.clone(),
-            None => Arc::new(self.create_tmp_file(key, block.upload).await?),
+            None => Arc::new(self.create_tmp_file(key, block.upload).await?.0),
         };
         let header = SidecarHeader {
             bytes_per_checksum: block.bytes_per_checksum,
@@ -617,6 +685,8 @@ impl BlockStore {
         Arc::new(tokio::sync::Mutex::new(OpenBlock {
             upload: self.next_upload.fetch_add(1, Ordering::Relaxed),
             file: None,
+            direct: None,
+            writing: None,
             len: 0,
             bytes_per_checksum,
             crcs: Vec::new(),
@@ -625,23 +695,45 @@ impl BlockStore {
         }))
     }
 
-    async fn create_tmp_file(&self, key: BlockKey, upload: u64) -> Result<File, StoreError> {
+    /// Creates an upload's temporary data file; with direct writes on, also
+    /// a second, O_DIRECT descriptor of it (None where the file system has
+    /// no O_DIRECT, which turns direct writes off for good).
+    async fn create_tmp_file(
+        &self,
+        key: BlockKey,
+        upload: u64,
+    ) -> Result<(File, Option<File>), StoreError> {
         let path = self.paths.tmp_data(key, upload);
-        blocking(move || {
-            OpenOptions::new()
+        let want_direct = self.direct_writes();
+        let (file, direct) = blocking(move || {
+            let file = OpenOptions::new()
                 .write(true)
                 .create(true)
                 .truncate(true)
                 .open(&path)
-                .map_err(|e| StoreError::io(format!("create {}", path.display()), e))
+                .map_err(|e| StoreError::io(format!("create {}", path.display()), e))?;
+            let direct = match want_direct {
+                true => direct::open(&path).map_err(|e| {
+                    StoreError::io(format!("open {} (O_DIRECT)", path.display()), e)
+                })?,
+                false => None,
+            };
+            Ok((file, direct))
         })
-        .await
+        .await?;
+        if want_direct && direct.is_none() && self.direct_writes.swap(false, Ordering::Relaxed) {
+            tracing::warn!(dir = %self.paths.root.display(), "the file system refuses O_DIRECT; block data is written through the page cache");
+        }
+        Ok((file, direct))
     }
 
     /// Closes an upload, removes its temporary files and forgets it.
     async fn discard(&self, key: BlockKey, handle: &OpenHandle, block: &mut OpenBlock) {
+        // A write still on its way to the file finishes before the file goes.
+        let _ = Self::written_so_far(key, block).await;
         block.closed = true;
         block.file = None;
+        block.direct = None;
         self.forget_upload(key, handle);
         let (data, sidecar) = (
             self.paths.tmp_data(key, block.upload),

@@ -312,3 +312,42 @@ async fn delete_syncs_the_shard_folder_only_when_fsync_is_on() {
     assert!(scratch.delete(k).await.unwrap());
     assert_eq!(syncs(&scratch.paths.shard_dir(k)), 0);
 }
+
+/// Whole cells go direct, unaligned pieces through the page cache, in one
+/// file: the committed block holds exactly the bytes written, either way.
+#[tokio::test]
+async fn direct_and_buffered_writes_mix_in_one_block() {
+    for direct_writes in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path()).await;
+        store.set_direct_writes(direct_writes);
+        let cell = 64 * 1024;
+        let body = data(3 * cell + 3 * BPC as usize + 10, 9);
+        // Aligned in offset and length, in an aligned buffer: direct.
+        let mut first = direct::aligned_buffer(cell);
+        first.extend_from_slice(&body[..cell]);
+        write(&store, key(3), 0, &first.freeze()).await.unwrap();
+        // Aligned offset and length, unaligned memory: direct via the bounce buffer.
+        write(&store, key(3), cell as u64, &body.slice(cell..2 * cell))
+            .await
+            .unwrap();
+        // A chunk-aligned but not page-aligned length: buffered, and so is
+        // everything after it (its offset is no longer page-aligned).
+        let uneven = 2 * cell + BPC as usize;
+        write(
+            &store,
+            key(3),
+            2 * cell as u64,
+            &body.slice(2 * cell..uneven),
+        )
+        .await
+        .unwrap();
+        write(&store, key(3), uneven as u64, &body.slice(uneven..))
+            .await
+            .unwrap();
+        store.commit(key(3), body.len() as u64).await.unwrap();
+        let (header, bytes) = read_all(&store, key(3), 0, body.len() as u64).await;
+        assert_eq!(bytes, &body[..], "direct writes {direct_writes}");
+        checksum::verify(&bytes, header.offset, BPC, &header.crcs).unwrap();
+    }
+}
