@@ -296,3 +296,54 @@ async fn sequential_reads_stream_every_byte_with_any_window() {
         assert_eq!(reader.copied_bytes(), 0);
     }
 }
+
+/// A stripe whose cell sits on a failed datanode is read once: its other
+/// data cells and one parity cell, the missing cell rebuilt from them. Cell
+/// by cell, the same bytes take two more block reads per stripe (the
+/// rebuild reads the other cells again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_degraded_stripe_is_read_once_for_its_missing_cell() {
+    let cluster = Cluster::start(5).await;
+    let client = cluster.client(client_config(Duration::from_millis(300)));
+    // Four whole stripes: one group (four cells per block file).
+    let data = random_bytes(4 * 3 * CELL as usize, 10);
+    let record = cluster.put(&client, "rows", rs(3, 2), &data).await;
+    assert_eq!(record.groups.len(), 1);
+    let mut redirected = record.clone();
+    let mut proxies = Vec::new();
+    for replica in &record.groups[0].replicas {
+        let proxy = StallProxy::start(&replica.addr).await;
+        redirected = redirect(&redirected, &replica.addr, proxy.addr());
+        proxies.push((replica.index, proxy));
+    }
+    let reader = Arc::new(client.reader(&redirected));
+    let (_, cell0) = proxies.iter().find(|(i, _)| *i == 0).unwrap();
+    cell0.stall();
+    // The first read finds it stalled past the deadline: suspect from now on.
+    assert!(reader.read_at(0, CELL as usize).await.unwrap() == data[..CELL as usize]);
+    assert!(client.suspects().is_suspect(cell0.addr()));
+    let asked_healthy = || -> u64 {
+        proxies
+            .iter()
+            .filter(|(i, _)| *i != 0)
+            .map(|(_, p)| p.received())
+            .sum()
+    };
+
+    let before = asked_healthy();
+    assert!(collect(&reader, 0, data.len() as u64).await.unwrap() == data);
+    let by_rows = asked_healthy() - before;
+
+    let before = asked_healthy();
+    for offset in (0..data.len()).step_by(CELL as usize) {
+        let got = reader.read_at(offset as u64, CELL as usize).await.unwrap();
+        assert!(got == data[offset..offset + CELL as usize]);
+    }
+    let by_cells = asked_healthy() - before;
+    // 3 block reads per stripe against 5: requests are alike in size.
+    assert!(
+        by_rows * 10 < by_cells * 7,
+        "request bytes by rows {by_rows}, cell by cell {by_cells}"
+    );
+    assert_eq!(cell0.forwarded(), 0, "the failed datanode was asked again");
+}

@@ -161,6 +161,9 @@ pub async fn run(args: PutArgs) -> Result<RunOutcome> {
         &results,
     );
     report.buffer_pool = pool_report(takes_before, takes_after, report.ops);
+    // After the PUTs, on a quiet machine: the same cores, the same run.
+    report.md5_single_core_mb_per_s =
+        Some(tokio::task::spawn_blocking(store_ops::md5_single_core_mb_per_s).await?);
     Ok(RunOutcome { report, results })
 }
 

@@ -281,6 +281,9 @@ pub struct Report {
     pub datanode_cpu: Option<CpuReport>,
     /// Shared buffer pool use (put --via client, when the client exposes it).
     pub buffer_pool: Option<PoolReport>,
+    /// One core's MD5 speed (the ETag's, which bounds one PUT stream),
+    /// measured in this run with the gateway's own MD5 (put only).
+    pub md5_single_core_mb_per_s: Option<f64>,
     /// Throughput over time.
     pub timeline: Timeline,
 }
@@ -312,6 +315,7 @@ impl Report {
             workloads: workloads.iter().map(|w| w.stats.clone()).collect(),
             datanode_cpu: None,
             buffer_pool: None,
+            md5_single_core_mb_per_s: None,
             timeline,
         }
     }
@@ -371,6 +375,12 @@ impl Report {
                     p.takes, p.streams, p.takes_per_stream
                 )),
                 None => out.push_str("shared buffer pool takes per stream: n/a\n"),
+            }
+            if let Some(md5) = self.md5_single_core_mb_per_s {
+                out.push_str(&format!(
+                    "one core's MD5 in this run: {md5:.1} MB/s; this run's MB/s is {:.2} of it\n",
+                    self.mb_per_s / md5
+                ));
             }
         }
         for w in &self.workloads {

@@ -23,6 +23,9 @@ pub struct Payload {
     pub md5: String,
 }
 
+/// Bytes hashed when measuring one core's MD5 speed.
+const MD5_PROBE_BYTES: u64 = 256 * 1024 * 1024;
+
 impl Payload {
     /// `size` random bytes.
     pub fn random(size: u64) -> Result<Self> {
@@ -35,6 +38,25 @@ impl Payload {
             md5,
         })
     }
+}
+
+/// MB/s of one core's MD5 (the implementation the gateway computes ETags
+/// with) over at least 256 MiB of random bytes: the ceiling of one PUT
+/// stream, measured in the same run as the PUTs.
+pub fn md5_single_core_mb_per_s() -> f64 {
+    let mut block = vec![0u8; 16 * 1024 * 1024];
+    rand::thread_rng().fill_bytes(&mut block);
+    let mut hasher = Md5::new();
+    // One pass to fault the block in and warm the caches, untimed.
+    hasher.update(&block);
+    let start = std::time::Instant::now();
+    let mut hashed = 0u64;
+    while hashed < MD5_PROBE_BYTES {
+        hasher.update(&block);
+        hashed += block.len() as u64;
+    }
+    std::hint::black_box(hasher.finalize());
+    hashed as f64 / 1e6 / start.elapsed().as_secs_f64()
 }
 
 /// A client library handle on the cluster behind meta's RPC at `meta_addr`,

@@ -22,6 +22,7 @@ use crate::ids::{BlockId, BlockKey, DatanodeId};
 use crate::layout::{EcLayout, ReplicationConfig};
 use crate::meta::{MetaError, ObjectRecord};
 use bytes::{Bytes, BytesMut};
+use futures::future::join_all;
 use futures::StreamExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -293,12 +294,54 @@ impl KeyReader {
         len: usize,
     ) -> Result<Vec<Bytes>, ClientError> {
         let segments = self.plan(offset, len)?;
+        if let Shape::Ec { layout, codec } = &self.shape {
+            if segments.iter().any(|s| self.cell_unavailable(s)) {
+                return self.read_rows(layout, codec, segments).await;
+            }
+        }
         let mut out = Vec::with_capacity(segments.len());
         let mut reads = futures::stream::iter(segments)
             .map(|s| self.read_segment(s))
             .buffered(READ_CONCURRENCY);
         while let Some(piece) = reads.next().await {
             out.push(piece?);
+        }
+        Ok(out)
+    }
+
+    /// `segments` read stripe row by stripe row, for a read with cells on
+    /// unavailable datanodes (see `read_row_degraded`).
+    async fn read_rows(
+        &self,
+        layout: &EcLayout,
+        codec: &Arc<Codec>,
+        segments: Vec<Segment>,
+    ) -> Result<Vec<Bytes>, ClientError> {
+        let mut rows: Vec<Vec<Segment>> = Vec::new();
+        for seg in segments {
+            match rows.last_mut() {
+                Some(row) if row[0].group == seg.group && row[0].stripe == seg.stripe => {
+                    row.push(seg)
+                }
+                _ => rows.push(vec![seg]),
+            }
+        }
+        let width = (layout.data as usize).max(1);
+        let mut out = Vec::new();
+        let mut reads = futures::stream::iter(rows)
+            .map(|row| async move {
+                if let Some(read) = self.read_row_degraded(layout, codec, &row).await {
+                    return read;
+                }
+                let mut pieces = Vec::with_capacity(row.len());
+                for piece in join_all(row.into_iter().map(|s| self.read_segment(s))).await {
+                    pieces.push(piece?);
+                }
+                Ok(pieces)
+            })
+            .buffered(READ_CONCURRENCY.div_ceil(width));
+        while let Some(pieces) = reads.next().await {
+            out.extend(pieces?);
         }
         Ok(out)
     }

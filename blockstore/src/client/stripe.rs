@@ -47,6 +47,29 @@ impl Stripe {
         }
     }
 
+    /// A stripe of `layout` in buffers an ended stream left (`cells`, one
+    /// per data and parity cell), emptied first.
+    pub(crate) fn with_cells(
+        layout: &EcLayout,
+        cells: Vec<BytesMut>,
+        lease: Option<PoolLease>,
+    ) -> Self {
+        let mut stripe = Self {
+            data: layout.data as usize,
+            cell_size: layout.cell_size as usize,
+            cells,
+            len: 0,
+            _lease: lease,
+        };
+        stripe.reset();
+        stripe
+    }
+
+    /// The cell buffers, for a later stripe; the pool room goes back now.
+    pub(crate) fn into_cells(self) -> Vec<BytesMut> {
+        self.cells
+    }
+
     /// Object bytes buffered.
     pub(crate) fn len(&self) -> usize {
         self.len
