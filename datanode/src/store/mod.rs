@@ -106,7 +106,15 @@ pub struct BlockStore {
     /// Aligned writes bypass the page cache (see `direct`); turned off by
     /// configuration, or for good by a file system that refuses O_DIRECT.
     direct_writes: AtomicBool,
+    /// Disk writes running at once, whatever the number of uploads: a disk
+    /// fed 80 concurrent direct writes (16 writers, 5 block files each)
+    /// moved a third less than one fed 5 on the machines measured here, so
+    /// further uploads wait their turn (and their writers with them).
+    disk_writes: Arc<tokio::sync::Semaphore>,
 }
+
+/// Default number of disk writes a store runs at once.
+pub const DEFAULT_DISK_WRITES: usize = 4;
 
 /// Deletions buffered per short-circuit watcher before it counts as lagging.
 const REMOVALS_BUFFER: usize = 4096;
@@ -210,6 +218,7 @@ impl BlockStore {
             removals: tokio::sync::broadcast::channel(REMOVALS_BUFFER).0,
             local_socket: RwLock::new(None),
             direct_writes: AtomicBool::new(true),
+            disk_writes: Arc::new(tokio::sync::Semaphore::new(DEFAULT_DISK_WRITES)),
         });
         telemetry::store_gauges(&store.id, store.stats());
         Ok(store)
@@ -368,10 +377,13 @@ impl BlockStore {
             .clone()
             .filter(|_| direct::is_aligned(offset, data.len()));
         let len = data.len() as u64;
+        // Never closed, so acquiring cannot fail.
+        let turn = self.disk_writes.clone().acquire_owned().await.ok();
         // One blocking task verifies, answers, then writes: the caller is
         // acknowledged as soon as the CRCs match, the disk write goes on.
         let (verified_tx, verified) = tokio::sync::oneshot::channel();
         let writing = tokio::task::spawn_blocking(move || {
+            let _turn = turn;
             let checked = checksum::verify(&data, offset, bytes_per_checksum, &crcs);
             let failed = checked.is_err();
             let _ = verified_tx.send(checked.map(|()| crcs));
