@@ -352,7 +352,13 @@ impl Inner {
     ) -> Result<Bytes, ShortCircuitError> {
         let replica = self.replica(datanode, addr, key).await?;
         let read = match read_verified_cached(&replica, offset, len) {
-            Some(read) => read,
+            Some(read) => {
+                // Done without awaiting anything: count it against the
+                // task's budget, or a task reading cached data in a loop
+                // would never yield its worker to the others.
+                tokio::task::consume_budget().await;
+                read
+            }
             None => tokio::task::spawn_blocking(move || read_verified(&replica, offset, len))
                 .await
                 .map_err(|e| std::io::Error::other(format!("local read task failed: {e}")))?,
