@@ -22,6 +22,7 @@ pub mod request_body;
 pub mod router;
 pub mod state;
 pub mod telemetry;
+pub mod upload_slots;
 pub mod xml;
 
 use blockstore::client::StoreClient;
@@ -36,17 +37,36 @@ pub struct GatewayConfig {
     /// Base domain for virtual-hosted-style requests (`bucket.domain`); path
     /// style only when None.
     pub domain: Option<String>,
+    /// Object bodies streamed at once (see [`upload_slots`]); 0: no bound.
+    pub max_concurrent_uploads: usize,
+    /// Longest a PUT waits for a slot before a 503.
+    pub upload_slot_wait: std::time::Duration,
+}
+
+impl GatewayConfig {
+    /// Settings for `region`, path style only, the default upload bound.
+    pub fn new(region: impl Into<String>) -> Self {
+        Self {
+            region: region.into(),
+            domain: None,
+            max_concurrent_uploads: upload_slots::UploadSlots::default_max(),
+            upload_slot_wait: upload_slots::DEFAULT_SLOT_WAIT,
+        }
+    }
 }
 
 /// The S3 service: every path and method goes through one handler that routes
 /// by endpoint, wrapped in the request-id middleware.
 pub fn router(meta: MetaClient, store: StoreClient, config: GatewayConfig) -> axum::Router {
     telemetry::describe_metrics();
+    let uploads =
+        upload_slots::UploadSlots::new(config.max_concurrent_uploads, config.upload_slot_wait);
     let state = Arc::new(state::AppState {
         meta,
         store,
         config,
         readers: readers::ReaderCache::default(),
+        uploads,
     });
     axum::Router::new()
         .fallback(handlers::serve)

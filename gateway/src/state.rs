@@ -2,6 +2,7 @@
 //! client and the gateway settings.
 
 use crate::readers::ReaderCache;
+use crate::upload_slots::UploadSlots;
 use crate::GatewayConfig;
 use blockstore::client::StoreClient;
 use blockstore::meta::MetaClient;
@@ -16,4 +17,6 @@ pub struct AppState {
     pub config: GatewayConfig,
     /// Readers shared by concurrent GETs of the same object version.
     pub readers: ReaderCache,
+    /// The bound on object bodies streamed at once.
+    pub uploads: UploadSlots,
 }

@@ -45,10 +45,37 @@ pub struct OperationLabel(pub &'static str);
 #[derive(Clone, Copy, Debug)]
 pub struct ErrorCodeLabel(pub &'static str);
 
-fn host_id() -> String {
-    let mut bytes = [0u8; 32];
-    rand::thread_rng().fill_bytes(&mut bytes);
-    STANDARD.encode(bytes)
+/// The `x-amz-id-2` of this gateway: random once per process (as MinIO
+/// gives one per node), so every response does not pay for 32 random bytes
+/// and their base64.
+fn host_id() -> &'static HeaderValue {
+    static HOST_ID: std::sync::OnceLock<HeaderValue> = std::sync::OnceLock::new();
+    HOST_ID.get_or_init(|| {
+        let mut bytes = [0u8; 32];
+        rand::thread_rng().fill_bytes(&mut bytes);
+        HeaderValue::from_str(&STANDARD.encode(bytes)).expect("base64 is a valid header value")
+    })
+}
+
+/// The status label of the request metrics, without formatting the common ones.
+fn status_label(status: http::StatusCode) -> metrics::SharedString {
+    let label = match status.as_u16() {
+        200 => "200",
+        204 => "204",
+        206 => "206",
+        304 => "304",
+        400 => "400",
+        403 => "403",
+        404 => "404",
+        409 => "409",
+        412 => "412",
+        416 => "416",
+        500 => "500",
+        501 => "501",
+        503 => "503",
+        other => return other.to_string().into(),
+    };
+    metrics::SharedString::const_str(label)
 }
 
 /// Counts body bytes received (PutObject, UploadPart, small XML bodies).
@@ -92,13 +119,13 @@ pub fn describe_metrics() {
 pub async fn track(mut request: Request, next: Next) -> Response {
     let id = RequestId::random();
     request.extensions_mut().insert(id.clone());
-    let span = tracing::info_span!(
-        "s3",
-        request_id = %id,
-        method = %request.method(),
-        path = %request.uri().path(),
-        op = tracing::field::Empty,
-    );
+    // Only the id: the fmt layer formats a span's fields when the span is
+    // made, for every request; method, path and operation go in the
+    // debug event at the end.
+    let span = tracing::info_span!("s3", request_id = %id);
+    let (method, path) = tracing::enabled!(tracing::Level::DEBUG)
+        .then(|| (request.method().clone(), request.uri().path().to_string()))
+        .unzip();
     let started = Instant::now();
     let mut response = next.run(request).instrument(span.clone()).await;
     let elapsed = started.elapsed().as_secs_f64();
@@ -107,21 +134,21 @@ pub async fn track(mut request: Request, next: Next) -> Response {
     if let Ok(value) = HeaderValue::from_str(id.as_str()) {
         headers.insert("x-amz-request-id", value);
     }
-    if let Ok(value) = HeaderValue::from_str(&host_id()) {
-        headers.insert("x-amz-id-2", value);
-    }
+    headers.insert("x-amz-id-2", host_id().clone());
     let op = response
         .extensions()
         .get::<OperationLabel>()
         .map_or("Unknown", |l| l.0);
     let status = response.status().as_u16();
-    metrics::counter!("tessera_s3_requests_total", "op" => op, "status" => status.to_string())
+    metrics::counter!("tessera_s3_requests_total", "op" => op, "status" => status_label(response.status()))
         .increment(1);
     metrics::histogram!("tessera_s3_request_seconds", "op" => op).record(elapsed);
     if let Some(code) = response.extensions().get::<ErrorCodeLabel>() {
         metrics::counter!("tessera_s3_errors_total", "code" => code.0).increment(1);
     }
-    span.in_scope(|| tracing::debug!(op, status, elapsed, "request done"));
+    if let (Some(method), Some(path)) = (method, path) {
+        span.in_scope(|| tracing::debug!(%method, path, op, status, elapsed, "request done"));
+    }
     response
 }
 

@@ -205,6 +205,12 @@ pub struct GatewaySettings {
     /// Domain for virtual-hosted-style requests (`bucket.DOMAIN`); path style always works.
     #[arg(long, env = "TESSERA_DOMAIN")]
     pub domain: Option<String>,
+    /// Object bodies (PUT, UploadPart) streamed at once; more wait their turn (default: 2 per core; 0: no bound).
+    #[arg(long, env = "TESSERA_MAX_CONCURRENT_UPLOADS")]
+    pub max_concurrent_uploads: Option<usize>,
+    /// Longest a PUT waits for its turn before a 503 (which SDKs retry).
+    #[arg(long, env = "TESSERA_UPLOAD_SLOT_WAIT", default_value = "60s", value_parser = parse_duration)]
+    pub upload_slot_wait: Duration,
 }
 
 /// Opens the metadata service in `dir`, printing the root credentials when
@@ -283,6 +289,10 @@ pub async fn serve_gateway(
         ::gateway::GatewayConfig {
             region: settings.region.clone(),
             domain: settings.domain.clone(),
+            max_concurrent_uploads: settings
+                .max_concurrent_uploads
+                .unwrap_or_else(::gateway::upload_slots::UploadSlots::default_max),
+            upload_slot_wait: settings.upload_slot_wait,
         },
     );
     let stop = shutdown.wait();

@@ -112,10 +112,32 @@ pub(crate) struct AmzDate {
 }
 
 impl AmzDate {
-    /// Parses `YYYYMMDDTHHMMSSZ`.
+    /// Parses `YYYYMMDDTHHMMSSZ` (every signed request has one: read by
+    /// hand rather than through a format description).
     pub fn parse(text: &str) -> Option<Self> {
-        let format = format_description!("[year][month][day]T[hour][minute][second]Z");
-        let time = PrimitiveDateTime::parse(text, format).ok()?.assume_utc();
+        let b = text.as_bytes();
+        if b.len() != 16 || b[8] != b'T' || b[15] != b'Z' {
+            return None;
+        }
+        let number = |range: std::ops::Range<usize>| -> Option<u32> {
+            b[range].iter().try_fold(0u32, |n, &c| {
+                c.is_ascii_digit().then(|| n * 10 + u32::from(c - b'0'))
+            })
+        };
+        let month = time::Month::try_from(u8::try_from(number(4..6)?).ok()?).ok()?;
+        let date = time::Date::from_calendar_date(
+            i32::try_from(number(0..4)?).ok()?,
+            month,
+            u8::try_from(number(6..8)?).ok()?,
+        )
+        .ok()?;
+        let clock = time::Time::from_hms(
+            u8::try_from(number(9..11)?).ok()?,
+            u8::try_from(number(11..13)?).ok()?,
+            u8::try_from(number(13..15)?).ok()?,
+        )
+        .ok()?;
+        let time = PrimitiveDateTime::new(date, clock).assume_utc();
         Some(Self {
             text: text.to_string(),
             time: time.into(),
@@ -586,6 +608,27 @@ mod tests {
         assert_eq!(from_http, date);
         assert!(AmzDate::parse("2013-05-24T00:00:00Z").is_none());
         assert!(AmzDate::parse("20130524T000000").is_none());
+        // Out-of-range fields and non-digits are refused, not wrapped.
+        for bad in [
+            "20131324T000000Z",
+            "20130532T000000Z",
+            "20130229T000000Z",
+            "20130524T240000Z",
+            "20130524T006000Z",
+            "2013O524T000000Z",
+            "+0130524T000000Z",
+            "20130524t000000Z",
+        ] {
+            assert!(AmzDate::parse(bad).is_none(), "{bad}");
+        }
+        let leap = AmzDate::parse("20240229T235959Z").expect("leap day");
+        assert_eq!(
+            leap.time
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs(),
+            1_709_251_199
+        );
         let at = |secs: u64| date.time + std::time::Duration::from_secs(secs);
         assert!(!date.is_skewed(at(15 * 60)));
         assert!(date.is_skewed(at(15 * 60 + 1)));

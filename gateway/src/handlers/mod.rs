@@ -107,7 +107,6 @@ pub async fn serve(State(state): State<Arc<AppState>>, request: Request) -> Resp
     let domain = state.config.domain.as_deref();
     let endpoint = router::parse(&parts.method, &parts.uri, &parts.headers, domain);
     let op = endpoint.as_ref().map_or("Unsupported", Endpoint::name);
-    tracing::Span::current().record("op", op);
     let mut response = match run(&state, &parts, body, endpoint).await {
         Ok(response) => response,
         Err(err) => {

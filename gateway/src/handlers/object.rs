@@ -53,6 +53,8 @@ pub(super) async fn store_request_body(
     let headers = &ctx.parts.headers;
     let expected_md5 = headers::content_md5(headers)?;
     let stream = open_object_body(&ctx.request, headers, body)?;
+    // Held until the body is stored; nothing of it is read before.
+    let _slot = ctx.state.uploads.acquire().await?;
     store_body(stream, ctx.state.store.writer(replication), expected_md5).await
 }
 

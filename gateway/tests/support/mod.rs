@@ -83,14 +83,7 @@ impl Cluster {
             block_size: BLOCK_SIZE,
             ..ClientConfig::default()
         });
-        let app = gateway::router(
-            meta.clone(),
-            store,
-            GatewayConfig {
-                region: "us-east-1".into(),
-                domain: None,
-            },
-        );
+        let app = gateway::router(meta.clone(), store, GatewayConfig::new("us-east-1"));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });

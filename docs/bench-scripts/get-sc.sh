@@ -1,0 +1,24 @@
+#!/bin/bash
+# 1 KiB GETs through S3 (`tessera bench get`, 16 clients) against `tessera
+# server` with short-circuit reads (the default) and with --no-short-circuit,
+# alternated RUNS times; one summary line per run.
+#   docs/bench-scripts/get-sc.sh [RUNS]
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$HERE/../..
+B=${TESSERA_BIN:-$ROOT/target/release/tessera}
+RUNS=${1:-2}
+W=$(mktemp -d); trap 'kill $SP 2>/dev/null; rm -rf $W' EXIT
+export TESSERA_ROOT_ACCESS_KEY=AKBENCH TESSERA_ROOT_SECRET_KEY=SKBENCHSECRET
+export AWS_ACCESS_KEY_ID=AKBENCH AWS_SECRET_ACCESS_KEY=SKBENCHSECRET
+for r in $(seq $RUNS); do
+  for mode in sc tcp; do
+    flag=""; [ $mode = tcp ] && flag=--no-short-circuit
+    rm -rf $W/data
+    $B server --data $W/data --listen 127.0.0.1:19878 --meta-listen 127.0.0.1:19879 --ops-listen 127.0.0.1:19880 $flag > $W/server.log 2>&1 &
+    SP=$!
+    for _ in $(seq 60); do grep -q READY $W/server.log && break; sleep 0.5; done
+    $B bench get --endpoint http://127.0.0.1:19878 --clients 16 --object-size 1KiB --objects 200 --duration 8s --json > $W/get.json 2>/dev/null
+    python3 -c "import json;d=json.load(open('$W/get.json'));w=d['workloads'][0];print('run $r $mode', round(w['ops_per_s']), 'req/s p50', round(w['latency_ms']['p50'],3), 'p99', round(w['latency_ms']['p99'],3), 'errors', d['errors'])"
+    kill $SP; wait $SP 2>/dev/null
+  done
+done

@@ -1,0 +1,106 @@
+//! A bound on the object bodies (PutObject, UploadPart) the gateway streams
+//! at once.
+//!
+//! One PUT stream keeps about one core busy (its MD5 cannot be split), and
+//! each holds its stripe buffers, hash queue and receive buffers. Past a few
+//! streams per core, more of them at once only share the same cores, while
+//! their memory grows with their number: on 2 cores, 16 concurrent 16 MiB
+//! PUTs moved 0.75-0.81 of the MB/s of 2 (`docs/benchmarks.md`). So a PUT
+//! waits for a slot before its body is read (a client sending `Expect:
+//! 100-continue` is answered only then), in arrival order, and gets a 503
+//! (which SDKs retry) if none frees up within the wait.
+
+use crate::error::{S3Code, S3Error};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// Default slots per core.
+pub const DEFAULT_SLOTS_PER_CORE: usize = 2;
+
+/// Default longest wait for a slot.
+pub const DEFAULT_SLOT_WAIT: Duration = Duration::from_secs(60);
+
+/// Slots for object bodies being streamed into the block store.
+pub struct UploadSlots {
+    slots: Option<Arc<Semaphore>>,
+    wait: Duration,
+}
+
+/// A slot held while one body streams; freed on drop.
+pub struct UploadSlot(#[allow(dead_code)] Option<OwnedSemaphorePermit>);
+
+impl UploadSlots {
+    /// `max` bodies at once (0: no bound), each waiting at most `wait` for
+    /// its slot.
+    pub fn new(max: usize, wait: Duration) -> Self {
+        Self {
+            slots: (max > 0).then(|| Arc::new(Semaphore::new(max))),
+            wait,
+        }
+    }
+
+    /// The default bound: two bodies per core of this machine.
+    pub fn default_max() -> usize {
+        std::thread::available_parallelism().map_or(2, |n| n.get()) * DEFAULT_SLOTS_PER_CORE
+    }
+
+    /// Waits for a slot, in arrival order; ServiceUnavailable after the wait.
+    pub async fn acquire(&self) -> Result<UploadSlot, S3Error> {
+        let Some(slots) = &self.slots else {
+            return Ok(UploadSlot(None));
+        };
+        match tokio::time::timeout(self.wait, slots.clone().acquire_owned()).await {
+            Ok(Ok(permit)) => Ok(UploadSlot(Some(permit))),
+            // The semaphore is never closed.
+            Ok(Err(_)) => Ok(UploadSlot(None)),
+            Err(_) => {
+                metrics::counter!("tessera_gateway_upload_slot_timeouts_total").increment(1);
+                Err(S3Error::new(S3Code::ServiceUnavailable))
+            }
+        }
+    }
+
+    /// Slots free now (None when unbounded).
+    pub fn available(&self) -> Option<usize> {
+        self.slots.as_ref().map(|s| s.available_permits())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn bodies_past_the_bound_wait_in_order_then_get_a_503() {
+        let slots = Arc::new(UploadSlots::new(2, Duration::from_millis(200)));
+        let a = slots.acquire().await.unwrap();
+        let _b = slots.acquire().await.unwrap();
+        assert_eq!(slots.available(), Some(0));
+        // A third waits until a slot frees up...
+        let waiting = tokio::spawn({
+            let slots = slots.clone();
+            async move { slots.acquire().await.is_ok() }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!waiting.is_finished());
+        drop(a);
+        assert!(waiting.await.unwrap());
+        // ...and one that waits too long is refused with a retryable 503.
+        let _c = slots.acquire().await.unwrap();
+        let refused = slots
+            .acquire()
+            .await
+            .err()
+            .expect("no slot within the wait");
+        assert_eq!(refused.code(), S3Code::ServiceUnavailable);
+    }
+
+    #[tokio::test]
+    async fn zero_means_unbounded() {
+        let slots = UploadSlots::new(0, Duration::from_millis(1));
+        let held: Vec<_> = futures::future::join_all((0..100).map(|_| slots.acquire())).await;
+        assert!(held.iter().all(Result::is_ok));
+        assert_eq!(slots.available(), None);
+    }
+}
