@@ -562,3 +562,34 @@ async fn copies_need_read_access_to_the_source() {
     assert_eq!(&got.body[..], b"mine");
     cluster.stop().await;
 }
+
+/// More PUTs at once than the gateway streams: the rest wait their turn,
+/// and every one lands whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn puts_past_the_upload_bound_wait_and_all_land() {
+    let mut config = gateway::GatewayConfig::new("us-east-1");
+    config.max_concurrent_uploads = 1;
+    let cluster = Cluster::start_with(HEARTBEAT, config).await;
+    let created = cluster.send(ROOT, "PUT", "/queued", &[], b"").await;
+    assert_eq!(created.status, StatusCode::OK, "{}", created.text());
+    let bodies: Vec<Vec<u8>> = (0..6).map(|_| random_bytes(3 * 1024 * 1024 + 7)).collect();
+    let puts = bodies.iter().enumerate().map(|(i, body)| {
+        let cluster = &cluster;
+        async move {
+            cluster
+                .send(ROOT, "PUT", &format!("/queued/k{i}"), &[], body)
+                .await
+        }
+    });
+    for (put, body) in futures::future::join_all(puts).await.iter().zip(&bodies) {
+        assert_eq!(put.status, StatusCode::OK, "{}", put.text());
+        assert_eq!(put.header("etag"), format!("\"{}\"", md5_hex(body)));
+    }
+    for (i, body) in bodies.iter().enumerate() {
+        let got = cluster
+            .send(ROOT, "GET", &format!("/queued/k{i}"), &[], b"")
+            .await;
+        assert!(got.body == *body, "k{i} reads back whole");
+    }
+    cluster.stop().await;
+}

@@ -84,11 +84,13 @@ impl Inner {
     ) -> Result<Option<Arc<ObjectRecord>>, MetaError> {
         let generation = self.registry.address_generation();
         self.store.read(|txn| {
-            if txn.open_table(BUCKETS)?.get(bucket)?.is_none() {
-                return Err(MetaError::NoSuchBucket(bucket.to_string()));
-            }
             let key = object_key(bucket, key.as_bytes());
             let Some(stored) = txn.open_table(OBJECTS)?.get(key.as_slice())? else {
+                // An object exists only in an existing bucket: the bucket is
+                // looked up only to tell NoSuchBucket from NoSuchKey.
+                if txn.open_table(BUCKETS)?.get(bucket)?.is_none() {
+                    return Err(MetaError::NoSuchBucket(bucket.to_string()));
+                }
                 return Ok(None);
             };
             let record =

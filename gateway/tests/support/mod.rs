@@ -69,6 +69,11 @@ pub const ROOT: Creds<'static> = Some((ROOT_KEY, ROOT_SECRET));
 impl Cluster {
     /// Starts the cluster, its datanodes heartbeating every `heartbeat`.
     pub async fn start(heartbeat: Duration) -> Self {
+        Self::start_with(heartbeat, GatewayConfig::new("us-east-1")).await
+    }
+
+    /// [`start`](Self::start) with the gateway settings `gateway`.
+    pub async fn start_with(heartbeat: Duration, gateway: GatewayConfig) -> Self {
         let bytes_per_checksum = datanode::DatanodeConfig::default().bytes_per_checksum;
         let mut config = TestClusterConfig::new(BLOCK_SIZE, bytes_per_checksum).meta(|meta| {
             meta.admin_token = Some(ADMIN_TOKEN.into());
@@ -83,7 +88,7 @@ impl Cluster {
             block_size: BLOCK_SIZE,
             ..ClientConfig::default()
         });
-        let app = gateway::router(meta.clone(), store, GatewayConfig::new("us-east-1"));
+        let app = gateway::router(meta.clone(), store, gateway);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
