@@ -1,7 +1,11 @@
 #!/bin/bash
 # `tessera server` (release build, defaults) and nginx serving the same bytes,
 # measured by ../shared/bench/s3-load.py (wrk replaying signed requests), RUNS
-# times; one table per run on stdout. Needs wrk and nginx (apt-get install -y
+# times; one table per run on stdout. The server is measured twice per
+# scenario: `tessera` right after the upload (its blocks were written with
+# O_DIRECT, so the first reads come from the disk) and `tessera-warm` just
+# after it (the same object, read once: as warm as nginx's freshly written
+# file). Needs wrk and nginx (apt-get install -y
 # wrk nginx-light) and boto3 (the repo's .venv has it).
 #   docs/bench-scripts/s3-vs-nginx.sh [RUNS] [SCENARIOS] [SECONDS]
 set -u
@@ -22,6 +26,8 @@ for r in $(seq $RUNS); do
   for _ in $(seq 60); do grep -q READY $W/server.log && break; sleep 0.5; done
   echo "# run $r"
   $PY "$LOAD" --duration $DUR --only $ONLY \
-    --target tessera=http://127.0.0.1:19878,AKBENCH,SKBENCHSECRET --target "nginx=http://127.0.0.1:18080,static,$W/www"
+    --target tessera=http://127.0.0.1:19878,AKBENCH,SKBENCHSECRET \
+    --target tessera-warm=http://127.0.0.1:19878,AKBENCH,SKBENCHSECRET \
+    --target "nginx=http://127.0.0.1:18080,static,$W/www"
   kill $SP; wait $SP 2>/dev/null
 done

@@ -6,6 +6,7 @@ pub mod buffers;
 pub mod datanode;
 pub mod error;
 mod failover;
+mod read_buffers;
 pub mod reader;
 pub mod replica_cache;
 pub mod sequential;

@@ -83,13 +83,21 @@ impl Inner {
 
     /// A bucket by name.
     pub(super) fn get_bucket(&self, name: &str) -> Result<Option<Arc<BucketRecord>>, MetaError> {
+        let epoch = self.store.write_epoch();
+        if let Some(record) = self.decoded_buckets.unchanged(name.as_bytes(), epoch, 0) {
+            return Ok(Some(record));
+        }
         self.store.read(|txn| {
             let Some(stored) = txn.open_table(BUCKETS)?.get(name)? else {
                 return Ok(None);
             };
-            let record =
-                self.decoded_buckets
-                    .get_or_decode(name.as_bytes(), stored.value(), 0, decode)?;
+            let record = self.decoded_buckets.get_or_decode(
+                name.as_bytes(),
+                stored.value(),
+                epoch,
+                0,
+                decode,
+            )?;
             Ok(Some(record))
         })
     }

@@ -83,8 +83,12 @@ impl Inner {
         key: &str,
     ) -> Result<Option<Arc<ObjectRecord>>, MetaError> {
         let generation = self.registry.address_generation();
+        let epoch = self.store.write_epoch();
+        let key = object_key(bucket, key.as_bytes());
+        if let Some(record) = self.decoded_objects.unchanged(&key, epoch, generation) {
+            return Ok(Some(record));
+        }
         self.store.read(|txn| {
-            let key = object_key(bucket, key.as_bytes());
             let Some(stored) = txn.open_table(OBJECTS)?.get(key.as_slice())? else {
                 // An object exists only in an existing bucket: the bucket is
                 // looked up only to tell NoSuchBucket from NoSuchKey.
@@ -93,13 +97,17 @@ impl Inner {
                 }
                 return Ok(None);
             };
-            let record =
-                self.decoded_objects
-                    .get_or_decode(&key, stored.value(), generation, |bytes| {
-                        let mut record: ObjectRecord = decode(bytes)?;
-                        self.registry.refresh_addrs(&mut record.groups);
-                        Ok(record)
-                    })?;
+            let record = self.decoded_objects.get_or_decode(
+                &key,
+                stored.value(),
+                epoch,
+                generation,
+                |bytes| {
+                    let mut record: ObjectRecord = decode(bytes)?;
+                    self.registry.refresh_addrs(&mut record.groups);
+                    Ok(record)
+                },
+            )?;
             Ok(Some(record))
         })
     }

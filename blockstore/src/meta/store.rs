@@ -12,6 +12,7 @@ use serde::Serialize;
 use std::borrow::Borrow;
 use std::collections::HashSet;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Bucket name -> `BucketRecord`.
 pub(super) const BUCKETS: TableDefinition<&str, &[u8]> = TableDefinition::new("buckets");
@@ -67,6 +68,10 @@ store_error_from!(
 /// The meta database file and the transactions over it.
 pub(super) struct Store {
     db: Database,
+    /// Write transactions finished so far: while it has not moved, nothing
+    /// stored has changed, which lets a read reuse what it found last time
+    /// without opening a transaction (see [`Store::write_epoch`]).
+    writes: AtomicU64,
 }
 
 impl Store {
@@ -89,7 +94,10 @@ impl Store {
         txn.open_table(BAD_REPLICAS)?;
         deletions::prepare_tables(&txn)?;
         txn.commit()?;
-        Ok(Self { db })
+        Ok(Self {
+            db,
+            writes: AtomicU64::new(0),
+        })
     }
 
     /// Runs `f` in a read transaction (a consistent snapshot).
@@ -108,9 +116,23 @@ impl Store {
         f: impl FnOnce(&WriteTransaction) -> Result<T, MetaError>,
     ) -> Result<T, MetaError> {
         let txn = self.db.begin_write()?;
-        let out = f(&txn)?;
-        txn.commit()?;
-        Ok(out)
+        let out = f(&txn);
+        let committed = match out {
+            Ok(out) => txn.commit().map(|()| out).map_err(MetaError::from),
+            Err(e) => Err(e),
+        };
+        // Moved after the commit and before the writer hears of it: a read
+        // that loads the new value sees the new data, and a read that loaded
+        // the old one before opening its snapshot is never reused.
+        self.writes.fetch_add(1, Ordering::Release);
+        committed
+    }
+
+    /// Changes whenever a write transaction ends. Load it *before* a read
+    /// transaction: what that read found is current for as long as the
+    /// epoch still has the loaded value.
+    pub(super) fn write_epoch(&self) -> u64 {
+        self.writes.load(Ordering::Acquire)
     }
 }
 
