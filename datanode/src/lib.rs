@@ -52,6 +52,8 @@ pub struct DatanodeConfig {
     /// `store::direct` for why); off, or on a file system without O_DIRECT,
     /// every write is buffered.
     pub direct_writes: bool,
+    /// Disk writes run at once per datanode (uploads beyond wait their turn).
+    pub max_disk_writes: usize,
     /// Time between heartbeats to meta.
     pub heartbeat_interval: Duration,
     /// Capacity to report; None reports the data folder's filesystem size.
@@ -98,6 +100,7 @@ impl Default for DatanodeConfig {
             bytes_per_checksum: DEFAULT_BYTES_PER_CHECKSUM,
             fsync: true,
             direct_writes: true,
+            max_disk_writes: store::DEFAULT_DISK_WRITES,
             heartbeat_interval: Duration::from_secs(3),
             capacity: None,
             send_mode: SendMode::default(),
@@ -184,6 +187,7 @@ pub async fn start_with<H: HeartbeatTarget>(
     )
     .await?;
     store.set_direct_writes(config.direct_writes);
+    store.set_max_disk_writes(config.max_disk_writes);
     let listen_error = |source| DatanodeError::Listen {
         addr: config.listen.clone(),
         source,

@@ -90,6 +90,7 @@ pub async fn start(
             .context("--bytes-per-checksum too large")?,
         fsync: settings.fsync,
         direct_writes: settings.direct_writes,
+        max_disk_writes: settings.max_disk_writes,
         heartbeat_interval: settings.heartbeat_interval,
         capacity: settings.capacity,
         send_mode: settings.send_mode,

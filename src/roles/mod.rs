@@ -173,6 +173,9 @@ pub struct DatanodeSettings {
     /// Write whole cells of block data straight to disk (O_DIRECT) rather than through the page cache.
     #[arg(long, env = "TESSERA_DIRECT_WRITES", default_value_t = true, action = clap::ArgAction::Set)]
     pub direct_writes: bool,
+    /// Disk writes a datanode runs at once; further uploads wait their turn.
+    #[arg(long, env = "TESSERA_MAX_DISK_WRITES", default_value_t = ::datanode::store::DEFAULT_DISK_WRITES)]
+    pub max_disk_writes: usize,
     /// Interval between heartbeats to meta.
     #[arg(long, env = "TESSERA_HEARTBEAT_INTERVAL", default_value = "3s", value_parser = parse_duration)]
     pub heartbeat_interval: Duration,

@@ -27,7 +27,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::ErrorKind;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -111,6 +111,8 @@ pub struct BlockStore {
     /// moved a third less than one fed 5 on the machines measured here, so
     /// further uploads wait their turn (and their writers with them).
     disk_writes: Arc<tokio::sync::Semaphore>,
+    /// The permits `disk_writes` was given.
+    max_disk_writes: AtomicUsize,
 }
 
 /// Default number of disk writes a store runs at once.
@@ -219,6 +221,7 @@ impl BlockStore {
             local_socket: RwLock::new(None),
             direct_writes: AtomicBool::new(true),
             disk_writes: Arc::new(tokio::sync::Semaphore::new(DEFAULT_DISK_WRITES)),
+            max_disk_writes: AtomicUsize::new(DEFAULT_DISK_WRITES),
         });
         telemetry::store_gauges(&store.id, store.stats());
         Ok(store)
@@ -228,6 +231,29 @@ impl BlockStore {
     /// through the page cache. Applies to uploads started afterwards.
     pub fn set_direct_writes(&self, on: bool) {
         self.direct_writes.store(on, Ordering::Relaxed);
+    }
+
+    /// How many disk writes run at once (at least one). Lowering it takes
+    /// effect as running writes finish.
+    pub fn set_max_disk_writes(&self, max: usize) {
+        let max = max.max(1);
+        let old = self.max_disk_writes.swap(max, Ordering::Relaxed);
+        if max > old {
+            self.disk_writes.add_permits(max - old);
+        } else {
+            let owed = old - max;
+            let forgotten = self.disk_writes.forget_permits(owed);
+            if forgotten < owed {
+                // The rest are held by running writes: taken as they return.
+                let disk_writes = self.disk_writes.clone();
+                let rest = (owed - forgotten) as u32;
+                tokio::spawn(async move {
+                    if let Ok(permits) = disk_writes.acquire_many_owned(rest).await {
+                        permits.forget();
+                    }
+                });
+            }
+        }
     }
 
     /// Whether uploads starting now write aligned data straight to disk.

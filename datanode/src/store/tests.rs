@@ -351,3 +351,38 @@ async fn direct_and_buffered_writes_mix_in_one_block() {
         checksum::verify(&bytes, header.offset, BPC, &header.crcs).unwrap();
     }
 }
+
+#[tokio::test]
+async fn the_disk_write_bound_can_be_raised_and_lowered_even_while_writes_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path()).await;
+    assert_eq!(store.disk_writes.available_permits(), DEFAULT_DISK_WRITES);
+    store.set_max_disk_writes(7);
+    assert_eq!(store.disk_writes.available_permits(), 7);
+    store.set_max_disk_writes(0);
+    assert_eq!(store.disk_writes.available_permits(), 1, "never below one");
+    // Lowered while three writes hold their turns: the bound holds once they end.
+    store.set_max_disk_writes(3);
+    let running = store
+        .disk_writes
+        .clone()
+        .acquire_many_owned(3)
+        .await
+        .unwrap();
+    store.set_max_disk_writes(1);
+    drop(running);
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while store.disk_writes.available_permits() != 1 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the surplus turns were taken back");
+    // And writes still complete under it.
+    let body = data(10_000, 3);
+    write(&store, key(1), 0, &body).await.unwrap();
+    store.commit(key(1), body.len() as u64).await.unwrap();
+    let (header, bytes) = read_all(&store, key(1), 0, 10_000).await;
+    assert_eq!(header.length, 10_000);
+    assert_eq!(bytes, &body[..]);
+}
