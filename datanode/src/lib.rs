@@ -11,6 +11,7 @@
 mod error;
 pub mod heartbeat;
 mod local;
+mod payload_buffers;
 mod send;
 pub mod server;
 pub mod store;

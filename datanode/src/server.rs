@@ -3,6 +3,7 @@
 //! and lets each request in flight finish.
 
 use crate::error::StoreError;
+use crate::payload_buffers;
 use crate::send::open_blocks::{OpenBlocks, DEFAULT_OPEN_BLOCKS};
 use crate::send::{self, ReadSettings, SendError};
 use crate::store::BlockStore;
@@ -233,19 +234,28 @@ async fn serve_request(
     let key = request.key();
     let result = match request {
         Request::WriteChunks(w) => {
-            // The buffer grows as the payload arrives: the announced length
-            // is the peer's claim, not yet memory we owe it. Its first
-            // piece is aligned, so a cell-sized payload goes to disk as it
-            // is (direct writes).
-            let first = (payload_len as usize).min(FIRST_PAYLOAD_PIECE);
-            let mut data = crate::store::direct::aligned_buffer(first);
-            let read = protocol::read_payload_into(stream, payload_len, &mut data);
-            tokio::time::timeout_at(deadline, read)
-                .await
-                .map_err(|_| Close::Stalled)?
-                .map_err(classify)?;
+            // Up to a cell: a recycled buffer of that size, aligned, so the
+            // payload goes to disk as it is (direct writes). Longer: the
+            // buffer grows as the payload arrives (the announced length is
+            // the peer's claim, not yet memory we owe it).
+            let data = if payload_len as usize <= payload_buffers::RECYCLED_PAYLOAD_MAX {
+                let read = payload_buffers::read_payload(stream, payload_len as usize);
+                tokio::time::timeout_at(deadline, read)
+                    .await
+                    .map_err(|_| Close::Stalled)?
+                    .map_err(classify)?
+            } else {
+                let first = (payload_len as usize).min(FIRST_PAYLOAD_PIECE);
+                let mut data = crate::store::direct::aligned_buffer(first);
+                let read = protocol::read_payload_into(stream, payload_len, &mut data);
+                tokio::time::timeout_at(deadline, read)
+                    .await
+                    .map_err(|_| Close::Stalled)?
+                    .map_err(classify)?;
+                data.freeze()
+            };
             store
-                .write_chunks(w.key, w.offset, w.bytes_per_checksum, w.crcs, data.freeze())
+                .write_chunks(w.key, w.offset, w.bytes_per_checksum, w.crcs, data)
                 .await
         }
         Request::CommitBlock { key, length } => store.commit(key, length).await,

@@ -1,5 +1,5 @@
 #!/bin/bash
-# `tessera bench put` rows of rs-3-2-1024k 64 MiB keys for 8 s, each on a
+# `tessera bench put` rows of rs-3-2-1024k 64 MiB keys for $DURATION (8s), each on a
 # fresh cluster of processes (scripts/bench-cluster.sh), with the datanodes'
 # --max-disk-writes set per row. While a row runs, the busy fraction of all
 # cores over 4 s is printed (or, with PERF=1, a whole-system perf profile is
@@ -18,8 +18,8 @@ for row in "$@"; do
   eval "$(grep ^export /tmp/bm/wr.out)"
   P=$(grep "datanode pids" /tmp/bm/wr.out | awk '{print $3}')
   (sleep 3; if [ -n "${PERF:-}" ]; then perf record -a -F 499 -g -o /tmp/bm/perf-$dw-$w.data -- sleep 4 >/dev/null 2>&1; else $HERE/cpu-busy.sh 4; fi) &
-  $TESSERA_BIN bench put --datanode-pids $P --json --meta $TESSERA_META --writers $w --key-size 64MiB --replication rs-3-2-1024k --duration 8s > /tmp/bm/wr-$dw-$w.json 2>/dev/null
-  python3 -c "import json;d=json.load(open('/tmp/bm/wr-$dw-$w.json'));print('dw=$dw w=$w MB/s', round(d['mb_per_s']), 'p50', round(d['workloads'][0]['latency_ms']['p50']), 'dncpu/GB', round(d['datanode_cpu']['cpu_seconds_per_gb'],2))" 2>&1 | cut -c1-300
+  $TESSERA_BIN bench put --datanode-pids $P --json --meta $TESSERA_META --writers $w --key-size 64MiB --replication rs-3-2-1024k --duration ${DURATION:-8s} > /tmp/bm/wr-$dw-$w.json 2>/dev/null
+  python3 -c "import json;d=json.load(open('/tmp/bm/wr-$dw-$w.json'));print('dw=$dw w=$w MB/s', round(d['mb_per_s']), 'p50', round(d['workloads'][0]['latency_ms']['p50']), 'dncpu/GB', round(d['datanode_cpu']['cpu_seconds_per_gb'],2), 'pool', d.get('buffer_pool'))" 2>&1 | cut -c1-300
   kill $CP; wait $CP 2>/dev/null; sleep 2
 done
 rm -rf /tmp/bm/wr

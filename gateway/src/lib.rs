@@ -14,6 +14,7 @@ pub mod download;
 pub mod error;
 pub mod handlers;
 pub mod headers;
+pub mod keep_alive;
 pub mod object_checksum;
 pub mod params;
 pub mod range;
@@ -71,5 +72,8 @@ pub fn router(meta: MetaClient, store: StoreClient, config: GatewayConfig) -> ax
     axum::Router::new()
         .fallback(handlers::serve)
         .with_state(state)
+        .layer(axum::middleware::from_fn(
+            keep_alive::close_after_refused_body,
+        ))
         .layer(axum::middleware::from_fn(telemetry::track))
 }

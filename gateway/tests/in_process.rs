@@ -200,10 +200,24 @@ async fn failed_checks_commit_nothing_and_users_stay_apart() {
         )
         .await;
     assert_error(&bad, 400, "BadDigest");
-    assert_error(
-        &cluster.send(ROOT, "GET", "/alpha/k", &[], b"").await,
-        404,
-        "NoSuchKey",
+    // A refused body ends its connection, and says so; other answers don't.
+    assert_eq!(bad.header("connection"), "close");
+    let no_upload = cluster
+        .send(
+            ROOT,
+            "PUT",
+            "/alpha/k?partNumber=2&uploadId=missing",
+            &[("expect", "100-continue")],
+            b"late",
+        )
+        .await;
+    assert_error(&no_upload, 404, "NoSuchUpload");
+    assert_eq!(no_upload.header("connection"), "close");
+    let missing = cluster.send(ROOT, "GET", "/alpha/k", &[], b"").await;
+    assert_error(&missing, 404, "NoSuchKey");
+    assert!(
+        missing.headers.get("connection").is_none(),
+        "an error to a request without a body keeps the connection"
     );
     let invalid = cluster
         .send(ROOT, "PUT", "/alpha/k", &[("content-md5", "nope")], data)

@@ -19,16 +19,25 @@ use std::time::Duration;
 /// Run length when neither --count nor --duration is given.
 const DEFAULT_DURATION: Duration = Duration::from_secs(30);
 
-/// Buffer sets taken from the client's shared pool so far.
-fn pool_takes(store: &StoreClient) -> Option<u64> {
-    Some(store.buffer_pool().stats().takes)
+/// Buffer sets taken from the client's shared pool so far, and how many of
+/// them were sets an ended stream left (the rest were new memory).
+fn pool_takes(store: &StoreClient) -> Option<(u64, u64)> {
+    let stats = store.buffer_pool().stats();
+    Some((stats.takes, stats.reused))
 }
 
 /// Takes per stream, when both counts are known.
-pub fn pool_report(before: Option<u64>, after: Option<u64>, streams: u64) -> Option<PoolReport> {
-    let takes = after?.checked_sub(before?)?;
+pub fn pool_report(
+    before: Option<(u64, u64)>,
+    after: Option<(u64, u64)>,
+    streams: u64,
+) -> Option<PoolReport> {
+    let (before, after) = (before?, after?);
+    let takes = after.0.checked_sub(before.0)?;
+    let reused = after.1.checked_sub(before.1)?;
     Some(PoolReport {
         takes,
+        reused,
         streams,
         takes_per_stream: if streams == 0 {
             0.0
@@ -173,12 +182,14 @@ mod tests {
 
     #[test]
     fn takes_per_stream() {
-        let r = pool_report(Some(10), Some(40), 10).unwrap();
-        assert_eq!((r.takes, r.streams), (30, 10));
+        let r = pool_report(Some((10, 4)), Some((40, 24)), 10).unwrap();
+        assert_eq!((r.takes, r.reused, r.streams), (30, 20, 10));
         assert_eq!(r.takes_per_stream, 3.0);
-        assert!(pool_report(None, Some(3), 1).is_none());
+        assert!(pool_report(None, Some((3, 0)), 1).is_none());
         assert_eq!(
-            pool_report(Some(0), Some(0), 0).unwrap().takes_per_stream,
+            pool_report(Some((0, 0)), Some((0, 0)), 0)
+                .unwrap()
+                .takes_per_stream,
             0.0
         );
     }

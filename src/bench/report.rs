@@ -248,6 +248,9 @@ pub struct CpuReport {
 pub struct PoolReport {
     /// Buffer sets taken from the shared pool.
     pub takes: u64,
+    /// Of those, sets that ended streams left for reuse (the rest were
+    /// allocated, memory the kernel had to fault in).
+    pub reused: u64,
     /// Keys written.
     pub streams: u64,
     /// Takes per key stream.
@@ -371,8 +374,8 @@ impl Report {
         if self.command == "put" {
             match &self.buffer_pool {
                 Some(p) => out.push_str(&format!(
-                    "shared buffer pool: {} takes for {} keys, {:.2} per stream\n",
-                    p.takes, p.streams, p.takes_per_stream
+                    "shared buffer pool: {} takes for {} keys, {:.2} per stream, {} of them reused sets\n",
+                    p.takes, p.streams, p.takes_per_stream, p.reused
                 )),
                 None => out.push_str("shared buffer pool takes per stream: n/a\n"),
             }
