@@ -20,9 +20,6 @@ use tokio::time::Instant;
 
 /// How long shutdown waits for requests in flight before cutting them off.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
-/// Bytes of a write's payload buffered before any more is reserved: one
-/// default cell, the size writers send.
-const FIRST_PAYLOAD_PIECE: usize = 1024 * 1024;
 /// Pause after a failed accept (e.g. out of file descriptors).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// Default [`ServerLimits::frame_read_timeout`].
@@ -234,26 +231,11 @@ async fn serve_request(
     let key = request.key();
     let result = match request {
         Request::WriteChunks(w) => {
-            // Up to a cell: a recycled buffer of that size, aligned, so the
-            // payload goes to disk as it is (direct writes). Longer: the
-            // buffer grows as the payload arrives (the announced length is
-            // the peer's claim, not yet memory we owe it).
-            let data = if payload_len as usize <= payload_buffers::RECYCLED_PAYLOAD_MAX {
-                let read = payload_buffers::read_payload(stream, payload_len as usize);
-                tokio::time::timeout_at(deadline, read)
-                    .await
-                    .map_err(|_| Close::Stalled)?
-                    .map_err(classify)?
-            } else {
-                let first = (payload_len as usize).min(FIRST_PAYLOAD_PIECE);
-                let mut data = crate::store::direct::aligned_buffer(first);
-                let read = protocol::read_payload_into(stream, payload_len, &mut data);
-                tokio::time::timeout_at(deadline, read)
-                    .await
-                    .map_err(|_| Close::Stalled)?
-                    .map_err(classify)?;
-                data.freeze()
-            };
+            let read = payload_buffers::read_payload(stream, payload_len);
+            let data = tokio::time::timeout_at(deadline, read)
+                .await
+                .map_err(|_| Close::Stalled)?
+                .map_err(classify)?;
             store
                 .write_chunks(w.key, w.offset, w.bytes_per_checksum, w.crcs, data)
                 .await

@@ -116,11 +116,7 @@ impl Store {
         f: impl FnOnce(&WriteTransaction) -> Result<T, MetaError>,
     ) -> Result<T, MetaError> {
         let txn = self.db.begin_write()?;
-        let out = f(&txn);
-        let committed = match out {
-            Ok(out) => txn.commit().map(|()| out).map_err(MetaError::from),
-            Err(e) => Err(e),
-        };
+        let committed = f(&txn).and_then(|out| Ok(txn.commit().map(|()| out)?));
         // Moved after the commit and before the writer hears of it: a read
         // that loads the new value sees the new data, and a read that loaded
         // the old one before opening its snapshot is never reused.
