@@ -1,14 +1,16 @@
 //! `tessera admin`: users, access keys, buckets and cluster status, through
 //! meta's RPC with the admin token.
 
-use anyhow::{bail, Context, Result};
-use blockstore::meta::{
-    rpc::RemoteMeta, AdminOp, BucketGrant, BucketRight, MetaClient, MetaResponse,
-};
-use blockstore::ReplicationConfig;
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
+use meta_api::{
+    AccessKeyRecord, BucketGrant, BucketRecord, BucketRight, ClusterStatus, CreateBucket,
+    CreateKey, CreateUser, DeleteBucket, DeleteKey, DeleteUser, GetClusterStatus, LimitKey,
+    ListBuckets, ListKeys, ListUsers, MetaClient, SetBucketPublicRead, UserRecord,
+};
+use proto::ReplicationConfig;
+use serde_json::{json, Value};
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// Flags of `tessera admin`.
 #[derive(Args, Debug)]
@@ -162,120 +164,81 @@ fn token(args: &AdminArgs) -> Result<String> {
 /// Runs one admin command and prints its result.
 pub async fn run(args: AdminArgs) -> Result<()> {
     let token = token(&args)?;
-    // The admin token also opens the connection (meta accepts it as the cluster token).
-    let meta = MetaClient::Remote(Arc::new(RemoteMeta::connect_with_token(&args.meta, &token)));
-    let call = |op| {
-        let meta = meta.clone();
-        let token = token.clone();
-        async move { meta.admin(&token, op).await.map_err(anyhow::Error::from) }
-    };
-    let response = match &args.command {
+    // The admin token opens the connection with the admin role.
+    let meta = MetaClient::remote(&args.meta, &token);
+    let done = json!({"ok": true});
+    let value = match &args.command {
         AdminCommand::User(UserCommand::Create { name }) => {
-            call(AdminOp::CreateUser { name: name.clone() }).await?;
-            call(AdminOp::CreateKey { user: name.clone() }).await?
+            meta.call(CreateUser { name: name.clone() }).await?;
+            key_json(&meta.call(CreateKey { user: name.clone() }).await?)
         }
-        AdminCommand::User(UserCommand::List) => call(AdminOp::ListUsers).await?,
+        AdminCommand::User(UserCommand::List) => users_json(&meta.call(ListUsers).await?),
         AdminCommand::User(UserCommand::Delete { name }) => {
-            call(AdminOp::DeleteUser { name: name.clone() }).await?
+            meta.call(DeleteUser { name: name.clone() }).await?;
+            done
         }
         AdminCommand::Key(KeyCommand::Create { user, limits }) => {
-            let created = call(AdminOp::CreateKey { user: user.clone() }).await?;
-            if let (MetaResponse::Key(key), false) = (&created, limits.is_empty()) {
-                call(AdminOp::LimitKey {
-                    access_key: key.access_key.clone(),
+            let created = meta.call(CreateKey { user: user.clone() }).await?;
+            if !limits.is_empty() {
+                let limit = LimitKey {
+                    access_key: created.access_key.clone(),
                     grants: Some(grants(limits)),
-                })
-                .await?;
+                };
+                meta.call(limit).await?;
             }
-            created
+            key_json(&created)
         }
         AdminCommand::Key(KeyCommand::Limit {
             access_key,
             buckets,
             unlimited,
         }) => {
-            call(AdminOp::LimitKey {
+            let limit = LimitKey {
                 access_key: access_key.clone(),
                 grants: (!unlimited).then(|| grants(buckets)),
-            })
-            .await?
+            };
+            meta.call(limit).await?;
+            done
         }
         AdminCommand::Key(KeyCommand::List { user }) => {
-            call(AdminOp::ListKeys { user: user.clone() }).await?
+            keys_json(&meta.call(ListKeys { user: user.clone() }).await?)
         }
         AdminCommand::Key(KeyCommand::Delete { access_key }) => {
-            call(AdminOp::DeleteKey {
-                access_key: access_key.clone(),
-            })
-            .await?
+            let access_key = access_key.clone();
+            meta.call(DeleteKey { access_key }).await?;
+            done
         }
         AdminCommand::Bucket(BucketCommand::Create {
             name,
             owner,
             replication,
         }) => {
-            call(AdminOp::CreateBucket {
+            let create = CreateBucket {
                 name: name.clone(),
                 owner: owner.clone(),
                 replication: *replication,
-            })
-            .await?
+            };
+            meta.call(create).await?;
+            done
         }
-        AdminCommand::Bucket(BucketCommand::List) => call(AdminOp::ListBuckets).await?,
+        AdminCommand::Bucket(BucketCommand::List) => {
+            buckets_json(&meta.call(ListBuckets { owner: None }).await?)
+        }
         AdminCommand::Bucket(BucketCommand::Delete { name }) => {
-            call(AdminOp::DeleteBucket { name: name.clone() }).await?
+            meta.call(DeleteBucket { name: name.clone() }).await?;
+            done
         }
         AdminCommand::Bucket(BucketCommand::PublicRead { name, state }) => {
-            call(AdminOp::SetBucketPublicRead {
+            let set = SetBucketPublicRead {
                 name: name.clone(),
                 public_read: state == "on",
-            })
-            .await?
+            };
+            meta.call(set).await?;
+            done
         }
-        AdminCommand::Status => call(AdminOp::Status).await?,
+        AdminCommand::Status => status_json(&meta.call(GetClusterStatus).await?),
     };
-    print_response(&response, args.json)
-}
-
-fn print_response(response: &MetaResponse, json: bool) -> Result<()> {
-    use serde_json::json;
-    let value = match response {
-        MetaResponse::Done => json!({"ok": true}),
-        MetaResponse::Key(k) => json!({
-            "user": k.user, "access_key": k.access_key, "secret_key": k.secret_key,
-        }),
-        MetaResponse::Users(users) => json!(users
-            .iter()
-            .map(|u| json!({"name": u.name, "root": u.is_root, "created": u.created}))
-            .collect::<Vec<_>>()),
-        MetaResponse::Keys(keys) => json!(keys
-            .iter()
-            .map(|k| json!({
-                "user": k.user, "access_key": k.access_key, "created": k.created,
-                "buckets": k.bucket_grants,
-            }))
-            .collect::<Vec<_>>()),
-        MetaResponse::Buckets(buckets) => json!(buckets
-            .iter()
-            .map(|b| json!({
-                "name": b.name, "owner": b.owner, "created": b.created,
-                "replication": b.replication.map(|r| r.to_string()),
-                "public_read": b.public_read,
-            }))
-            .collect::<Vec<_>>()),
-        MetaResponse::Status(status) => json!({
-            "datanodes": status.datanodes.iter().map(|d| json!({
-                "id": d.id.0, "address": d.addr, "state": format!("{:?}", d.state).to_lowercase(),
-                "capacity": d.capacity, "used": d.used, "blocks": d.blocks,
-                "last_heartbeat": d.last_heartbeat,
-            })).collect::<Vec<_>>(),
-            "buckets": status.buckets,
-            "objects": status.objects,
-            "pending_deletions": status.pending_deletions,
-        }),
-        other => bail!("unexpected answer from meta: {other:?}"),
-    };
-    if json {
+    if args.json {
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         print_human(&value);
@@ -283,15 +246,63 @@ fn print_response(response: &MetaResponse, json: bool) -> Result<()> {
     Ok(())
 }
 
-fn print_human(value: &serde_json::Value) {
+fn key_json(k: &AccessKeyRecord) -> Value {
+    json!({"user": k.user, "access_key": k.access_key, "secret_key": k.secret_key})
+}
+
+fn users_json(users: &[UserRecord]) -> Value {
+    users
+        .iter()
+        .map(|u| json!({"name": u.name, "root": u.is_root, "created": u.created}))
+        .collect()
+}
+
+fn keys_json(keys: &[AccessKeyRecord]) -> Value {
+    keys.iter()
+        .map(|k| {
+            json!({
+                "user": k.user, "access_key": k.access_key, "created": k.created,
+                "buckets": k.bucket_grants,
+            })
+        })
+        .collect()
+}
+
+fn buckets_json(buckets: &[BucketRecord]) -> Value {
+    buckets
+        .iter()
+        .map(|b| {
+            json!({
+                "name": b.name, "owner": b.owner, "created": b.created,
+                "replication": b.replication.map(|r| r.to_string()),
+                "public_read": b.public_read,
+            })
+        })
+        .collect()
+}
+
+fn status_json(status: &ClusterStatus) -> Value {
+    json!({
+        "datanodes": status.datanodes.iter().map(|d| json!({
+            "id": d.id.0, "address": d.addr, "state": format!("{:?}", d.state).to_lowercase(),
+            "capacity": d.capacity, "used": d.used, "blocks": d.blocks,
+            "last_heartbeat": d.last_heartbeat,
+        })).collect::<Vec<_>>(),
+        "buckets": status.buckets,
+        "objects": status.objects,
+        "pending_deletions": status.pending_deletions,
+    })
+}
+
+fn print_human(value: &Value) {
     match value {
-        serde_json::Value::Array(rows) => {
+        Value::Array(rows) => {
             for row in rows {
                 print_human(row);
             }
         }
-        serde_json::Value::Object(map) => {
-            if let Some(serde_json::Value::Array(nodes)) = map.get("datanodes") {
+        Value::Object(map) => {
+            if let Some(Value::Array(nodes)) = map.get("datanodes") {
                 println!(
                     "{:<38} {:<22} {:<8} {:>14} {:>14} {:>8}",
                     "DATANODE", "ADDRESS", "STATE", "CAPACITY", "USED", "BLOCKS"

@@ -1,7 +1,7 @@
 //! Errors of the block store and of the datanode as a whole.
 
-use blockstore::protocol::{ErrorCode, ErrorReply};
-use blockstore::BlockKey;
+use proto::wire::{ErrorCode, ErrorReply};
+use proto::BlockKey;
 use std::path::PathBuf;
 
 /// Why a block operation failed; each maps to one wire [`ErrorCode`].

@@ -11,8 +11,8 @@
 //! a writer that died and are removed here.
 
 use crate::store::BlockStore;
-use blockstore::meta::{DatanodeReport, MetaClient, MetaError, ReportedBlock};
-use blockstore::{BlockKey, DatanodeId};
+use meta_api::{BlockReport, DatanodeReport, Heartbeat, MetaClient, MetaError, ReportedBlock};
+use proto::{BlockKey, DatanodeId};
 use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
@@ -56,7 +56,7 @@ impl HeartbeatTarget for MetaClient {
         &self,
         report: DatanodeReport,
     ) -> impl Future<Output = Result<Vec<BlockKey>, MetaError>> + Send {
-        MetaClient::heartbeat(self, report)
+        self.call(Heartbeat { report })
     }
 
     fn block_report(
@@ -64,7 +64,7 @@ impl HeartbeatTarget for MetaClient {
         datanode: DatanodeId,
         blocks: Vec<ReportedBlock>,
     ) -> impl Future<Output = Result<u64, MetaError>> + Send {
-        MetaClient::block_report(self, datanode, blocks)
+        self.call(BlockReport { datanode, blocks })
     }
 }
 
@@ -252,7 +252,7 @@ mod tests {
     async fn reports_list_committed_blocks_and_old_leftovers_are_swept() {
         let dir = tempfile::tempdir().unwrap();
         let store = BlockStore::open(dir.path(), 4096, false).await.unwrap();
-        let key = BlockKey::new(blockstore::BlockId(7), 1);
+        let key = BlockKey::new(proto::BlockId(7), 1);
         store.commit(key, 0).await.unwrap();
         let reported = reported_blocks(&store);
         assert_eq!(reported.len(), 1);

@@ -1,6 +1,6 @@
 //! Tessera's datanode: block files with per-chunk CRC32C checksums on local
 //! disk ([`store`]), served over TCP with the frames of
-//! [`blockstore::protocol`] ([`server`]), registered with meta by heartbeats
+//! [`proto::wire`] ([`server`]), registered with meta by heartbeats
 //! ([`heartbeat`]).
 //!
 //! [`start`] runs all of it; [`BlockStore::open`] and [`server::serve`] run
@@ -16,18 +16,16 @@ mod send;
 pub mod server;
 pub mod store;
 pub mod telemetry;
-#[cfg(feature = "test-support")]
-pub mod testing;
 
 pub use error::{DatanodeError, StoreError};
 pub use heartbeat::HeartbeatTarget;
 pub use send::{ReadSettings, SendMode, UnknownSendMode, DEFAULT_READAHEAD_BYTES};
 pub use store::BlockStore;
 
-use blockstore::checksum::DEFAULT_BYTES_PER_CHECKSUM;
-use blockstore::meta::MetaClient;
-use blockstore::DatanodeId;
 use heartbeat::HeartbeatSettings;
+use meta_api::MetaClient;
+use proto::checksum::DEFAULT_BYTES_PER_CHECKSUM;
+use proto::DatanodeId;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -174,7 +172,7 @@ pub async fn start_with<H: HeartbeatTarget>(
     config: DatanodeConfig,
     target: H,
 ) -> Result<RunningDatanode, DatanodeError> {
-    blockstore::checksum::validate_bytes_per_checksum(config.bytes_per_checksum)
+    proto::checksum::validate_bytes_per_checksum(config.bytes_per_checksum)
         .map_err(|e| DatanodeError::Config(e.to_string()))?;
     if config.heartbeat_interval.is_zero() {
         return Err(DatanodeError::Config(

@@ -1,7 +1,7 @@
 //! The short-circuit server: a Unix socket on which clients on this host get
 //! committed blocks' open data files (SCM_RIGHTS) with their CRCs, and watch
 //! for the blocks this datanode deletes, so that they drop those descriptors.
-//! Messages are those of [`blockstore::protocol::local`].
+//! Messages are those of [`proto::wire::local`].
 //!
 //! Only committed blocks are served (the store's index holds nothing else;
 //! uploads in progress and quarantined files are not in it). A client still
@@ -9,11 +9,9 @@
 
 use crate::error::StoreError;
 use crate::store::BlockStore;
-use blockstore::protocol::local::{
-    self, LocalReply, LocalRequest, ReplicaInfo, MAX_REVOKED_PER_FRAME,
-};
-use blockstore::protocol::{ErrorCode, ErrorReply, LocalInfo, ProtocolError, Reply};
-use blockstore::BlockKey;
+use proto::wire::local::{self, LocalReply, LocalRequest, ReplicaInfo, MAX_REVOKED_PER_FRAME};
+use proto::wire::{ErrorCode, ErrorReply, LocalInfo, ProtocolError, Reply};
+use proto::BlockKey;
 use std::fs::File;
 use std::future::Future;
 use std::io::ErrorKind;

@@ -10,9 +10,9 @@
 //! as its bytes arrive: the announced length is the peer's claim, not yet
 //! memory owed to it.
 
-use blockstore::protocol::{self, ProtocolError};
 use bytes::Bytes;
 use crossbeam_queue::ArrayQueue;
+use proto::wire::{self, ProtocolError};
 use std::io::ErrorKind;
 use std::sync::LazyLock;
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -57,7 +57,7 @@ pub async fn read_payload<R: AsyncRead + Unpin>(
     let len = len as usize;
     if len > RECYCLED_PAYLOAD_MAX {
         let mut data = aligned_buffer(RECYCLED_PAYLOAD_MAX);
-        protocol::read_payload_into(r, len as u32, &mut data).await?;
+        wire::read_payload_into(r, len as u32, &mut data).await?;
         return Ok(data.freeze());
     }
     let buf = IDLE

@@ -20,11 +20,11 @@ mod sendfile;
 
 use crate::error::StoreError;
 use crate::telemetry;
-use blockstore::checksum::{self, ChecksumError};
-use blockstore::page_cache::{self, read_cached, INLINE_READ_MAX};
-use blockstore::protocol::{self, ProtocolError, ReadData, Reply};
-use blockstore::BlockKey;
 use open_blocks::{OpenBlock, OpenRange};
+use proto::checksum::{self, ChecksumError};
+use proto::page_cache::{self, read_cached, INLINE_READ_MAX};
+use proto::wire::{self, ProtocolError, ReadData, Reply};
+use proto::BlockKey;
 use std::fmt;
 use std::fs::File;
 use std::io::ErrorKind;
@@ -165,7 +165,7 @@ pub(crate) async fn send_range_to_socket(
     }
     let OpenRange { header, block } = range;
     let (offset, length) = (header.offset, header.length);
-    let head = protocol::encode_reply_head(request_id, &Reply::ReadData(header))?;
+    let head = wire::encode_reply_head(request_id, &Reply::ReadData(header))?;
     let file = block.file.clone();
     let end = offset + length;
     let mut at = offset;
@@ -216,12 +216,12 @@ pub(crate) async fn send_range<W: AsyncWrite + Unpin>(
     let file = block.file.clone();
     if settings.verify_on_read {
         let data = read_verified(key, file, &header).await?;
-        let head = protocol::encode_reply_head(request_id, &Reply::ReadData(header))?;
-        protocol::write_frame(w, &head, &data)
+        let head = wire::encode_reply_head(request_id, &Reply::ReadData(header))?;
+        wire::write_frame(w, &head, &data)
             .await
             .map_err(SendError::Socket)?;
     } else {
-        let head = protocol::encode_reply_head(request_id, &Reply::ReadData(header))?;
+        let head = wire::encode_reply_head(request_id, &Reply::ReadData(header))?;
         w.write_all(&head).await.map_err(SendError::Socket)?;
         copy_region(w, file, offset, length).await?;
         w.flush().await.map_err(SendError::Socket)?;
@@ -379,7 +379,7 @@ mod tests {
             send_mode: SendMode::Copy,
             ..ReadSettings::default()
         };
-        let key = BlockKey::new(blockstore::BlockId(1), 0);
+        let key = BlockKey::new(proto::BlockId(1), 0);
         match send_range(&mut sink, 1, key, range, &settings).await {
             Err(SendError::ShortFile { at, end }) => assert_eq!((at, end), (0, 5000)),
             other => panic!("expected a short file error, got {other:?}"),
@@ -395,7 +395,7 @@ mod tests {
             verify_on_read: true,
             ..ReadSettings::default()
         };
-        let key = BlockKey::new(blockstore::BlockId(1), 0);
+        let key = BlockKey::new(proto::BlockId(1), 0);
         match send_range(&mut sink, 1, key, range, &settings).await {
             Err(SendError::Refused(e)) => assert!(e.is_local_failure(), "{e}"),
             other => panic!("expected a refusal, got {other:?}"),

@@ -8,7 +8,7 @@ use crate::send::open_blocks::{OpenBlocks, DEFAULT_OPEN_BLOCKS};
 use crate::send::{self, ReadSettings, SendError};
 use crate::store::BlockStore;
 use crate::telemetry;
-use blockstore::protocol::{self, ErrorCode, ErrorReply, Incoming, ProtocolError, Reply, Request};
+use proto::wire::{self, ErrorCode, ErrorReply, Incoming, ProtocolError, Reply, Request};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -151,7 +151,7 @@ async fn serve_connection(
         }
         // The frame has started: all of it must arrive by this deadline.
         let deadline = Instant::now() + limits.frame_read_timeout;
-        let read = tokio::time::timeout_at(deadline, protocol::read_request(&mut stream)).await;
+        let read = tokio::time::timeout_at(deadline, wire::read_request(&mut stream)).await;
         let close = match read {
             Ok(Ok(Some(incoming))) => {
                 match serve_request(
@@ -190,7 +190,7 @@ async fn serve_connection(
                 message: e.to_string(),
             });
             // Best effort: the request id is unknown, and the peer may be gone.
-            let _ = protocol::write_reply(&mut stream, 0, &reply).await;
+            let _ = wire::write_reply(&mut stream, 0, &reply).await;
         }
         return;
     }
@@ -245,7 +245,7 @@ async fn serve_request(
         Request::LocalInfo => {
             telemetry::request(op, "ok");
             let reply = crate::local::info_reply(store);
-            return protocol::write_reply(stream, request_id, &reply)
+            return wire::write_reply(stream, request_id, &reply)
                 .await
                 .map_err(|_| Close::Quietly);
         }
@@ -285,12 +285,12 @@ async fn serve_request(
             Reply::Error(e.to_reply())
         }
     };
-    protocol::write_reply(stream, request_id, &reply)
+    wire::write_reply(stream, request_id, &reply)
         .await
         .map_err(|_| Close::Quietly)
 }
 
-fn log_refusal(op: &'static str, key: blockstore::BlockKey, e: &StoreError) {
+fn log_refusal(op: &'static str, key: proto::BlockKey, e: &StoreError) {
     if e.is_local_failure() {
         tracing::error!(op, block = %key, error = %e, "block request failed");
     } else {

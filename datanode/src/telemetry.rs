@@ -4,7 +4,7 @@
 
 use crate::send::SendMode;
 use crate::store::StoreStats;
-use blockstore::DatanodeId;
+use proto::DatanodeId;
 
 /// Bytes of block data accepted by writes.
 pub const BYTES_WRITTEN: &str = "tessera_datanode_bytes_written_total";

@@ -1,14 +1,12 @@
 //! Faults injected through real means: bad checksums on the wire, a byte
 //! flipped on disk, restarts, and broken frames from a raw socket.
 
-mod common;
-
-use blockstore::checksum;
-use blockstore::client::{ClientConfig, ClientError, DatanodePool};
-use blockstore::protocol::{self, ErrorCode, Reply, Request, WriteChunks, FRAME_HEADER_LEN};
-use common::{data, key, pool, TestNode, BPC};
+use block_client::{ClientConfig, ClientError, DatanodePool};
+use proto::checksum;
+use proto::wire::{self, ErrorCode, Reply, Request, WriteChunks, FRAME_HEADER_LEN};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::time::Duration;
+use test_support::node::{data, key, pool, TestNode, BPC};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -67,10 +65,10 @@ async fn the_checksum_mismatch_reply_names_code_and_offset_on_the_wire() {
         bytes_per_checksum: BPC,
         crcs,
     });
-    protocol::write_request(&mut stream, 41, &request, &body)
+    wire::write_request(&mut stream, 41, &request, &body)
         .await
         .unwrap();
-    let reply = protocol::read_reply(&mut stream).await.unwrap();
+    let reply = wire::read_reply(&mut stream).await.unwrap();
     assert_eq!(reply.request_id, 41);
     let Reply::Error(e) = reply.message else {
         panic!("expected an error reply, got {:?}", reply.message);
@@ -78,7 +76,7 @@ async fn the_checksum_mismatch_reply_names_code_and_offset_on_the_wire() {
     assert_eq!(e.code, ErrorCode::ChecksumMismatch);
     assert_eq!(e.offset, Some(u64::from(BPC)));
     // A refusal does not close the connection.
-    protocol::write_request(
+    wire::write_request(
         &mut stream,
         42,
         &Request::DeleteBlock { key: key(2, 0) },
@@ -86,7 +84,7 @@ async fn the_checksum_mismatch_reply_names_code_and_offset_on_the_wire() {
     )
     .await
     .unwrap();
-    let reply = protocol::read_reply(&mut stream).await.unwrap();
+    let reply = wire::read_reply(&mut stream).await.unwrap();
     assert_eq!((reply.request_id, reply.message), (42, Reply::Ok));
     node.stop().await;
 }
@@ -257,7 +255,7 @@ async fn send_raw(addr: &str, bytes: &[u8]) -> Vec<u8> {
 
 async fn expect_protocol_error(addr: &str, bytes: &[u8]) {
     let answer = send_raw(addr, bytes).await;
-    let reply = protocol::read_reply(&mut answer.as_slice()).await.unwrap();
+    let reply = wire::read_reply(&mut answer.as_slice()).await.unwrap();
     match reply.message {
         Reply::Error(e) => assert_eq!(e.code, ErrorCode::Protocol, "{e:?}"),
         other => panic!("expected a protocol error, got {other:?}"),
@@ -276,7 +274,7 @@ async fn broken_frames_get_an_error_and_do_not_hurt_the_server() {
         crcs: checksum::compute(&body, BPC),
     });
     let mut frame = Vec::new();
-    protocol::write_request(&mut frame, 1, &request, &body)
+    wire::write_request(&mut frame, 1, &request, &body)
         .await
         .unwrap();
 
@@ -312,7 +310,7 @@ async fn broken_frames_get_an_error_and_do_not_hurt_the_server() {
 
     // The server still serves, the whole frame included.
     let answer = send_raw(&node.addr, &frame).await;
-    let reply = protocol::read_reply(&mut answer.as_slice()).await.unwrap();
+    let reply = wire::read_reply(&mut answer.as_slice()).await.unwrap();
     assert_eq!(reply.message, Reply::Ok);
     let pool = pool();
     pool.commit_block(&node.addr, key(10, 0), 300)

@@ -1,17 +1,15 @@
 //! `datanode::start_with` against a stand-in for meta: reports, deletions
 //! acknowledged in the next heartbeat, failures retried, graceful shutdown.
 
-mod common;
-
-use blockstore::checksum;
-use blockstore::meta::{DatanodeReport, MetaError};
-use blockstore::protocol::{self, Reply, Request, WriteChunks};
-use blockstore::BlockKey;
-use common::{data, key, pool, BPC};
 use datanode::{DatanodeConfig, HeartbeatTarget};
+use meta_api::{DatanodeReport, MetaError};
 use parking_lot::Mutex;
+use proto::checksum;
+use proto::wire::{self, Reply, Request, WriteChunks};
+use proto::BlockKey;
 use std::sync::Arc;
 use std::time::Duration;
+use test_support::node::{data, key, pool, BPC};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -154,7 +152,7 @@ async fn shutdown_lets_a_request_in_flight_finish_and_closes_idle_connections() 
         crcs: checksum::compute(&body, BPC),
     });
     let mut frame = Vec::new();
-    protocol::write_request(&mut frame, 5, &request, &body)
+    wire::write_request(&mut frame, 5, &request, &body)
         .await
         .unwrap();
     let mut busy = TcpStream::connect(&addr).await.unwrap();
@@ -174,7 +172,7 @@ async fn shutdown_lets_a_request_in_flight_finish_and_closes_idle_connections() 
     assert_eq!(idle.read(&mut probe).await.unwrap_or(0), 0);
 
     busy.write_all(&frame[frame.len() / 2..]).await.unwrap();
-    let reply = protocol::read_reply(&mut busy).await.unwrap();
+    let reply = wire::read_reply(&mut busy).await.unwrap();
     assert_eq!((reply.request_id, reply.message), (5, Reply::Ok));
     tokio::time::timeout(Duration::from_secs(10), stopping)
         .await

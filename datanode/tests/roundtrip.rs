@@ -1,15 +1,13 @@
 //! Blocks written, committed and read back through `DatanodePool` over real TCP.
 
-mod common;
-
-use blockstore::client::ClientError;
-use common::{data, key, pool, TestNode, BPC};
+use block_client::ClientError;
+use test_support::node::{data, key, pool, TestNode, BPC};
 
 /// Writes `body` as block `k` in pieces of `piece` bytes (a multiple of BPC) and commits it.
 async fn put(
-    pool: &blockstore::client::DatanodePool,
+    pool: &block_client::DatanodePool,
     addr: &str,
-    k: blockstore::BlockKey,
+    k: proto::BlockKey,
     body: &bytes::Bytes,
     piece: usize,
 ) {

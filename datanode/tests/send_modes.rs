@@ -2,19 +2,17 @@
 //! CRCs against the disk: real datanodes (`datanode::start_with`) on port 0,
 //! real block files, raw protocol frames over real TCP.
 
-mod common;
-
-use blockstore::checksum;
-use blockstore::meta::{DatanodeReport, MetaError};
-use blockstore::protocol::{self, ErrorCode, ReadData, Reply, Request};
-use blockstore::BlockKey;
 use bytes::{Bytes, BytesMut};
-use common::{data, key, pool, BPC};
 use datanode::{DatanodeConfig, HeartbeatTarget, RunningDatanode, SendMode};
+use meta_api::{DatanodeReport, MetaError};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusRecorder};
+use proto::checksum;
+use proto::wire::{self, ErrorCode, ReadData, Reply, Request};
+use proto::BlockKey;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::time::Duration;
+use test_support::node::{data, key, pool, BPC};
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpSocket, TcpStream};
 
@@ -77,13 +75,11 @@ async fn read(stream: &mut TcpStream, k: BlockKey, offset: u64, length: u64) -> 
         offset,
         length,
     };
-    protocol::write_request(stream, 7, &request, &[])
-        .await
-        .unwrap();
-    let incoming = protocol::read_reply(stream).await.unwrap();
+    wire::write_request(stream, 7, &request, &[]).await.unwrap();
+    let incoming = wire::read_reply(stream).await.unwrap();
     assert_eq!(incoming.request_id, 7);
     let mut payload = BytesMut::with_capacity(incoming.payload_len as usize);
-    protocol::read_payload_into(stream, incoming.payload_len, &mut payload)
+    wire::read_payload_into(stream, incoming.payload_len, &mut payload)
         .await
         .unwrap();
     (incoming.message, payload.freeze())
@@ -261,10 +257,10 @@ async fn sendfile_delivers_a_large_read_to_a_slow_client() {
         offset: 0,
         length: body.len() as u64,
     };
-    protocol::write_request(&mut stream, 1, &request, &[])
+    wire::write_request(&mut stream, 1, &request, &[])
         .await
         .unwrap();
-    let incoming = protocol::read_reply(&mut stream).await.unwrap();
+    let incoming = wire::read_reply(&mut stream).await.unwrap();
     let header = read_data(incoming.message);
     assert_eq!(header.length, body.len() as u64);
     let mut got = Vec::with_capacity(body.len());

@@ -3,19 +3,17 @@
 //! TCP, checksums still enforced, fallback to TCP when the socket is missing,
 //! and revocation of deleted blocks.
 
-mod common;
-
-use blockstore::client::{ClientConfig, ClientError, DatanodePool};
-use blockstore::meta::{DatanodeReport, MetaError};
-use blockstore::BlockKey;
+use block_client::{ClientConfig, ClientError, DatanodePool};
 use bytes::Bytes;
-use common::{data, key, BPC};
 use datanode::{DatanodeConfig, HeartbeatTarget, RunningDatanode};
+use meta_api::{DatanodeReport, MetaError};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusRecorder};
+use proto::BlockKey;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tempfile::TempDir;
+use test_support::node::{data, key, BPC};
 
 /// Meta stand-in: accepts every heartbeat, never asks for deletions.
 #[derive(Clone)]

@@ -2,14 +2,12 @@
 //! off by the server, and a reply announcing more data than was asked for is
 //! refused by the client before it reserves or waits for that data.
 
-mod common;
-
-use blockstore::checksum;
-use blockstore::client::{ClientConfig, ClientError, DatanodePool};
-use blockstore::protocol::{self, ReadData, Reply, Request, WriteChunks};
-use common::{data, key, TestNode, BPC};
+use block_client::{ClientConfig, ClientError, DatanodePool};
 use datanode::server::ServerLimits;
+use proto::checksum;
+use proto::wire::{self, ReadData, Reply, Request, WriteChunks};
 use std::time::Duration;
+use test_support::node::{data, key, TestNode, BPC};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -43,7 +41,7 @@ async fn a_frame_stalled_midway_is_cut_off_but_an_idle_connection_is_not() {
         bytes_per_checksum: BPC,
         crcs: checksum::compute(&body, BPC),
     });
-    let head = protocol::encode_request_head(1, &request, body.len()).unwrap();
+    let head = wire::encode_request_head(1, &request, body.len()).unwrap();
     // Headers and a sliver of the megabyte announced, then silence.
     let mut stalled = TcpStream::connect(&node.addr).await.unwrap();
     stalled.write_all(&head).await.unwrap();
@@ -58,10 +56,10 @@ async fn a_frame_stalled_midway_is_cut_off_but_an_idle_connection_is_not() {
     // Silent between frames for longer than the frame timeout: still served.
     tokio::time::sleep(Duration::from_millis(700)).await;
     let delete = Request::DeleteBlock { key: key(5, 0) };
-    protocol::write_request(&mut idle, 7, &delete, &[])
+    wire::write_request(&mut idle, 7, &delete, &[])
         .await
         .unwrap();
-    let reply = protocol::read_reply(&mut idle).await.unwrap();
+    let reply = wire::read_reply(&mut idle).await.unwrap();
     assert_eq!((reply.request_id, reply.message), (7, Reply::Ok));
     node.stop().await;
 }
@@ -72,7 +70,7 @@ async fn a_read_reply_longer_than_asked_is_refused_before_its_data() {
     let addr = listener.local_addr().unwrap().to_string();
     let lying = tokio::spawn(async move {
         let (mut stream, _) = listener.accept().await.unwrap();
-        let incoming = protocol::read_request(&mut stream).await.unwrap().unwrap();
+        let incoming = wire::read_request(&mut stream).await.unwrap().unwrap();
         // 100 bytes asked, 48 MiB announced, and none of it ever sent.
         let length = 48 * 1024 * 1024;
         let reply = Reply::ReadData(ReadData {
@@ -81,7 +79,7 @@ async fn a_read_reply_longer_than_asked_is_refused_before_its_data() {
             bytes_per_checksum: BPC,
             crcs: vec![0; (length / u64::from(BPC)) as usize],
         });
-        protocol::write_reply(&mut stream, incoming.request_id, &reply)
+        wire::write_reply(&mut stream, incoming.request_id, &reply)
             .await
             .unwrap();
         tokio::time::sleep(Duration::from_secs(30)).await;

@@ -4,8 +4,8 @@
 //! of conditional writes.
 
 use crate::dates::parse_http_date_secs;
-use blockstore::meta::UnixMillis;
 use http::HeaderMap;
+use meta_api::UnixMillis;
 
 /// What the preconditions say about serving the object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,8 +94,8 @@ pub enum WriteConditionError {
 /// must hold that object); meta checks it inside the commit transaction.
 pub fn write_condition(
     headers: &HeaderMap,
-) -> Result<Option<blockstore::meta::WriteCondition>, WriteConditionError> {
-    use blockstore::meta::WriteCondition;
+) -> Result<Option<meta_api::WriteCondition>, WriteConditionError> {
+    use meta_api::WriteCondition;
     match (
         header(headers, "if-match"),
         header(headers, "if-none-match"),
@@ -227,7 +227,7 @@ mod tests {
 
     #[test]
     fn write_conditions() {
-        use blockstore::meta::WriteCondition;
+        use meta_api::WriteCondition;
         let with = |pairs: &[(&'static str, &'static str)]| {
             let mut map = HeaderMap::new();
             for (n, v) in pairs {

@@ -1,7 +1,7 @@
 //! The two timestamp formats of S3: ISO 8601 with milliseconds in XML
 //! documents, and the HTTP date in headers.
 
-use blockstore::meta::UnixMillis;
+use meta_api::UnixMillis;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use time::format_description::FormatItem;
 use time::macros::format_description;

@@ -2,7 +2,7 @@
 //!
 //! A small range is read with one `read_chunks_at` and its segments' buffers
 //! go to the body as they are (no join). A larger range streams from a
-//! [`SequentialReader`](blockstore::client::SequentialReader), which keeps a
+//! [`SequentialReader`](block_client::SequentialReader), which keeps a
 //! window of reads in flight and yields the segments' buffers in order, so
 //! memory stays bounded by the window and nothing is copied on the way.
 
@@ -10,7 +10,7 @@ use crate::error::S3Error;
 use crate::range::ByteRange;
 use crate::telemetry::count_bytes_out;
 use axum::body::Body;
-use blockstore::client::{ClientError, KeyReader};
+use block_client::{ClientError, KeyReader};
 use bytes::Bytes;
 use futures::{stream, StreamExt, TryStreamExt};
 use std::sync::Arc;

@@ -7,10 +7,10 @@ use crate::telemetry::{ErrorCodeLabel, RequestId};
 use crate::xml::XmlWriter;
 use axum::body::Body;
 use axum::response::Response;
-use blockstore::client::ClientError;
-use blockstore::meta::MetaError;
+use block_client::ClientError;
 use http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use http::StatusCode;
+use meta_api::MetaError;
 use std::borrow::Cow;
 
 /// The S3 error codes Tessera answers with.

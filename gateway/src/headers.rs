@@ -7,9 +7,9 @@ use crate::error::{S3Code, S3Error};
 use crate::xml::documents::quoted;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
-use blockstore::meta::ObjectRecord;
-use blockstore::ReplicationConfig;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use meta_api::ObjectRecord;
+use proto::ReplicationConfig;
 use std::collections::BTreeMap;
 
 /// Chooses the replication of a new object or bucket.
@@ -187,7 +187,7 @@ pub fn checksum_mode_enabled(headers: &HeaderMap) -> bool {
 /// Adds `x-amz-checksum-<alg>` (and `x-amz-checksum-type` when known).
 pub fn insert_checksum(
     out: &mut HeaderMap,
-    checksum: &blockstore::meta::StoredChecksum,
+    checksum: &meta_api::StoredChecksum,
     kind: Option<&str>,
 ) {
     let name = format!("x-amz-checksum-{}", checksum.algorithm.to_ascii_lowercase());
@@ -255,7 +255,7 @@ mod tests {
     #[test]
     fn checksum_headers() {
         let mut out = HeaderMap::new();
-        let checksum = blockstore::meta::StoredChecksum {
+        let checksum = meta_api::StoredChecksum {
             algorithm: "CRC64NVME".into(),
             value: "AAAAAAAAAAA=".into(),
         };

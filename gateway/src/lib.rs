@@ -26,8 +26,8 @@ pub mod telemetry;
 pub mod upload_slots;
 pub mod xml;
 
-use blockstore::client::StoreClient;
-use blockstore::meta::MetaClient;
+use block_client::StoreClient;
+use meta_api::MetaClient;
 use std::sync::Arc;
 
 /// Settings of the S3 gateway.
@@ -63,6 +63,7 @@ pub fn router(meta: MetaClient, store: StoreClient, config: GatewayConfig) -> ax
     let uploads =
         upload_slots::UploadSlots::new(config.max_concurrent_uploads, config.upload_slot_wait);
     let state = Arc::new(state::AppState {
+        credentials: auth::cache::Credentials::new(meta.clone()),
         meta,
         store,
         config,

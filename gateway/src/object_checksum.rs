@@ -7,7 +7,7 @@
 use crate::auth::{ChecksumAlgorithm, Checksummer};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
-use blockstore::meta::{ObjectRecord, StoredChecksum};
+use meta_api::{ObjectRecord, StoredChecksum};
 
 /// `x-amz-checksum-type` of a checksum over the whole object's bytes.
 pub const FULL_OBJECT: &str = "FULL_OBJECT";

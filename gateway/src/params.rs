@@ -8,8 +8,7 @@ use base64::Engine;
 use http::header::{self, HeaderName};
 use percent_encoding::percent_decode_str;
 
-/// Highest part number S3 accepts.
-pub const MAX_PART_NUMBER: u32 = 10_000;
+pub use meta_api::MAX_PART_NUMBER;
 /// Largest page of keys, parts or uploads S3 returns.
 pub const MAX_PAGE: u32 = 1000;
 

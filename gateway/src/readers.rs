@@ -8,11 +8,11 @@
 //! Object records themselves are never cached: every GET asks meta, so
 //! read-after-write stays exact.
 
-use blockstore::client::{KeyReader, StoreClient};
-use blockstore::meta::ObjectRecord;
-use blockstore::ObjectId;
+use block_client::{KeyReader, StoreClient};
 use lru::LruCache;
+use meta_api::ObjectRecord;
 use parking_lot::Mutex;
+use proto::ObjectId;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::num::NonZeroUsize;
@@ -127,40 +127,39 @@ impl Default for ReaderCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use blockstore::client::ClientConfig;
-    use blockstore::meta::{BlockGroup, MetaClient, MetaConfig, MetaService, ReplicaLocation};
-    use blockstore::{BlockId, DatanodeId, ReplicationConfig};
+    use block_client::ClientConfig;
+    use futures::future::BoxFuture;
+    use meta_api::{
+        AnyRequest, AnyResponse, BlockGroup, MetaClient, MetaError, MetaTransport, ReplicaLocation,
+    };
+    use proto::{BlockId, DatanodeId, ReplicationConfig};
+
+    /// Opening a reader asks meta nothing: a meta that answers nothing shows it.
+    struct NoMeta;
+
+    impl MetaTransport for NoMeta {
+        fn send(&self, _: AnyRequest) -> BoxFuture<'_, Result<AnyResponse, MetaError>> {
+            Box::pin(async { Err(MetaError::Transport("no meta in this test".into())) })
+        }
+    }
 
     fn record(key: &str, addr: &str) -> Arc<ObjectRecord> {
-        Arc::new(ObjectRecord {
-            id: ObjectId::random(),
-            bucket: "b".into(),
-            key: key.into(),
-            size: 10,
-            etag: "e".into(),
-            content_type: None,
-            headers: Default::default(),
-            user_metadata: Default::default(),
-            created: 0,
-            replication: ReplicationConfig::REPLICATED_1,
-            groups: vec![BlockGroup {
-                block: BlockId(1),
-                length: 10,
-                replicas: vec![ReplicaLocation {
-                    index: 0,
-                    datanode: DatanodeId("dn".into()),
-                    addr: addr.into(),
-                }],
+        let group = BlockGroup {
+            block: BlockId(1),
+            length: 10,
+            replicas: vec![ReplicaLocation {
+                index: 0,
+                datanode: DatanodeId("dn".into()),
+                addr: addr.into(),
             }],
-            parts: vec![],
-            attributes: Default::default(),
-        })
+        };
+        let replication = ReplicationConfig::REPLICATED_1;
+        Arc::new(ObjectRecord::new("b", key, "e", replication, vec![group]))
     }
 
     #[test]
     fn one_reader_per_version_and_a_new_one_after_overwrite() {
-        let dir = tempfile::tempdir().unwrap();
-        let meta = MetaClient::Local(MetaService::open(MetaConfig::new(dir.path())).unwrap());
+        let meta = MetaClient::new(Arc::new(NoMeta));
         let store = StoreClient::new(meta, ClientConfig::default());
         let cache = ReaderCache::new(2);
         let v1 = record("k", "127.0.0.1:1");

@@ -7,7 +7,7 @@ use crate::auth::{self, BodyStream, VerifiedRequest};
 use crate::error::{S3Code, S3Error};
 use crate::telemetry::count_bytes_in;
 use axum::body::Body;
-use blockstore::client::{KeyWriter, WrittenKey};
+use block_client::{KeyWriter, WrittenKey};
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use http::HeaderMap;
@@ -260,19 +260,19 @@ fn base64_md5(digest: &[u8; 16]) -> String {
 /// answer was lost the commit may have landed, so the blocks are left alone
 /// rather than risk deleting a visible object (an orphan costs only space).
 pub async fn commit_or_discard<F>(
-    meta: &blockstore::meta::MetaClient,
-    groups: Vec<blockstore::meta::BlockGroup>,
+    meta: &meta_api::MetaClient,
+    groups: Vec<meta_api::BlockGroup>,
     commit: F,
 ) -> Result<(), S3Error>
 where
-    F: std::future::Future<Output = Result<(), blockstore::meta::MetaError>>,
+    F: std::future::Future<Output = Result<(), meta_api::MetaError>>,
 {
     let Err(error) = commit.await else {
         return Ok(());
     };
     if error.may_have_applied() {
         tracing::warn!(%error, "commit outcome unknown; keeping its blocks");
-    } else if let Err(discard) = meta.discard_blocks(groups).await {
+    } else if let Err(discard) = meta.call(meta_api::DiscardBlocks { groups }).await {
         tracing::warn!(error = %discard, "discarding blocks of an uncommitted write failed");
     }
     Err(error.into())

@@ -1,16 +1,19 @@
 //! What every request handler shares: the meta handle, the block store
-//! client and the gateway settings.
+//! client, the credential caches and the gateway settings.
 
+use crate::auth::cache::Credentials;
 use crate::readers::ReaderCache;
 use crate::upload_slots::UploadSlots;
 use crate::GatewayConfig;
-use blockstore::client::StoreClient;
-use blockstore::meta::MetaClient;
+use block_client::StoreClient;
+use meta_api::MetaClient;
 
 /// State shared by all requests of one gateway (behind an `Arc`).
 pub struct AppState {
     /// Metadata service handle.
     pub meta: MetaClient,
+    /// Access keys and signing keys, cached in front of meta.
+    pub credentials: Credentials,
     /// Block store client for object data.
     pub store: StoreClient,
     /// Gateway settings.

@@ -3,8 +3,6 @@
 //! overwrites and deletes, concurrent GETs of one object get the right
 //! bytes, and a warm GET no longer asks meta for the access key and user.
 
-mod support;
-
 use bytes::Bytes;
 use http::StatusCode;
 use metrics::{Counter, CounterFn, Gauge, Histogram, Key, KeyName, Metadata, SharedString, Unit};
@@ -13,7 +11,7 @@ use rand::RngCore;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
-use support::ROOT;
+use test_support::s3::ROOT;
 
 /// Meta requests served in this process, by kind (from `tessera_meta_requests_total`).
 type MetaCalls = Arc<Mutex<BTreeMap<String, u64>>>;
@@ -62,11 +60,11 @@ impl metrics::Recorder for CountingRecorder {
 }
 
 /// The gateway's test cluster, with root's requests made short.
-struct Cluster(support::Cluster);
+struct Cluster(test_support::s3::Cluster);
 
 impl Cluster {
     async fn start() -> Self {
-        Self(support::Cluster::start(Duration::from_millis(200)).await)
+        Self(test_support::s3::Cluster::start(Duration::from_millis(200)).await)
     }
 
     async fn send(

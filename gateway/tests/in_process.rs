@@ -1,15 +1,13 @@
 //! In-process cluster: MetaService, five datanodes and the S3 router on
 //! 127.0.0.1:0, driven over real HTTP with requests signed by aws-sigv4.
 
-mod support;
-
 use base64::Engine;
-use blockstore::meta::{AdminOp, BucketGrant, BucketRight};
 use http::StatusCode;
 use md5::{Digest, Md5};
+use meta_api::{BucketGrant, BucketRight, LimitKey};
 use rand::RngCore;
 use std::time::Duration;
-use support::{Cluster, Reply, ADMIN_TOKEN, ROOT};
+use test_support::s3::{Cluster, Reply, ROOT};
 
 /// Heartbeats of the datanodes.
 const HEARTBEAT: Duration = Duration::from_millis(500);
@@ -514,7 +512,7 @@ async fn multipart_upload_round_trip() {
 async fn copies_need_read_access_to_the_source() {
     let cluster = Cluster::start(HEARTBEAT).await;
     let (key, secret) = cluster.user("carol").await;
-    let limit = AdminOp::LimitKey {
+    let limit = LimitKey {
         access_key: key.clone(),
         grants: Some(vec![BucketGrant {
             bucket: "carol-shared".into(),
@@ -534,7 +532,7 @@ async fn copies_need_read_access_to_the_source() {
         .await;
     cluster.send(ROOT, "PUT", "/rootb", &[], b"").await;
     cluster.send(ROOT, "PUT", "/rootb/k", &[], b"root's").await;
-    cluster.meta.admin(ADMIN_TOKEN, limit).await.unwrap();
+    cluster.meta.call(limit).await.unwrap();
     let limited = Some((key.as_str(), secret.as_str()));
 
     for (who, source) in [(limited, "carol-secret/k"), (carol, "rootb/k")] {

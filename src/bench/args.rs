@@ -1,8 +1,8 @@
 //! Flags of `tessera bench pread | get | put`.
 
 use crate::roles::{parse_duration, parse_size, StorageSettings};
-use blockstore::ReplicationConfig;
 use clap::{Args, Subcommand, ValueEnum};
+use proto::ReplicationConfig;
 use std::path::PathBuf;
 use std::time::Duration;
 

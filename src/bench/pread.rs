@@ -9,7 +9,7 @@ use super::s3_client::S3Client;
 use super::store_ops::{self, Payload};
 use super::{Phase, RunOutcome};
 use anyhow::{bail, Context, Result};
-use blockstore::client::KeyReader;
+use block_client::KeyReader;
 use futures::future::join_all;
 use futures::StreamExt;
 use rand::Rng;

@@ -11,7 +11,7 @@ use super::s3_client::S3Client;
 use super::store_ops::{self, Payload};
 use super::{Phase, RunOutcome};
 use anyhow::{bail, Result};
-use blockstore::client::StoreClient;
+use block_client::StoreClient;
 use futures::future::join_all;
 use std::sync::Arc;
 use std::time::Duration;

@@ -9,12 +9,12 @@ use aws_sigv4::http_request::{
 };
 use aws_sigv4::sign::v4;
 use aws_smithy_runtime_api::client::identity::Identity;
-use blockstore::ReplicationConfig;
 use bytes::Bytes;
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
+use proto::ReplicationConfig;
 use std::time::SystemTime;
 
 /// Header naming the replication of a new object (the gateway's own).

@@ -4,15 +4,15 @@
 
 use crate::roles::StorageSettings;
 use anyhow::{Context, Result};
-use blockstore::client::StoreClient;
-use blockstore::meta::{MetaError, ObjectRecord};
-use blockstore::{ObjectId, ReplicationConfig};
+use block_client::StoreClient;
 use bytes::Bytes;
 use md5::{Digest, Md5};
+use meta_api::{
+    now_millis, CommitObject, CreateBucket, DiscardBlocks, GetObject, MetaError, ObjectRecord,
+};
+use proto::ReplicationConfig;
 use rand::RngCore;
-use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The bytes every written key holds, with their MD5 computed once.
 #[derive(Clone)]
@@ -72,18 +72,20 @@ pub fn connect(
 
 /// Creates `bucket` for the root user unless it exists.
 pub async fn ensure_bucket(store: &StoreClient, bucket: &str) -> Result<()> {
-    match store.meta().create_bucket(bucket, "root", None).await {
+    match store
+        .meta()
+        .call(CreateBucket {
+            name: bucket.to_string(),
+            owner: "root".into(),
+            replication: None,
+        })
+        .await
+    {
         Ok(())
         | Err(MetaError::BucketAlreadyOwnedByYou(_))
         | Err(MetaError::BucketAlreadyExists(_)) => Ok(()),
         Err(e) => Err(e).with_context(|| format!("creating bucket {bucket}")),
     }
-}
-
-fn now_millis() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// Writes `payload` as `bucket/key` in pieces of `write_size` and commits it.
@@ -110,26 +112,24 @@ pub async fn write_key(
         .finish()
         .await
         .with_context(|| format!("finishing {bucket}/{key}"))?;
-    let record = ObjectRecord {
-        id: ObjectId::random(),
-        bucket: bucket.to_string(),
-        key: key.to_string(),
-        size: written.size,
-        etag: payload.md5.clone(),
-        content_type: None,
-        headers: BTreeMap::new(),
-        user_metadata: BTreeMap::new(),
-        created: now_millis(),
-        replication: written.replication,
-        groups: written.groups.clone(),
-        parts: vec![],
-        attributes: Default::default(),
-    };
+    let mut record = ObjectRecord::new(
+        bucket,
+        key,
+        payload.md5.clone(),
+        written.replication,
+        written.groups.clone(),
+    );
+    record.created = now_millis();
     let meta = store.meta();
-    if let Err(e) = meta.commit_object(record.clone()).await {
+    let commit = CommitObject {
+        record: record.clone(),
+        condition: None,
+    };
+    if let Err(e) = meta.call(commit).await {
         // As the gateway does: free the blocks only when the commit surely failed.
         if !e.may_have_applied() {
-            let _ = meta.discard_blocks(written.groups).await;
+            let groups = written.groups;
+            let _ = meta.call(DiscardBlocks { groups }).await;
         }
         return Err(e).with_context(|| format!("committing {bucket}/{key}"));
     }
@@ -145,9 +145,13 @@ pub async fn ensure_key(
     replication: ReplicationConfig,
 ) -> Result<Arc<ObjectRecord>> {
     ensure_bucket(store, bucket).await?;
+    let lookup = || GetObject {
+        bucket: bucket.to_string(),
+        key: key.to_string(),
+    };
     if let Some(record) = store
         .meta()
-        .get_object(bucket, key)
+        .call(lookup())
         .await
         .with_context(|| format!("looking up {bucket}/{key}"))?
     {
@@ -158,7 +162,7 @@ pub async fn ensure_key(
     // Read the record back: meta fills in the datanodes' current addresses.
     store
         .meta()
-        .get_object(bucket, key)
+        .call(lookup())
         .await?
         .with_context(|| format!("{bucket}/{key} vanished after its commit"))
 }

@@ -4,8 +4,8 @@ use super::{print_ready, DatanodeSettings, StorageSettings};
 use crate::ops;
 use crate::shutdown::Shutdown;
 use anyhow::{Context, Result};
-use blockstore::meta::MetaClient;
 use clap::Args;
+use meta_api::MetaClient;
 use std::path::{Path, PathBuf};
 
 /// Flags of `tessera datanode`.

@@ -8,10 +8,11 @@ pub mod meta;
 pub mod server;
 
 use crate::shutdown::Shutdown;
+use ::meta::{Clock, MetaConfig, MetaService};
 use anyhow::{Context, Result};
-use blockstore::client::{ClientConfig, StoreClient};
-use blockstore::meta::{MetaClient, MetaConfig, MetaService};
+use block_client::{ClientConfig, StoreClient};
 use clap::Args;
+use meta_api::MetaClient;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -104,9 +105,7 @@ impl ClusterTokenArgs {
 
     /// A client of the meta RPC at `addr` presenting the token.
     pub fn remote_meta(&self, addr: &str) -> Result<MetaClient> {
-        Ok(MetaClient::Remote(Arc::new(
-            blockstore::meta::RemoteMeta::connect_with_token(addr, &self.token()?),
-        )))
+        Ok(MetaClient::remote(addr, &self.token()?))
     }
 }
 
@@ -231,6 +230,7 @@ pub fn open_meta(dir: &Path, settings: &MetaSettings, block_size: u64) -> Result
         deletion_delay: settings.deletion_delay,
         orphan_grace: settings.orphan_grace,
         cluster_token: settings.cluster_token.clone(),
+        clock: Clock::System,
     })
     .with_context(|| format!("opening metadata in {}", dir.display()))?;
     let root = service.root_credentials();
@@ -265,7 +265,7 @@ pub async fn serve_meta(
     let addr = listener.local_addr()?;
     let stop = shutdown.wait();
     let task = tokio::spawn(async move {
-        if let Err(e) = blockstore::meta::rpc::serve(listener, service, stop).await {
+        if let Err(e) = ::meta::serve(listener, service, stop).await {
             tracing::error!("meta RPC: {e}");
         }
     });

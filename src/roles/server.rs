@@ -8,9 +8,10 @@ use super::{
 };
 use crate::ops;
 use crate::shutdown::Shutdown;
+use ::meta::MetaService;
 use anyhow::Result;
-use blockstore::meta::{MetaClient, MetaService};
 use clap::Args;
+use meta_api::{DatanodeState, GetClusterStatus, Role};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,17 +52,11 @@ pub struct ServerArgs {
 /// default replication of a full cluster.
 async fn wait_for_datanodes(service: &Arc<MetaService>, count: usize) {
     for _ in 0..100 {
-        if let Ok(blockstore::meta::MetaResponse::Status(status)) = service
-            .handle(blockstore::meta::MetaRequest::Admin {
-                token: service.admin_token().to_string(),
-                op: blockstore::meta::AdminOp::Status,
-            })
-            .await
-        {
+        if let Ok(status) = service.call(GetClusterStatus, Role::Admin).await {
             let healthy = status
                 .datanodes
                 .iter()
-                .filter(|d| d.state == blockstore::meta::DatanodeState::Healthy)
+                .filter(|d| d.state == DatanodeState::Healthy)
                 .count();
             if healthy >= count {
                 return;
@@ -78,7 +73,7 @@ pub async fn run(args: ServerArgs) -> Result<()> {
     let shutdown = Shutdown::on_signals();
     std::fs::create_dir_all(&args.data)?;
     let service = open_meta(&args.data.join("meta"), &args.meta, args.storage.block_size)?;
-    let meta = MetaClient::Local(service.clone());
+    let meta = service.client(Role::Cluster);
     let (meta_addr, meta_rpc) = serve_meta(&args.meta_listen, service.clone(), &shutdown).await?;
     let mut nodes = Vec::with_capacity(args.datanodes);
     for i in 1..=args.datanodes {

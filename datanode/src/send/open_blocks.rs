@@ -15,9 +15,9 @@
 
 use crate::error::StoreError;
 use crate::store::{BlockMeta, BlockStore};
-use blockstore::protocol::{ReadData, MAX_PAYLOAD_LEN};
-use blockstore::{checksum, BlockKey};
 use parking_lot::Mutex;
+use proto::wire::{ReadData, MAX_PAYLOAD_LEN};
+use proto::{checksum, BlockKey};
 use std::fs::File;
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -94,7 +94,7 @@ impl Readahead {
 
 /// A bounded set of open committed blocks, invalidated as blocks are deleted.
 pub(crate) struct OpenBlocks {
-    entries: Mutex<lru::LruCache<blockstore::BlockKey, Arc<OpenBlock>>>,
+    entries: Mutex<lru::LruCache<proto::BlockKey, Arc<OpenBlock>>>,
 }
 
 impl OpenBlocks {
@@ -212,7 +212,7 @@ mod tests {
         const BPC: u32 = 4096;
         let dir = tempfile::tempdir().unwrap();
         let store = BlockStore::open(dir.path(), BPC, false).await.unwrap();
-        let key = BlockKey::new(blockstore::BlockId(7), 0);
+        let key = BlockKey::new(proto::BlockId(7), 0);
         let data: Vec<u8> = (0..50_000u32).map(|i| (i % 253) as u8).collect();
         let crcs = checksum::compute(&data, BPC);
         store

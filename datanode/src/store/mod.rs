@@ -15,12 +15,12 @@ pub(crate) mod sidecar;
 
 use crate::error::StoreError;
 use crate::telemetry;
-use blockstore::checksum::{self, ChecksumError};
-use blockstore::protocol::{ReadData, MAX_PAYLOAD_LEN};
-use blockstore::{BlockKey, DatanodeId};
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use paths::Paths;
+use proto::checksum::{self, ChecksumError};
+use proto::wire::{ReadData, MAX_PAYLOAD_LEN};
+use proto::{BlockKey, DatanodeId};
 use sidecar::SidecarHeader;
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};

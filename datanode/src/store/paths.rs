@@ -11,7 +11,7 @@
 //! low byte of the block id in hex: block ids are allocated in sequence, so
 //! blocks spread evenly over 256 folders.
 
-use blockstore::{BlockId, BlockKey};
+use proto::{BlockId, BlockKey};
 use std::path::{Path, PathBuf};
 
 /// Suffix of a block's data file.

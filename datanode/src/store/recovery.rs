@@ -6,7 +6,7 @@ use super::paths::{parse_block_file, BlockFile, Paths};
 use super::sidecar::SidecarHeader;
 use super::BlockMeta;
 use crate::error::StoreError;
-use blockstore::{BlockKey, DatanodeId};
+use proto::{BlockKey, DatanodeId};
 use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{ErrorKind, Write};

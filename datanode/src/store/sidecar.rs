@@ -12,7 +12,7 @@
 //! Big-endian. Keeping checksums out of the data file lets any data range go
 //! out with one sendfile call.
 
-use blockstore::checksum;
+use proto::checksum;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 

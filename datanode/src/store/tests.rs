@@ -1,5 +1,5 @@
 use super::*;
-use blockstore::BlockId;
+use proto::BlockId;
 
 const BPC: u32 = 1024;
 
@@ -117,10 +117,7 @@ async fn bad_checksum_discards_the_upload() {
         matches!(err, StoreError::ChecksumMismatch { offset: 2048, .. }),
         "{err:?}"
     );
-    assert_eq!(
-        err.code(),
-        blockstore::protocol::ErrorCode::ChecksumMismatch
-    );
+    assert_eq!(err.code(), proto::wire::ErrorCode::ChecksumMismatch);
     assert_eq!(store.open_uploads(), 0);
     assert_eq!(tmp_files(dir.path()), 0);
     assert!(matches!(

@@ -22,10 +22,9 @@ mod testing;
 
 use std::time::SystemTime;
 
-use blockstore::meta::{
-    AccessKeyRecord, BucketGrant, BucketRight, MetaClient, MetaError, UserRecord,
-};
+use cache::{Credentials, SigningKeyCache};
 use http::request::Parts;
+use meta_api::{AccessKeyRecord, BucketGrant, BucketRight, MetaError, UserRecord};
 
 pub use body::{body_stream, BodyStream};
 pub use checksum::{ChecksumAlgorithm, Checksummer};
@@ -56,7 +55,7 @@ impl Identity {
     /// What the caller's access key may do in `bucket` (None: nothing), before
     /// bucket ownership is considered.
     pub fn right_in(&self, bucket: &str) -> Option<BucketRight> {
-        blockstore::meta::credentials::key_right(self.bucket_grants.as_deref(), bucket)
+        meta_api::key_right(self.bucket_grants.as_deref(), bucket)
     }
 
     /// The caller signing with `key`, which belongs to `user`.
@@ -102,8 +101,9 @@ impl VerifiedRequest {
         secret: &str,
         identity: Identity,
         payload: ContentSha256,
+        keys: &SigningKeyCache,
     ) -> Result<Self, AuthError> {
-        let key = cache::signing_key(secret, signed.amz_date.time, &signed.scope.region);
+        let key = keys.key(secret, signed.amz_date.time, &signed.scope.region);
         let seed = canonical::verify_signature(parts, signed, &key)?;
         let chain = SignatureChain::new(
             key,
@@ -209,10 +209,10 @@ pub enum BodyError {
 /// ("anonymous access is not allowed").
 pub async fn authenticate(
     parts: &Parts,
-    meta: &MetaClient,
+    credentials: &Credentials,
     region: &str,
 ) -> Result<VerifiedRequest, AuthError> {
-    let result = authenticate_inner(parts, meta, region).await;
+    let result = authenticate_inner(parts, credentials, region).await;
     if let Err(err) = &result {
         metrics::counter!("tessera_gateway_auth_failures_total", "reason" => err.metric_label())
             .increment(1);
@@ -222,12 +222,13 @@ pub async fn authenticate(
 
 async fn authenticate_inner(
     parts: &Parts,
-    meta: &MetaClient,
+    credentials: &Credentials,
     region: &str,
 ) -> Result<VerifiedRequest, AuthError> {
     let request = SignedRequest::parse(parts, region)?;
-    let (key, user) = cache::credentials()
-        .lookup(meta, request.access_key())
+    let (key, user) = credentials
+        .lookups
+        .lookup(request.access_key())
         .await?
         .ok_or(AuthError::InvalidAccessKeyId)?;
     let secret = key.secret_key.clone();
@@ -236,6 +237,7 @@ async fn authenticate_inner(
         SystemTime::now(),
         &secret,
         Identity::of_key(key, user),
+        &credentials.signing_keys,
     )
 }
 
@@ -249,7 +251,7 @@ pub fn verify_request(
 ) -> Result<VerifiedRequest, AuthError> {
     let request = SignedRequest::parse(parts, region)?;
     let (secret, identity) = lookup(request.access_key()).ok_or(AuthError::InvalidAccessKeyId)?;
-    request.verify(parts, now, &secret, identity)
+    request.verify(parts, now, &secret, identity, &SigningKeyCache::default())
 }
 
 /// Whether the request carries no signature at all (no Authorization header,
@@ -311,10 +313,11 @@ impl SignedRequest {
         now: SystemTime,
         secret: &str,
         identity: Identity,
+        keys: &SigningKeyCache,
     ) -> Result<VerifiedRequest, AuthError> {
         match self {
-            Self::Header(auth) => auth.verify(parts, now, secret, identity),
-            Self::Presigned(auth) => auth.verify(parts, now, secret, identity),
+            Self::Header(auth) => auth.verify(parts, now, secret, identity, keys),
+            Self::Presigned(auth) => auth.verify(parts, now, secret, identity, keys),
         }
     }
 }

@@ -6,7 +6,6 @@
 use super::canonical::{signature_matches, AmzDate, CredentialScope, SigningKey};
 use super::{AuthError, Identity};
 use base64::Engine;
-use blockstore::meta::MetaClient;
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 use time::format_description::well_known::Rfc3339;
@@ -181,7 +180,7 @@ impl PostPolicy {
 /// `fields` are the form fields by lower-case name.
 pub async fn verify_post_form(
     fields: &BTreeMap<String, String>,
-    meta: &MetaClient,
+    credentials: &super::cache::Credentials,
     region: &str,
     now: SystemTime,
 ) -> Result<(PostPolicy, Identity), AuthError> {
@@ -213,8 +212,9 @@ pub async fn verify_post_form(
             "x-amz-date does not match the credential's date".to_string(),
         ));
     }
-    let (key, user) = super::cache::credentials()
-        .lookup(meta, &scope.access_key)
+    let (key, user) = credentials
+        .lookups
+        .lookup(&scope.access_key)
         .await?
         .ok_or(AuthError::InvalidAccessKeyId)?;
     let signing_key = SigningKey::derive(&key.secret_key, date.time, &scope.region);

@@ -145,6 +145,7 @@ impl PresignedAuth {
         now: SystemTime,
         secret: &str,
         identity: Identity,
+        keys: &super::cache::SigningKeyCache,
     ) -> Result<VerifiedRequest, AuthError> {
         if now > self.date.time + self.expires {
             return Err(AuthError::AccessDenied("Request has expired".to_string()));
@@ -163,7 +164,7 @@ impl PresignedAuth {
             payload: &self.payload_line,
             signature: &self.signature,
         };
-        VerifiedRequest::check(parts, &signed, secret, identity, self.payload)
+        VerifiedRequest::check(parts, &signed, secret, identity, self.payload, keys)
     }
 }
 

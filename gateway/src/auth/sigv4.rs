@@ -171,6 +171,7 @@ impl HeaderAuth {
         now: SystemTime,
         secret: &str,
         identity: Identity,
+        keys: &super::cache::SigningKeyCache,
     ) -> Result<VerifiedRequest, AuthError> {
         if self.date.is_skewed(now) {
             return Err(AuthError::RequestTimeTooSkewed);
@@ -184,7 +185,7 @@ impl HeaderAuth {
             payload: &self.payload_line,
             signature: &self.signature,
         };
-        VerifiedRequest::check(parts, &signed, secret, identity, self.payload)
+        VerifiedRequest::check(parts, &signed, secret, identity, self.payload, keys)
     }
 }
 

@@ -11,8 +11,8 @@ use crate::xml::object_documents;
 use crate::xml::parse::{parse_document, Element};
 use axum::body::Body;
 use axum::response::Response;
-use blockstore::meta::BucketRecord;
 use http::{HeaderMap, StatusCode};
+use meta_api::BucketRecord;
 
 /// The canned ACL header.
 pub const CANNED_ACL_HEADER: &str = "x-amz-acl";

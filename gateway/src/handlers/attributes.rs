@@ -11,9 +11,9 @@ use crate::object_checksum::object_checksum;
 use crate::params::MAX_PAGE;
 use crate::xml::object_documents::{self, AttributePart, AttributeParts, AttributesDoc};
 use axum::response::Response;
-use blockstore::meta::BucketRecord;
 use http::header::{HeaderValue, LAST_MODIFIED};
 use http::HeaderMap;
+use meta_api::BucketRecord;
 
 /// The attributes a client may ask for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

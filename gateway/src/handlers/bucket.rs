@@ -9,17 +9,23 @@ use crate::xml::documents;
 use crate::xml::parse::{parse_create_bucket, CREATE_BUCKET_BODY_LIMIT};
 use axum::body::Body;
 use axum::response::Response;
-use blockstore::meta::naming::validate_bucket_name;
-use blockstore::meta::BucketRecord;
 use http::header::{HeaderValue, LOCATION};
 use http::StatusCode;
+use meta_api::naming::validate_bucket_name;
+use meta_api::BucketRecord;
 
 /// ListBuckets: the caller's own buckets (every bucket for root), within
 /// its access key's limits.
 pub async fn list_buckets(ctx: &RequestContext<'_>) -> Result<Response, S3Error> {
     let identity = ctx.identity();
     let owner = (!identity.is_root).then_some(identity.user.as_str());
-    let mut buckets = ctx.state.meta.list_buckets(owner).await?;
+    let mut buckets = ctx
+        .state
+        .meta
+        .call(meta_api::ListBuckets {
+            owner: owner.map(str::to_string),
+        })
+        .await?;
     // A key limited to some buckets sees only those.
     buckets.retain(|b| identity.right_in(&b.name).is_some());
     buckets.sort_by(|a, b| a.name.cmp(&b.name));
@@ -57,7 +63,11 @@ pub async fn create_bucket(
     tracing::debug!(bucket, ?constraint, "creating bucket");
     ctx.state
         .meta
-        .create_bucket(bucket, &ctx.identity().user, replication)
+        .call(meta_api::CreateBucket {
+            name: bucket.to_string(),
+            owner: ctx.identity().user.to_string(),
+            replication,
+        })
         .await?;
     let mut response = empty_response(StatusCode::OK);
     if let Ok(location) = HeaderValue::from_str(&format!("/{bucket}")) {
@@ -80,7 +90,12 @@ pub async fn delete_bucket(
     ctx: &RequestContext<'_>,
     bucket: &BucketRecord,
 ) -> Result<Response, S3Error> {
-    ctx.state.meta.delete_bucket(&bucket.name).await?;
+    ctx.state
+        .meta
+        .call(meta_api::DeleteBucket {
+            name: bucket.name.to_string(),
+        })
+        .await?;
     Ok(empty_response(StatusCode::NO_CONTENT))
 }
 

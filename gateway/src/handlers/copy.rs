@@ -18,15 +18,15 @@ use crate::request_body::{commit_or_discard, MAX_OBJECT_UPLOAD};
 use crate::router::Endpoint;
 use crate::xml::object_documents;
 use axum::response::Response;
-use blockstore::client::WrittenKey;
-use blockstore::meta::{
-    BucketRecord, ObjectAttributes, ObjectRecord, PartRecord, StoredChecksum, WriteCondition,
-};
-use blockstore::{ObjectId, ReplicationConfig};
+use block_client::WrittenKey;
 use futures::{stream, StreamExt};
 use http::HeaderMap;
 use md5::{Digest, Md5};
+use meta_api::{
+    BucketRecord, ObjectAttributes, ObjectRecord, PartRecord, StoredChecksum, WriteCondition,
+};
 use percent_encoding::percent_decode_str;
+use proto::{ObjectId, ReplicationConfig};
 use std::sync::Arc;
 
 /// The header naming the source object.
@@ -281,7 +281,11 @@ pub async fn copy_object(
         updated.attributes.tags = tags;
         updated.created = now;
         let condition = WriteCondition::SameObject(record.id);
-        meta.commit_object_if(updated, Some(condition)).await?;
+        meta.call(meta_api::CommitObject {
+            record: updated,
+            condition: Some(condition),
+        })
+        .await?;
         let checksum = object_checksum(&record).map(|(c, _)| c);
         return Ok(xml_response(object_documents::copy_object_result(
             &record.etag,
@@ -319,7 +323,15 @@ pub async fn copy_object(
             ..Default::default()
         },
     };
-    commit_or_discard(meta, groups, meta.commit_object_if(new_record, condition)).await?;
+    commit_or_discard(
+        meta,
+        groups,
+        meta.call(meta_api::CommitObject {
+            record: new_record,
+            condition,
+        }),
+    )
+    .await?;
     Ok(xml_response(object_documents::copy_object_result(
         &copied.etag,
         now,
@@ -339,7 +351,11 @@ pub async fn upload_part_copy(
     let upload = ctx
         .state
         .meta
-        .get_upload(&bucket.name, key, upload_id)
+        .call(meta_api::GetUpload {
+            bucket: bucket.name.to_string(),
+            key: key.to_string(),
+            upload_id: upload_id.to_string(),
+        })
         .await?
         .ok_or_else(|| S3Error::no_such_upload(upload_id))?;
     let (_, record) = source_object(ctx).await?;
@@ -373,7 +389,7 @@ pub async fn upload_part_copy(
         checksum: copied.checksum.clone(),
     };
     let meta = &ctx.state.meta;
-    commit_or_discard(meta, groups, meta.commit_part(part)).await?;
+    commit_or_discard(meta, groups, meta.call(meta_api::CommitPart { part })).await?;
     Ok(xml_response(object_documents::copy_part_result(
         &copied.etag,
         now,

@@ -10,10 +10,10 @@ use crate::xml::parse::{parse_document, Element};
 use crate::xml::XmlWriter;
 use axum::body::Body;
 use axum::response::Response;
-use blockstore::meta::{BucketRecord, CorsRule};
 use http::header::{HeaderMap, HeaderValue, ORIGIN};
 use http::request::Parts;
 use http::{Method, StatusCode};
+use meta_api::{BucketRecord, CorsRule};
 
 /// Largest PutBucketCors body accepted (S3 allows 64 KB of configuration).
 pub const CORS_BODY_LIMIT: u64 = 64 * 1024;
@@ -315,7 +315,13 @@ pub async fn put_bucket_cors(
 ) -> Result<Response, S3Error> {
     let document = read_small_body(&ctx.request, &ctx.parts.headers, body, CORS_BODY_LIMIT).await?;
     let rules = parse_cors_configuration(&document)?;
-    ctx.state.meta.set_bucket_cors(&bucket.name, rules).await?;
+    ctx.state
+        .meta
+        .call(meta_api::SetBucketCors {
+            bucket: bucket.name.to_string(),
+            rules,
+        })
+        .await?;
     Ok(empty_response(StatusCode::OK))
 }
 
@@ -326,7 +332,10 @@ pub async fn delete_bucket_cors(
 ) -> Result<Response, S3Error> {
     ctx.state
         .meta
-        .set_bucket_cors(&bucket.name, Vec::new())
+        .call(meta_api::SetBucketCors {
+            bucket: bucket.name.to_string(),
+            rules: Vec::new(),
+        })
         .await?;
     Ok(empty_response(StatusCode::NO_CONTENT))
 }

@@ -6,7 +6,7 @@ use crate::error::S3Error;
 use crate::params::{continuation_token, ListV1Params, ListV2Params};
 use crate::xml::documents::{self, ListV1Doc, ListV2Doc};
 use axum::response::Response;
-use blockstore::meta::{BucketRecord, ListPage};
+use meta_api::{BucketRecord, ListPage};
 
 /// Where the page after `page` starts: meta's marker, else the greatest key
 /// or common prefix returned.
@@ -38,7 +38,13 @@ pub(super) async fn page(
     Ok(ctx
         .state
         .meta
-        .list_objects(bucket, prefix, start_after, delimiter, max_keys)
+        .call(meta_api::ListObjects {
+            bucket: bucket.to_string(),
+            prefix: prefix.to_string(),
+            start_after,
+            delimiter,
+            max_keys,
+        })
         .await?)
 }
 
@@ -109,7 +115,7 @@ pub async fn list_objects_v1(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use blockstore::meta::ObjectSummary;
+    use meta_api::ObjectSummary;
 
     fn summary(key: &str) -> ObjectSummary {
         ObjectSummary {

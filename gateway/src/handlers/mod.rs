@@ -21,10 +21,10 @@ use crate::telemetry::{OperationLabel, RequestId};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::Response;
-use blockstore::meta::{BucketRecord, BucketRight};
 use http::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
 use http::request::Parts;
 use http::{Method, StatusCode};
+use meta_api::{BucketRecord, BucketRight};
 use std::sync::Arc;
 
 /// One authenticated request on its way through a handler.
@@ -71,7 +71,9 @@ impl RequestContext<'_> {
     async fn existing_bucket(&self, name: &str) -> Result<Arc<BucketRecord>, S3Error> {
         self.state
             .meta
-            .get_bucket(name)
+            .call(meta_api::GetBucket {
+                name: name.to_string(),
+            })
             .await?
             .ok_or_else(|| S3Error::no_such_bucket(name))
     }
@@ -138,7 +140,7 @@ async fn run(
     let request = if anonymous_allowed && auth::is_unsigned(parts) {
         VerifiedRequest::anonymous()
     } else {
-        auth::authenticate(parts, &state.meta, &state.config.region).await?
+        auth::authenticate(parts, &state.credentials, &state.config.region).await?
     };
     let endpoint = endpoint?;
     let ctx = RequestContext {

@@ -23,11 +23,11 @@ use axum::body::Body;
 use axum::response::Response;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use blockstore::meta::ObjectAttributes;
-use blockstore::meta::{BucketRecord, PartRecord, UploadQuery, UploadRecord};
 use http::header::HeaderValue;
 use http::header::{ETAG, HOST};
 use http::StatusCode;
+use meta_api::ObjectAttributes;
+use meta_api::{BucketRecord, PartRecord, PartsPage, UploadQuery, UploadRecord};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use rand::RngCore;
 
@@ -117,7 +117,10 @@ pub async fn create_upload(
         },
     };
     let document = documents::initiate_upload(&record.bucket, &record.key, &record.upload_id);
-    ctx.state.meta.create_upload(record).await?;
+    ctx.state
+        .meta
+        .call(meta_api::CreateUpload { record })
+        .await?;
     let mut response = xml_response(document);
     if let (Some(algorithm), Some(kind)) = (algorithm, kind) {
         let out = response.headers_mut();
@@ -138,7 +141,11 @@ async fn existing_upload(
 ) -> Result<UploadRecord, S3Error> {
     ctx.state
         .meta
-        .get_upload(&bucket.name, key, upload_id)
+        .call(meta_api::GetUpload {
+            bucket: bucket.name.to_string(),
+            key: key.to_string(),
+            upload_id: upload_id.to_string(),
+        })
         .await?
         .ok_or_else(|| S3Error::no_such_upload(upload_id))
 }
@@ -168,7 +175,7 @@ pub async fn upload_part(
         checksum: checksum.clone(),
     };
     let meta = &ctx.state.meta;
-    commit_or_discard(meta, groups, meta.commit_part(part)).await?;
+    commit_or_discard(meta, groups, meta.call(meta_api::CommitPart { part })).await?;
     let mut response = empty_response(StatusCode::OK);
     response.headers_mut().insert(ETAG, etag);
     if let Some(checksum) = &checksum {
@@ -206,7 +213,13 @@ pub async fn complete_upload(
     let object = ctx
         .state
         .meta
-        .complete_upload_if(&bucket.name, key, upload_id, parts, condition)
+        .call(meta_api::CompleteUpload {
+            bucket: bucket.name.to_string(),
+            key: key.to_string(),
+            upload_id: upload_id.to_string(),
+            parts,
+            condition,
+        })
         .await?;
     let host = ctx
         .parts
@@ -242,7 +255,11 @@ pub async fn abort_upload(
 ) -> Result<Response, S3Error> {
     ctx.state
         .meta
-        .abort_upload(&bucket.name, key, upload_id)
+        .call(meta_api::AbortUpload {
+            bucket: bucket.name.to_string(),
+            key: key.to_string(),
+            upload_id: upload_id.to_string(),
+        })
         .await?;
     Ok(empty_response(StatusCode::NO_CONTENT))
 }
@@ -256,20 +273,22 @@ pub async fn list_parts(
     params: ListPartsParams,
 ) -> Result<Response, S3Error> {
     let upload = existing_upload(ctx, bucket, key, upload_id).await?;
-    let (parts, is_truncated) = if params.max_parts == 0 {
-        (Vec::new(), false)
+    let page = if params.max_parts == 0 {
+        PartsPage::default()
     } else {
-        ctx.state
-            .meta
-            .list_parts(upload_id, params.part_number_marker, params.max_parts)
-            .await?
+        let request = meta_api::ListParts {
+            upload_id: upload_id.to_string(),
+            after_part: params.part_number_marker,
+            max_parts: params.max_parts,
+        };
+        ctx.state.meta.call(request).await?
     };
     Ok(xml_response(documents::list_parts(&ListPartsDoc {
         upload: &upload,
         part_number_marker: params.part_number_marker,
         max_parts: params.max_parts,
-        is_truncated,
-        parts: &parts,
+        is_truncated: page.is_truncated,
+        parts: &page.parts,
     })))
 }
 
@@ -287,7 +306,14 @@ pub async fn list_uploads(
         delimiter: params.delimiter.clone(),
         max_uploads: params.max_uploads,
     };
-    let page = ctx.state.meta.list_uploads(&bucket.name, query).await?;
+    let page = ctx
+        .state
+        .meta
+        .call(meta_api::ListUploads {
+            bucket: bucket.name.to_string(),
+            query,
+        })
+        .await?;
     Ok(xml_response(documents::list_uploads(&ListUploadsDoc {
         bucket: &bucket.name,
         prefix: &params.prefix,

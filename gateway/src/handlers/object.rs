@@ -21,14 +21,12 @@ use crate::xml::documents::{self, DeleteOutcome};
 use crate::xml::parse::{parse_delete_objects, DELETE_OBJECTS_BODY_LIMIT};
 use axum::body::Body;
 use axum::response::Response;
-use blockstore::meta::{
-    BucketRecord, ObjectAttributes, ObjectRecord, StoredChecksum, WriteCondition,
-};
-use blockstore::{ObjectId, ReplicationConfig};
 use futures::{stream, StreamExt};
 use http::header::{HeaderValue, CONTENT_LENGTH, CONTENT_RANGE, ETAG, LAST_MODIFIED, RANGE};
 use http::StatusCode;
 use md5::{Digest, Md5};
+use meta_api::{BucketRecord, ObjectAttributes, ObjectRecord, StoredChecksum, WriteCondition};
+use proto::{ObjectId, ReplicationConfig};
 use std::sync::Arc;
 
 /// The replication of a new object: the request's header, else the bucket's
@@ -39,7 +37,13 @@ pub(super) async fn chosen_replication(
 ) -> Result<ReplicationConfig, S3Error> {
     match headers::replication(&ctx.parts.headers)? {
         Some(replication) => Ok(replication),
-        None => Ok(ctx.state.meta.default_replication(&bucket.name).await?),
+        None => Ok(ctx
+            .state
+            .meta
+            .call(meta_api::DefaultReplication {
+                bucket: bucket.name.to_string(),
+            })
+            .await?),
     }
 }
 
@@ -122,7 +126,12 @@ pub async fn put_object(
     };
     let etag = etag_value(&record.etag);
     let meta = &ctx.state.meta;
-    commit_or_discard(meta, groups, meta.commit_object_if(record, condition)).await?;
+    commit_or_discard(
+        meta,
+        groups,
+        meta.call(meta_api::CommitObject { record, condition }),
+    )
+    .await?;
     let mut response = empty_response(StatusCode::OK);
     response.headers_mut().insert(ETAG, etag);
     if let Some(checksum) = &checksum {
@@ -227,7 +236,10 @@ pub(super) async fn existing_object(
 ) -> Result<Arc<ObjectRecord>, S3Error> {
     ctx.state
         .meta
-        .get_object(bucket, key)
+        .call(meta_api::GetObject {
+            bucket: bucket.to_string(),
+            key: key.to_string(),
+        })
         .await?
         .ok_or_else(|| S3Error::no_such_key(key))
 }
@@ -303,7 +315,13 @@ pub async fn delete_object(
     bucket: &BucketRecord,
     key: &str,
 ) -> Result<Response, S3Error> {
-    ctx.state.meta.delete_object(&bucket.name, key).await?;
+    ctx.state
+        .meta
+        .call(meta_api::DeleteObject {
+            bucket: bucket.name.to_string(),
+            key: key.to_string(),
+        })
+        .await?;
     Ok(empty_response(StatusCode::NO_CONTENT))
 }
 
@@ -338,7 +356,11 @@ pub async fn delete_objects(
                 if key.len() > MAX_KEY_LEN {
                     return Err(S3Error::new(S3Code::KeyTooLongError));
                 }
-                meta.delete_object(&bucket, &key).await?;
+                meta.call(meta_api::DeleteObject {
+                    bucket: bucket.to_string(),
+                    key: key.to_string(),
+                })
+                .await?;
                 Ok(())
             }
         })
@@ -367,7 +389,7 @@ pub async fn delete_objects(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use blockstore::meta::PartSummary;
+    use meta_api::PartSummary;
 
     fn record(size: u64, parts: &[u64]) -> ObjectRecord {
         ObjectRecord {

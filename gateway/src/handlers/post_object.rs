@@ -13,15 +13,15 @@ use crate::telemetry::count_bytes_in;
 use crate::xml::XmlWriter;
 use axum::body::Body;
 use axum::response::Response;
-use blockstore::client::KeyWriter;
-use blockstore::meta::service::now_millis;
-use blockstore::meta::{BucketRecord, BucketRight, ObjectRecord};
-use blockstore::ObjectId;
+use block_client::KeyWriter;
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, ETAG, LOCATION};
 use http::StatusCode;
 use md5::{Digest, Md5};
+use meta_api::now_millis;
+use meta_api::{BucketRecord, BucketRight, ObjectRecord};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use proto::ObjectId;
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
@@ -227,15 +227,24 @@ pub async fn post_object(
     fields.insert("key".to_string(), key.clone());
     fields.insert("bucket".to_string(), bucket.name.clone());
     let meta = &ctx.state.meta;
-    let (policy, identity) =
-        verify_post_form(&fields, meta, &ctx.state.config.region, SystemTime::now()).await?;
+    let (policy, identity) = verify_post_form(
+        &fields,
+        &ctx.state.credentials,
+        &ctx.state.config.region,
+        SystemTime::now(),
+    )
+    .await?;
     let owns = identity.is_root || identity.user == bucket.owner;
     if !owns || identity.right_in(&bucket.name) != Some(BucketRight::ReadWrite) {
         return Err(S3Error::new(S3Code::AccessDenied));
     }
     let metadata = metadata_of(&fields)?;
     let range = policy.length_range().unwrap_or((0, MAX_OBJECT_UPLOAD));
-    let replication = meta.default_replication(&bucket.name).await?;
+    let replication = meta
+        .call(meta_api::DefaultReplication {
+            bucket: bucket.name.to_string(),
+        })
+        .await?;
     let mut writer = ctx.state.store.writer(replication);
     let mut hasher = Md5::new();
     let size = match store_file(&mut file, &mut writer, &mut hasher, range).await {
@@ -263,7 +272,15 @@ pub async fn post_object(
         parts: vec![],
         attributes: Default::default(),
     };
-    commit_or_discard(meta, groups, meta.commit_object(record)).await?;
+    commit_or_discard(
+        meta,
+        groups,
+        meta.call(meta_api::CommitObject {
+            record,
+            condition: None,
+        }),
+    )
+    .await?;
     Ok(success_response(&fields, &bucket.name, &key, &etag))
 }
 

@@ -9,8 +9,8 @@ use crate::request_body::read_small_body;
 use crate::xml::object_documents::{self, parse_tagging, TAGGING_BODY_LIMIT};
 use axum::body::Body;
 use axum::response::Response;
-use blockstore::meta::{BucketRecord, ObjectRecord, WriteCondition};
 use http::{HeaderMap, StatusCode};
+use meta_api::{BucketRecord, ObjectRecord, WriteCondition};
 use percent_encoding::percent_decode_str;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -98,7 +98,10 @@ async fn existing_object(
 ) -> Result<Arc<ObjectRecord>, S3Error> {
     ctx.state
         .meta
-        .get_object(&bucket.name, key)
+        .call(meta_api::GetObject {
+            bucket: bucket.name.to_string(),
+            key: key.to_string(),
+        })
         .await?
         .ok_or_else(|| S3Error::no_such_key(key))
 }
@@ -114,13 +117,16 @@ async fn retag(
     match ctx
         .state
         .meta
-        .commit_object_if(record, Some(condition))
+        .call(meta_api::CommitObject {
+            record,
+            condition: Some(condition),
+        })
         .await
     {
         Ok(()) => Ok(()),
         // The object was replaced meanwhile: S3 would have tagged one of them;
         // the caller retries against the new one.
-        Err(blockstore::meta::MetaError::PreconditionFailed) => Err(S3Error::with_message(
+        Err(meta_api::MetaError::PreconditionFailed) => Err(S3Error::with_message(
             S3Code::ServiceUnavailable,
             "The object changed while its tags were being written; try again.",
         )),
@@ -191,7 +197,13 @@ pub async fn put_bucket_tagging(
     body: Body,
 ) -> Result<Response, S3Error> {
     let tags = read_tagging_body(ctx, body, MAX_BUCKET_TAGS).await?;
-    ctx.state.meta.set_bucket_tags(&bucket.name, tags).await?;
+    ctx.state
+        .meta
+        .call(meta_api::SetBucketTags {
+            name: bucket.name.to_string(),
+            tags,
+        })
+        .await?;
     Ok(empty_response(StatusCode::NO_CONTENT))
 }
 
@@ -202,7 +214,10 @@ pub async fn delete_bucket_tagging(
 ) -> Result<Response, S3Error> {
     ctx.state
         .meta
-        .set_bucket_tags(&bucket.name, BTreeMap::new())
+        .call(meta_api::SetBucketTags {
+            name: bucket.name.to_string(),
+            tags: BTreeMap::new(),
+        })
         .await?;
     Ok(empty_response(StatusCode::NO_CONTENT))
 }

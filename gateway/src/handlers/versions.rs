@@ -9,7 +9,7 @@ use crate::error::S3Error;
 use crate::params::ListVersionsParams;
 use crate::xml::object_documents::{self, ListVersionsDoc};
 use axum::response::Response;
-use blockstore::meta::BucketRecord;
+use meta_api::BucketRecord;
 
 /// GetBucketVersioning: a bucket that never had versioning.
 pub fn get_bucket_versioning() -> Response {

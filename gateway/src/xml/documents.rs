@@ -4,7 +4,7 @@
 use super::object_documents::checksum_element;
 use super::XmlWriter;
 use crate::dates::iso8601;
-use blockstore::meta::{
+use meta_api::{
     BucketRecord, ListPage, ObjectSummary, PartRecord, StoredChecksum, UploadPage, UploadRecord,
 };
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};

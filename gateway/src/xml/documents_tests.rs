@@ -321,7 +321,7 @@ fn upload() -> UploadRecord {
         content_type: None,
         headers: Default::default(),
         user_metadata: Default::default(),
-        replication: blockstore::ReplicationConfig::RS_3_2,
+        replication: proto::ReplicationConfig::RS_3_2,
         attributes: Default::default(),
     }
 }

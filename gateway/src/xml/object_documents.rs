@@ -9,7 +9,7 @@ use super::parse::{parse_document, Element};
 use super::XmlWriter;
 use crate::dates::iso8601;
 use crate::error::{S3Code, S3Error};
-use blockstore::meta::{ListPage, StoredChecksum, UnixMillis};
+use meta_api::{ListPage, StoredChecksum, UnixMillis};
 use std::collections::BTreeMap;
 
 pub use super::documents::STORAGE_CLASS;

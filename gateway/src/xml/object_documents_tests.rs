@@ -1,5 +1,5 @@
 use super::*;
-use blockstore::meta::ObjectSummary;
+use meta_api::ObjectSummary;
 
 fn text(doc: Vec<u8>) -> String {
     String::from_utf8(doc).unwrap()

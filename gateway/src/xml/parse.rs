@@ -3,7 +3,7 @@
 //! operation's schema allows; anything else is MalformedXML.
 
 use crate::error::{S3Code, S3Error};
-use blockstore::meta::CompletedPart;
+use meta_api::CompletedPart;
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
 

@@ -1,0 +1,51 @@
+//! A handle on meta that hides where meta runs: in this process or across
+//! the network, both behind [`MetaTransport`].
+
+use crate::error::MetaError;
+use crate::remote::RemoteMeta;
+use crate::requests::{AnyRequest, AnyResponse, MetaRequest};
+use futures::future::BoxFuture;
+use std::sync::Arc;
+
+/// Carries requests to meta and brings back the answers. The service
+/// implements it in-process; [`RemoteMeta`] over TCP.
+pub trait MetaTransport: Send + Sync + 'static {
+    /// Sends one request and waits for its answer.
+    fn send(&self, request: AnyRequest) -> BoxFuture<'_, Result<AnyResponse, MetaError>>;
+}
+
+/// A handle on meta, in-process or remote; cheap to clone.
+#[derive(Clone)]
+pub struct MetaClient {
+    transport: Arc<dyn MetaTransport>,
+}
+
+impl std::fmt::Debug for MetaClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetaClient").finish_non_exhaustive()
+    }
+}
+
+impl MetaClient {
+    /// A client over `transport`.
+    pub fn new(transport: Arc<dyn MetaTransport>) -> Self {
+        Self { transport }
+    }
+
+    /// A client of the meta at `addr` (host:port) presenting `token` (see
+    /// [`RemoteMeta::new`]).
+    pub fn remote(addr: &str, token: &str) -> Self {
+        Self::new(Arc::new(RemoteMeta::new(addr, token)))
+    }
+
+    /// Sends `request` and waits for its answer.
+    pub async fn call<R: MetaRequest>(&self, request: R) -> Result<R::Response, MetaError> {
+        let answer = self.transport.send(request.into_any()).await?;
+        R::response_of(answer).map_err(|other| {
+            MetaError::Protocol(format!(
+                "meta answered {} with the answer to {other}",
+                R::NAME
+            ))
+        })
+    }
+}

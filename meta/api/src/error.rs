@@ -1,0 +1,106 @@
+//! Why meta refused or failed a request: one enum, carried over the wire as is.
+
+use serde::{Deserialize, Serialize};
+
+/// Why meta refused or failed a request. Carried over the wire as is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum MetaError {
+    /// The bucket does not exist.
+    #[error("no such bucket {0}")]
+    NoSuchBucket(String),
+    /// Another user owns a bucket of this name.
+    #[error("bucket {0} already exists")]
+    BucketAlreadyExists(String),
+    /// The caller already owns this bucket.
+    #[error("bucket {0} already exists and is yours")]
+    BucketAlreadyOwnedByYou(String),
+    /// The bucket still holds objects or uploads.
+    #[error("bucket {0} is not empty")]
+    BucketNotEmpty(String),
+    /// The object does not exist.
+    #[error("no such key {0}")]
+    NoSuchKey(String),
+    /// The upload does not exist or belongs elsewhere.
+    #[error("no such upload {0}")]
+    NoSuchUpload(String),
+    /// A named part is missing or its ETag differs.
+    #[error("part {0} was not uploaded or its ETag does not match")]
+    InvalidPart(u32),
+    /// Parts are not listed in ascending order.
+    #[error("parts must be listed in ascending order")]
+    InvalidPartOrder,
+    /// A conditional write's condition did not hold.
+    #[error("the write's precondition does not hold")]
+    PreconditionFailed,
+    /// A part other than the last is below the minimum size.
+    #[error("part {0} is smaller than the 5 MiB minimum")]
+    EntityTooSmall(u32),
+    /// Too few healthy datanodes with free space to place a block group.
+    #[error("need {needed} healthy datanodes with free space, have {available}")]
+    NotEnoughDatanodes {
+        /// Datanodes the block group needs.
+        needed: usize,
+        /// Datanodes that qualify.
+        available: usize,
+    },
+    /// The user does not exist.
+    #[error("no such user {0}")]
+    NoSuchUser(String),
+    /// A user of this name already exists.
+    #[error("user {0} already exists")]
+    UserExists(String),
+    /// The user still owns buckets.
+    #[error("user {0} still owns buckets")]
+    UserHasBuckets(String),
+    /// The access key does not exist.
+    #[error("no such access key {0}")]
+    NoSuchAccessKey(String),
+    /// The admin token is missing or wrong.
+    #[error("admin token missing or wrong")]
+    Unauthorized,
+    /// The connection did not present the cluster token (or presented a wrong one).
+    #[error("meta refused the connection: {0}")]
+    Unauthenticated(String),
+    /// The request is malformed.
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    /// The metadata store failed.
+    #[error("metadata store: {0}")]
+    Store(String),
+    /// Meta could not be reached.
+    #[error("metadata service unreachable: {0}")]
+    Transport(String),
+    /// Meta answered with something unexpected.
+    #[error("metadata protocol: {0}")]
+    Protocol(String),
+}
+
+impl MetaError {
+    /// True when the request may have been applied although it failed: the
+    /// answer was lost in transit or the store failed mid-way. Callers must not
+    /// undo such a request (e.g. discard the blocks of a commit that may have
+    /// landed); every other error is a definite refusal.
+    pub fn may_have_applied(&self) -> bool {
+        matches!(
+            self,
+            Self::Transport(_) | Self::Store(_) | Self::Protocol(_)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MetaError;
+
+    #[test]
+    fn only_lost_answers_may_have_applied() {
+        // A commit whose answer was lost may have landed: its blocks must not be discarded.
+        assert!(MetaError::Transport("reset".into()).may_have_applied());
+        assert!(MetaError::Store("io".into()).may_have_applied());
+        assert!(MetaError::Protocol("garbled".into()).may_have_applied());
+        // Refusals are definite: nothing was stored, so the blocks can go.
+        assert!(!MetaError::NoSuchBucket("b".into()).may_have_applied());
+        assert!(!MetaError::NoSuchUpload("u".into()).may_have_applied());
+        assert!(!MetaError::InvalidRequest("x".into()).may_have_applied());
+    }
+}

@@ -1,0 +1,21 @@
+//! The metadata service's API: the records it keeps, one type per request
+//! with the type of its answer, the errors it answers with, and
+//! [`MetaClient`], which reaches meta in this process or over TCP. The
+//! gateway, the datanodes and the admin tool depend on this crate only,
+//! never on how meta stores its tables.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod client;
+pub mod error;
+pub mod frame;
+pub mod naming;
+pub mod records;
+pub mod remote;
+pub mod requests;
+
+pub use client::{MetaClient, MetaTransport};
+pub use error::MetaError;
+pub use records::*;
+pub use remote::RemoteMeta;
+pub use requests::*;

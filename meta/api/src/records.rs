@@ -1,0 +1,541 @@
+//! Records kept by the metadata service. They travel inside requests and
+//! their answers, so they are plain serde data with little behaviour of their own.
+
+use proto::{BlockId, BlockKey, DatanodeId, ObjectId, ReplicationConfig};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Milliseconds since the Unix epoch; every timestamp in meta uses it.
+pub type UnixMillis = i64;
+
+/// Wall-clock milliseconds since the Unix epoch.
+pub fn now_millis() -> UnixMillis {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Where one internal block (EC) or one replica of a block lives.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicaLocation {
+    /// Internal block index within the group (0 for replicas).
+    pub index: u8,
+    /// The datanode holding this block file.
+    pub datanode: DatanodeId,
+    /// The datanode's address when the record was read (meta refreshes it from
+    /// the registry on every lookup, so a restarted datanode on a new port is found).
+    pub addr: String,
+}
+
+/// One block group (EC) or replicated block of an object, in object order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockGroup {
+    /// Identifier of the group (or replicated block).
+    pub block: BlockId,
+    /// Bytes of object data in this group (its real length; padding not counted).
+    pub length: u64,
+    /// Where each internal block or replica lives.
+    pub replicas: Vec<ReplicaLocation>,
+}
+
+impl BlockGroup {
+    /// Every block file of this group, with the datanode that holds it.
+    pub fn block_keys(&self) -> impl Iterator<Item = (BlockKey, &ReplicaLocation)> {
+        self.replicas
+            .iter()
+            .map(|r| (BlockKey::new(self.block, r.index), r))
+    }
+}
+
+/// Size and ETag of one part of a completed multipart object, kept for
+/// GetObject?partNumber and for ListParts after completion.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartSummary {
+    /// Part number, 1-based.
+    pub number: u32,
+    /// Bytes in the part.
+    pub size: u64,
+    /// Hex MD5 of the part, without quotes.
+    pub etag: String,
+    /// The part's additional checksum, when its upload sent one.
+    #[serde(default)]
+    pub checksum: Option<StoredChecksum>,
+}
+
+/// An additional checksum (`x-amz-checksum-*`) kept with an object or part,
+/// as the client sent it and the gateway verified it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredChecksum {
+    /// S3's algorithm name: CRC32, CRC32C, CRC64NVME, SHA1 or SHA256.
+    pub algorithm: String,
+    /// Base64 of the digest (CRCs big-endian).
+    pub value: String,
+}
+
+/// What S3 keeps with an object besides data and headers: tags and the
+/// additional checksum. Absent in records written before they existed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectAttributes {
+    /// Object tags, by key.
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+    /// The whole-object checksum of a single PUT (or a copy).
+    #[serde(default)]
+    pub checksum: Option<StoredChecksum>,
+    /// For multipart: the checksum algorithm named at CreateMultipartUpload.
+    #[serde(default)]
+    pub checksum_algorithm: Option<String>,
+    /// For multipart: FULL_OBJECT or COMPOSITE, as named at CreateMultipartUpload.
+    #[serde(default)]
+    pub checksum_type: Option<String>,
+}
+
+/// A check made inside the commit transaction, so conditional writes are atomic.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WriteCondition {
+    /// `If-None-Match: *`: no object may exist at the key.
+    KeyAbsent,
+    /// `If-Match`: the object at the key must have this ETag (unquoted).
+    EtagMatches(String),
+    /// The object at the key must still be this one (metadata updates in place).
+    SameObject(ObjectId),
+}
+
+/// A committed object: visible to readers from the moment it is stored.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectRecord {
+    /// Unique identifier, distinct across overwrites of the same key.
+    pub id: ObjectId,
+    /// Bucket holding the object.
+    pub bucket: String,
+    /// Object key.
+    pub key: String,
+    /// Bytes in the body.
+    pub size: u64,
+    /// Hex MD5 of the body, or `md5(part md5s)-N` for multipart; without quotes.
+    pub etag: String,
+    /// Content-Type sent on upload, if any.
+    pub content_type: Option<String>,
+    /// Other standard headers kept as sent (Content-Encoding, Cache-Control, ...),
+    /// by lower-case header name.
+    pub headers: BTreeMap<String, String>,
+    /// `x-amz-meta-*` values, by lower-case name without the prefix.
+    pub user_metadata: BTreeMap<String, String>,
+    /// When the object was stored.
+    pub created: UnixMillis,
+    /// How the body's bytes are protected.
+    pub replication: ReplicationConfig,
+    /// Block groups holding the body, in object order.
+    pub groups: Vec<BlockGroup>,
+    /// Parts in order for a multipart object; empty for a single PUT.
+    pub parts: Vec<PartSummary>,
+    /// Tags and checksums.
+    #[serde(default)]
+    pub attributes: ObjectAttributes,
+}
+
+impl ObjectRecord {
+    /// A record of the data in `groups` at `bucket`/`key`, sized by the groups'
+    /// lengths, with a fresh id and no headers, metadata, parts or attributes:
+    /// callers set what else their object carries.
+    pub fn new(
+        bucket: impl Into<String>,
+        key: impl Into<String>,
+        etag: impl Into<String>,
+        replication: ReplicationConfig,
+        groups: Vec<BlockGroup>,
+    ) -> Self {
+        Self {
+            id: ObjectId::random(),
+            bucket: bucket.into(),
+            key: key.into(),
+            size: groups.iter().map(|g| g.length).sum(),
+            etag: etag.into(),
+            content_type: None,
+            headers: BTreeMap::new(),
+            user_metadata: BTreeMap::new(),
+            created: 0,
+            replication,
+            groups,
+            parts: Vec::new(),
+            attributes: ObjectAttributes::default(),
+        }
+    }
+}
+
+/// One entry of an object listing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectSummary {
+    /// Object key.
+    pub key: String,
+    /// Bytes in the body.
+    pub size: u64,
+    /// Hex ETag, without quotes.
+    pub etag: String,
+    /// When the object was stored.
+    pub created: UnixMillis,
+}
+
+/// A page of a listing, in UTF-8 byte order of keys.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListPage {
+    /// Objects on this page, in key order.
+    pub objects: Vec<ObjectSummary>,
+    /// Prefixes rolled up by the delimiter, each once, in order.
+    pub common_prefixes: Vec<String>,
+    /// Whether more entries follow this page.
+    pub is_truncated: bool,
+    /// When truncated: the last key or common prefix returned; the next page
+    /// starts strictly after it.
+    pub next_marker: Option<String>,
+}
+
+/// A bucket and who owns it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BucketRecord {
+    /// Bucket name.
+    pub name: String,
+    /// User name of the owner.
+    pub owner: String,
+    /// When the bucket was created.
+    pub created: UnixMillis,
+    /// Default replication for new objects; None means "the cluster default".
+    pub replication: Option<ReplicationConfig>,
+    /// Bucket tags, by key.
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+    /// Anonymous GET/HEAD of objects and listings are allowed (set by an admin).
+    #[serde(default)]
+    pub public_read: bool,
+    /// CORS rules answered to browsers; empty when the bucket has none.
+    #[serde(default)]
+    pub cors: Vec<CorsRule>,
+}
+
+/// One CORS rule of a bucket, as PutBucketCors gave it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CorsRule {
+    /// The rule's optional ID.
+    pub id: Option<String>,
+    /// Origins the rule matches; each may hold one `*` wildcard.
+    pub allowed_origins: Vec<String>,
+    /// HTTP methods the rule allows (GET, PUT, POST, DELETE, HEAD).
+    pub allowed_methods: Vec<String>,
+    /// Request headers a preflight may ask for; each may hold one `*`.
+    pub allowed_headers: Vec<String>,
+    /// Response headers the browser may expose to scripts.
+    pub expose_headers: Vec<String>,
+    /// How long a browser may cache the preflight answer.
+    pub max_age_seconds: Option<u32>,
+}
+
+/// A multipart upload in progress.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UploadRecord {
+    /// Identifier the client uses for the upload.
+    pub upload_id: String,
+    /// Bucket the object will land in.
+    pub bucket: String,
+    /// Key the object will get.
+    pub key: String,
+    /// User who started the upload.
+    pub owner: String,
+    /// When the upload started.
+    pub created: UnixMillis,
+    /// Content-Type for the completed object.
+    pub content_type: Option<String>,
+    /// Standard headers for the completed object, by lower-case name.
+    pub headers: BTreeMap<String, String>,
+    /// `x-amz-meta-*` values for the completed object, by name without the prefix.
+    pub user_metadata: BTreeMap<String, String>,
+    /// How the parts' bytes are protected.
+    pub replication: ReplicationConfig,
+    /// Tags and checksum settings for the completed object.
+    #[serde(default)]
+    pub attributes: ObjectAttributes,
+}
+
+/// One uploaded part; a re-upload of the same number replaces it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartRecord {
+    /// Upload the part belongs to.
+    pub upload_id: String,
+    /// Part number, 1-based.
+    pub number: u32,
+    /// Bytes in the part.
+    pub size: u64,
+    /// Hex MD5 of the part, without quotes.
+    pub etag: String,
+    /// When the part was stored.
+    pub created: UnixMillis,
+    /// Block groups holding the part, in order.
+    pub groups: Vec<BlockGroup>,
+    /// The part's additional checksum, when the client sent one.
+    #[serde(default)]
+    pub checksum: Option<StoredChecksum>,
+}
+
+/// A part named in CompleteMultipartUpload.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompletedPart {
+    /// Part number, 1-based.
+    pub number: u32,
+    /// The ETag the client sent, with or without quotes.
+    pub etag: String,
+}
+
+/// A user: owns buckets and access keys.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserRecord {
+    /// User name.
+    pub name: String,
+    /// When the user was created.
+    pub created: UnixMillis,
+    /// The root user may reach every bucket.
+    pub is_root: bool,
+}
+
+/// An S3 access key and its secret.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccessKeyRecord {
+    /// The public access key id.
+    pub access_key: String,
+    /// The secret used to sign requests.
+    pub secret_key: String,
+    /// User the key belongs to.
+    pub user: String,
+    /// When the key was created.
+    pub created: UnixMillis,
+    /// When set, the key reaches only these buckets, each with its right
+    /// (even buckets its user owns); None means every bucket the user may use.
+    #[serde(default)]
+    pub bucket_grants: Option<Vec<BucketGrant>>,
+}
+
+/// What a limited access key may do in one bucket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BucketRight {
+    /// Reads only: GET/HEAD objects, listings.
+    Read,
+    /// Reads and writes.
+    ReadWrite,
+}
+
+/// One bucket a limited access key may reach.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BucketGrant {
+    /// Bucket name.
+    pub bucket: String,
+    /// What the key may do there.
+    pub right: BucketRight,
+}
+
+/// The right a key with `grants` (its `bucket_grants`) has in `bucket`: None
+/// when the key is limited to other buckets, ReadWrite when it is not limited.
+pub fn key_right(grants: Option<&[BucketGrant]>, bucket: &str) -> Option<BucketRight> {
+    match grants {
+        None => Some(BucketRight::ReadWrite),
+        Some(grants) => grants.iter().find(|g| g.bucket == bucket).map(|g| g.right),
+    }
+}
+
+/// Liveness of a datanode as meta sees it from heartbeats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DatanodeState {
+    /// Heartbeats arrive; gets new blocks.
+    Healthy,
+    /// Missed heartbeats for the stale interval; gets no new blocks.
+    Stale,
+    /// Missed heartbeats for the dead interval; gets no new blocks.
+    Dead,
+}
+
+/// A registered datanode.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DatanodeRecord {
+    /// Identifier the datanode registered with.
+    pub id: DatanodeId,
+    /// TCP address clients use for the block protocol.
+    pub addr: String,
+    /// Unix socket for short-circuit reads, when the datanode offers one.
+    pub local_socket: Option<String>,
+    /// Disk capacity in bytes.
+    pub capacity: u64,
+    /// Bytes in use.
+    pub used: u64,
+    /// Block files stored.
+    pub blocks: u64,
+    /// When the last heartbeat arrived.
+    pub last_heartbeat: UnixMillis,
+    /// Liveness derived from heartbeats.
+    pub state: DatanodeState,
+}
+
+/// What a datanode reports on each heartbeat.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DatanodeReport {
+    /// Identifier of the reporting datanode.
+    pub id: DatanodeId,
+    /// TCP address for the block protocol.
+    pub addr: String,
+    /// Unix socket for short-circuit reads, if offered.
+    pub local_socket: Option<String>,
+    /// Disk capacity in bytes.
+    pub capacity: u64,
+    /// Bytes in use.
+    pub used: u64,
+    /// Block files stored.
+    pub blocks: u64,
+    /// Block files deleted since the last heartbeat, acknowledging earlier commands.
+    pub deleted: Vec<BlockKey>,
+}
+
+/// Cluster overview for `tessera admin status`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterStatus {
+    /// Every registered datanode.
+    pub datanodes: Vec<DatanodeRecord>,
+    /// Number of buckets.
+    pub buckets: u64,
+    /// Number of objects.
+    pub objects: u64,
+    /// Block files queued for deletion.
+    pub pending_deletions: u64,
+}
+
+/// Smallest size of every part of a multipart upload but the last, as in S3.
+pub const MIN_PART_SIZE: u64 = 5 * 1024 * 1024;
+/// Highest part number, as in S3.
+pub const MAX_PART_NUMBER: u32 = 10_000;
+
+/// One page of an upload's parts, in number order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartsPage {
+    /// Parts on this page.
+    pub parts: Vec<PartRecord>,
+    /// Whether more parts follow.
+    pub is_truncated: bool,
+}
+
+/// What one ListMultipartUploads page asks for.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UploadQuery {
+    /// Only uploads whose key starts with this.
+    pub prefix: String,
+    /// Start after this key (or, with `upload_id_marker`, within it).
+    pub key_marker: Option<String>,
+    /// Within `key_marker`, start after this upload.
+    pub upload_id_marker: Option<String>,
+    /// Roll keys up to the first occurrence of this after the prefix.
+    pub delimiter: Option<String>,
+    /// Most uploads and common prefixes on the page.
+    pub max_uploads: u32,
+}
+
+/// One page of uploads in progress.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UploadPage {
+    /// Uploads on this page, by key, then initiation time, then id.
+    pub uploads: Vec<UploadRecord>,
+    /// Prefixes rolled up by the delimiter, each once, in order.
+    pub common_prefixes: Vec<String>,
+    /// Whether more entries follow this page.
+    pub is_truncated: bool,
+    /// When truncated: the key (or common prefix) the next page starts after.
+    pub next_key_marker: Option<String>,
+    /// When truncated after an upload: its id, the next page's upload-id marker.
+    pub next_upload_id_marker: Option<String>,
+}
+
+/// Most blocks one piece of a block report may list.
+pub const MAX_REPORTED_BLOCKS: usize = 50_000;
+
+/// One committed block file a datanode holds. Travels as a compact
+/// `[block id, index, age ms]` triple, since reports list every block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "(u64, u8, u64)", into = "(u64, u8, u64)")]
+pub struct ReportedBlock {
+    /// The block file.
+    pub key: BlockKey,
+    /// Milliseconds since it was committed on the datanode (its sidecar's
+    /// mtime), by the datanode's clock; an age, so clocks need not agree.
+    pub age_ms: u64,
+}
+
+impl From<(u64, u8, u64)> for ReportedBlock {
+    fn from((block, index, age_ms): (u64, u8, u64)) -> Self {
+        Self {
+            key: BlockKey::new(BlockId(block), index),
+            age_ms,
+        }
+    }
+}
+
+impl From<ReportedBlock> for (u64, u8, u64) {
+    fn from(b: ReportedBlock) -> Self {
+        (b.key.block.0, b.key.index, b.age_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limited_keys_reach_only_their_buckets() {
+        let mut key = AccessKeyRecord {
+            access_key: "AK".into(),
+            secret_key: "s".into(),
+            user: "u".into(),
+            created: 0,
+            bucket_grants: None,
+        };
+        assert_eq!(
+            key_right(key.bucket_grants.as_deref(), "any"),
+            Some(BucketRight::ReadWrite)
+        );
+        key.bucket_grants = Some(vec![BucketGrant {
+            bucket: "photos".into(),
+            right: BucketRight::Read,
+        }]);
+        assert_eq!(
+            key_right(key.bucket_grants.as_deref(), "photos"),
+            Some(BucketRight::Read)
+        );
+        assert_eq!(key_right(key.bucket_grants.as_deref(), "other"), None);
+    }
+
+    #[test]
+    fn reported_blocks_travel_as_compact_triples() {
+        let block = ReportedBlock {
+            key: BlockKey::new(BlockId(7), 3),
+            age_ms: 1234,
+        };
+        let text = serde_json::to_string(&block).unwrap();
+        assert_eq!(text, "[7,3,1234]");
+        assert_eq!(serde_json::from_str::<ReportedBlock>(&text).unwrap(), block);
+    }
+
+    #[test]
+    fn a_new_record_is_sized_by_its_groups() {
+        let group = |block, length| BlockGroup {
+            block: BlockId(block),
+            length,
+            replicas: Vec::new(),
+        };
+        let record = ObjectRecord::new(
+            "b",
+            "k",
+            "etag",
+            ReplicationConfig::REPLICATED_1,
+            vec![group(1, 100), group(2, 23)],
+        );
+        assert_eq!(record.size, 123);
+        assert_ne!(
+            record.id,
+            ObjectRecord::new("b", "k", "", ReplicationConfig::REPLICATED_1, vec![]).id
+        );
+    }
+}

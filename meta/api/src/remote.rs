@@ -1,0 +1,157 @@
+//! The client side of the meta RPC over TCP (framing in [`crate::frame`]):
+//! connects lazily, presents its token on each new connection, keeps a few
+//! idle connections, and reconnects when one broke.
+
+use crate::client::MetaTransport;
+use crate::error::MetaError;
+use crate::frame::{self, FrameError, Handshake, MAX_FRAME, MAX_HANDSHAKE_FRAME};
+use crate::requests::{AnyRequest, AnyResponse, Role};
+use futures::future::BoxFuture;
+use parking_lot::Mutex;
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+
+/// How long a client waits to connect.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a client waits for a reply once its request is sent.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Idle connections a client keeps.
+const MAX_IDLE: usize = 16;
+
+/// A client of a remote meta.
+pub struct RemoteMeta {
+    addr: String,
+    token: String,
+    idle: Mutex<Vec<TcpStream>>,
+}
+
+impl std::fmt::Debug for RemoteMeta {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteMeta")
+            .field("addr", &self.addr)
+            .finish()
+    }
+}
+
+impl RemoteMeta {
+    /// A client of the meta at `addr` (host:port) presenting `token` (the
+    /// cluster token, or the admin token) on each connection; no I/O until
+    /// the first call. An empty token is refused by meta with
+    /// `MetaError::Unauthenticated`.
+    pub fn new(addr: &str, token: &str) -> RemoteMeta {
+        RemoteMeta {
+            addr: addr.to_string(),
+            token: token.to_string(),
+            idle: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The address this client talks to.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// Connections kept open for the next calls.
+    pub fn idle_connections(&self) -> usize {
+        self.idle.lock().len()
+    }
+
+    /// Sends one request and waits for its answer. An idle connection that
+    /// turns out broken is replaced once by a fresh one; an unreachable meta
+    /// gives `MetaError::Transport`.
+    pub async fn call(&self, request: &AnyRequest) -> Result<AnyResponse, MetaError> {
+        let frame = frame::encode_frame(request).map_err(|e| MetaError::Protocol(e.to_string()))?;
+        let pooled = self.idle.lock().pop();
+        if let Some(stream) = pooled {
+            match self.exchange(stream, &frame).await {
+                Err(FrameError::Io(e)) => {
+                    tracing::debug!(addr = %self.addr, error = %e, "idle meta connection broke, redialling");
+                }
+                other => return self.finish(other),
+            }
+        }
+        let stream = self.dial().await?;
+        let result = self.exchange(stream, &frame).await;
+        self.finish(result)
+    }
+
+    /// Presents the token on a fresh connection; meta's refusal comes back as is.
+    async fn handshake(&self, stream: &mut TcpStream) -> Result<Role, MetaError> {
+        let hello = Handshake {
+            token: self.token.clone(),
+        };
+        let frame = frame::encode_frame(&hello).map_err(|e| MetaError::Protocol(e.to_string()))?;
+        let reply = tokio::time::timeout(REPLY_TIMEOUT, async {
+            stream.write_all(&frame).await?;
+            frame::read_frame(stream, MAX_HANDSHAKE_FRAME).await
+        })
+        .await
+        .map_err(|_| FrameError::TimedOut)
+        .and_then(|r| r);
+        let reply: Result<Role, MetaError> = match reply {
+            Ok(payload) => frame::decode(&payload).map_err(|e| self.finish_error(e))?,
+            Err(e) => return Err(self.finish_error(e)),
+        };
+        reply
+    }
+
+    fn finish_error(&self, e: FrameError) -> MetaError {
+        match e {
+            e @ (FrameError::Io(_) | FrameError::TimedOut) => {
+                MetaError::Transport(format!("{}: {e}", self.addr))
+            }
+            e => MetaError::Protocol(format!("{}: {e}", self.addr)),
+        }
+    }
+
+    fn finish(
+        &self,
+        result: Result<Result<AnyResponse, MetaError>, FrameError>,
+    ) -> Result<AnyResponse, MetaError> {
+        match result {
+            Ok(reply) => reply,
+            Err(e) => Err(self.finish_error(e)),
+        }
+    }
+
+    async fn dial(&self) -> Result<TcpStream, MetaError> {
+        let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&self.addr))
+            .await
+            .map_err(|_| MetaError::Transport(format!("{}: connect timed out", self.addr)))?
+            .map_err(|e| MetaError::Transport(format!("{}: {e}", self.addr)))?;
+        stream
+            .set_nodelay(true)
+            .map_err(|e| MetaError::Transport(format!("{}: {e}", self.addr)))?;
+        let mut stream = stream;
+        self.handshake(&mut stream).await?;
+        Ok(stream)
+    }
+
+    /// Sends `frame` and reads the reply; the connection goes back to the
+    /// pool only after a complete exchange.
+    async fn exchange(
+        &self,
+        mut stream: TcpStream,
+        frame: &[u8],
+    ) -> Result<Result<AnyResponse, MetaError>, FrameError> {
+        let reply = tokio::time::timeout(REPLY_TIMEOUT, async {
+            stream.write_all(frame).await?;
+            frame::read_frame(&mut stream, MAX_FRAME).await
+        })
+        .await
+        .map_err(|_| FrameError::TimedOut)??;
+        let reply = frame::decode(&reply)?;
+        let mut idle = self.idle.lock();
+        if idle.len() < MAX_IDLE {
+            idle.push(stream);
+        }
+        Ok(reply)
+    }
+}
+
+impl MetaTransport for RemoteMeta {
+    fn send(&self, request: AnyRequest) -> BoxFuture<'_, Result<AnyResponse, MetaError>> {
+        Box::pin(async move { self.call(&request).await })
+    }
+}

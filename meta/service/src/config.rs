@@ -1,0 +1,125 @@
+//! Settings of the metadata service, and the clock it reads.
+
+use meta_api::{now_millis, UnixMillis};
+use proto::DEFAULT_BLOCK_SIZE;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Default [`MetaConfig::deletion_delay`]: longer than any read of one piece
+/// of a block takes, so a GET streaming an object that is being replaced
+/// finishes.
+pub const DEFAULT_DELETION_DELAY: Duration = Duration::from_secs(60);
+
+/// Settings of the metadata service.
+#[derive(Clone)]
+pub struct MetaConfig {
+    /// Folder of `meta.redb` and of generated secrets.
+    pub data_dir: PathBuf,
+    /// A datanode silent this long gets no new blocks.
+    pub stale_after: Duration,
+    /// A datanode silent this long is reported dead.
+    pub dead_after: Duration,
+    /// Token for admin operations; generated and saved when None.
+    pub admin_token: Option<String>,
+    /// Root S3 access key; used only together with `root_secret_key`.
+    pub root_access_key: Option<String>,
+    /// Root S3 secret key; used only together with `root_access_key`.
+    pub root_secret_key: Option<String>,
+    /// Size of one block file; a datanode needs this much free space to get a block.
+    pub block_size: u64,
+    /// How long the blocks of an overwritten or deleted object stay on their
+    /// datanodes, so that reads already streaming the old object can finish.
+    pub deletion_delay: Duration,
+    /// Orphan block files (written, never committed) are deleted only when
+    /// allocated and written longer ago than this: writes must commit within it.
+    pub orphan_grace: Duration,
+    /// Token every meta RPC connection must present (the admin token is
+    /// accepted too); generated and saved when None.
+    pub cluster_token: Option<String>,
+    /// Where meta reads the time: the system clock, or one a test moves.
+    pub clock: Clock,
+}
+
+impl MetaConfig {
+    /// Defaults for a data folder: stale after 10 s, dead after 60 s, generated
+    /// secrets, 256 MiB blocks, released blocks deleted after 60 s.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            data_dir: data_dir.into(),
+            stale_after: Duration::from_secs(10),
+            dead_after: Duration::from_secs(60),
+            admin_token: None,
+            root_access_key: None,
+            root_secret_key: None,
+            block_size: DEFAULT_BLOCK_SIZE,
+            deletion_delay: DEFAULT_DELETION_DELAY,
+            orphan_grace: DEFAULT_ORPHAN_GRACE,
+            cluster_token: None,
+            clock: Clock::System,
+        }
+    }
+}
+
+impl std::fmt::Debug for MetaConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let redacted = |s: &Option<String>| s.as_ref().map(|_| "<redacted>");
+        f.debug_struct("MetaConfig")
+            .field("data_dir", &self.data_dir)
+            .field("stale_after", &self.stale_after)
+            .field("dead_after", &self.dead_after)
+            .field("admin_token", &redacted(&self.admin_token))
+            .field("root_access_key", &self.root_access_key)
+            .field("root_secret_key", &redacted(&self.root_secret_key))
+            .field("block_size", &self.block_size)
+            .field("deletion_delay", &self.deletion_delay)
+            .field("orphan_grace", &self.orphan_grace)
+            .field("cluster_token", &redacted(&self.cluster_token))
+            .field("clock", &self.clock)
+            .finish()
+    }
+}
+
+/// Default [`MetaConfig::orphan_grace`]: a write must commit within an hour.
+pub const DEFAULT_ORPHAN_GRACE: Duration = Duration::from_secs(3600);
+
+/// Where meta reads the time: liveness, deletion delays, orphan ages and
+/// record timestamps all follow it.
+#[derive(Clone, Debug, Default)]
+pub enum Clock {
+    /// The system's wall clock.
+    #[default]
+    System,
+    /// A clock that moves only when told (tests of time-dependent behaviour,
+    /// in process or over the RPC alike).
+    Manual(Arc<AtomicI64>),
+}
+
+impl Clock {
+    /// A manual clock showing `at`.
+    pub fn manual(at: UnixMillis) -> Self {
+        Self::Manual(Arc::new(AtomicI64::new(at)))
+    }
+
+    /// The time now.
+    pub fn now(&self) -> UnixMillis {
+        match self {
+            Self::System => now_millis(),
+            Self::Manual(at) => at.load(Ordering::SeqCst),
+        }
+    }
+
+    /// Sets a manual clock to `at`; a system clock cannot be set.
+    pub fn set(&self, at: UnixMillis) {
+        match self {
+            Self::System => panic!("the system clock cannot be set"),
+            Self::Manual(now) => now.store(at, Ordering::SeqCst),
+        }
+    }
+
+    /// Moves a manual clock on by `by`.
+    pub fn advance(&self, by: Duration) {
+        self.set(self.now() + i64::try_from(by.as_millis()).unwrap_or(i64::MAX));
+    }
+}

@@ -1,0 +1,31 @@
+//! The metadata service: the namespace (buckets, objects, multipart uploads),
+//! users and access keys, block allocation and the datanode registry, kept in
+//! an embedded ACID store (redb), served in process and over TCP.
+//!
+//! Modules point down: `store` at the bottom (the database, its tables and
+//! key encodings), then the in-memory parts (`registry`, `placement`,
+//! `orphans`, `decoded`, `credentials`), `state` over them, `ops` (one
+//! handler per request) over the state, `service` over the operations and
+//! `rpc` on top.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod config;
+mod credentials;
+mod decoded;
+mod ops;
+mod orphans;
+mod placement;
+mod registry;
+pub mod rpc;
+mod service;
+mod state;
+mod store;
+
+pub use config::{Clock, MetaConfig, DEFAULT_DELETION_DELAY, DEFAULT_ORPHAN_GRACE};
+pub use credentials::{
+    RootCredentials, ADMIN_TOKEN_FILE, CLUSTER_TOKEN_FILE, ROOT_CREDENTIALS_FILE, ROOT_USER,
+};
+pub use ops::bad_replicas::BadReplicaReport;
+pub use rpc::serve;
+pub use service::{MetaService, DATABASE_FILE};

@@ -1,0 +1,201 @@
+//! Buckets and their settings (tags, CORS rules, public reads, default
+//! replication), and the credential lookups that precede every S3 request.
+
+use crate::placement::validate_replication;
+use crate::state::MetaState;
+use crate::store::db::{all_json, any_with_prefix, decode, encode, get_json};
+use crate::store::tables::{
+    object_key, require_bucket, ACCESS_KEYS, BUCKETS, OBJECTS, UPLOAD_ORDER, USERS,
+};
+use meta_api::naming::validate_bucket_name;
+use meta_api::{
+    AccessKeyRecord, BucketRecord, CreateBucket, DatanodeState, DefaultReplication, DeleteBucket,
+    GetAccessKey, GetBucket, GetUser, Handle, ListBuckets, MetaError, SetBucketCors,
+    SetBucketPublicRead, SetBucketTags, UnixMillis, UserRecord,
+};
+use proto::ReplicationConfig;
+use std::sync::Arc;
+
+impl Handle<GetAccessKey> for MetaState {
+    fn handle(
+        &self,
+        request: GetAccessKey,
+        _now: UnixMillis,
+    ) -> Result<Option<AccessKeyRecord>, MetaError> {
+        self.store
+            .read(|txn| get_json(&txn.open_table(ACCESS_KEYS)?, request.access_key.as_str()))
+    }
+}
+
+impl Handle<GetUser> for MetaState {
+    fn handle(&self, request: GetUser, _now: UnixMillis) -> Result<Option<UserRecord>, MetaError> {
+        self.store
+            .read(|txn| get_json(&txn.open_table(USERS)?, request.name.as_str()))
+    }
+}
+
+impl Handle<CreateBucket> for MetaState {
+    /// Creates bucket `name` for `owner` (an existing user).
+    fn handle(&self, request: CreateBucket, now: UnixMillis) -> Result<(), MetaError> {
+        let CreateBucket {
+            name,
+            owner,
+            replication,
+        } = request;
+        validate_bucket_name(&name).map_err(MetaError::InvalidRequest)?;
+        if let Some(config) = &replication {
+            validate_replication(config)?;
+        }
+        self.store.write(|txn| {
+            let users = txn.open_table(USERS)?;
+            if get_json::<&str, UserRecord>(&users, owner.as_str())?.is_none() {
+                return Err(MetaError::NoSuchUser(owner.clone()).into());
+            }
+            let mut buckets = txn.open_table(BUCKETS)?;
+            if let Some(existing) = get_json::<&str, BucketRecord>(&buckets, name.as_str())? {
+                return Err(if existing.owner == owner {
+                    MetaError::BucketAlreadyOwnedByYou(name.clone()).into()
+                } else {
+                    MetaError::BucketAlreadyExists(name.clone()).into()
+                });
+            }
+            let record = BucketRecord {
+                name: name.clone(),
+                owner: owner.clone(),
+                created: now,
+                replication,
+                tags: Default::default(),
+                public_read: false,
+                cors: Vec::new(),
+            };
+            buckets.insert(name.as_str(), encode(&record)?.as_slice())?;
+            Ok(())
+        })?;
+        tracing::info!(bucket = %name, %owner, "bucket created");
+        Ok(())
+    }
+}
+
+impl Handle<GetBucket> for MetaState {
+    fn handle(
+        &self,
+        request: GetBucket,
+        _now: UnixMillis,
+    ) -> Result<Option<Arc<BucketRecord>>, MetaError> {
+        let name = request.name.as_str();
+        let epoch = self.store.write_epoch();
+        if let Some(record) = self.decoded_buckets.unchanged(name.as_bytes(), epoch, 0) {
+            return Ok(Some(record));
+        }
+        self.store.read(|txn| {
+            let Some(stored) = txn.open_table(BUCKETS)?.get(name)? else {
+                return Ok(None);
+            };
+            let record = self.decoded_buckets.get_or_decode(
+                name.as_bytes(),
+                stored.value(),
+                epoch,
+                0,
+                decode,
+            )?;
+            Ok(Some(record))
+        })
+    }
+}
+
+impl Handle<DeleteBucket> for MetaState {
+    /// Deletes an empty bucket: no objects and no multipart uploads.
+    fn handle(&self, request: DeleteBucket, _now: UnixMillis) -> Result<(), MetaError> {
+        let name = request.name.as_str();
+        self.store.write(|txn| {
+            let mut buckets = txn.open_table(BUCKETS)?;
+            require_bucket(&buckets, name)?;
+            let contents = object_key(name, b"");
+            if any_with_prefix(&txn.open_table(OBJECTS)?, &contents)?
+                || any_with_prefix(&txn.open_table(UPLOAD_ORDER)?, &contents)?
+            {
+                return Err(MetaError::BucketNotEmpty(name.to_string()).into());
+            }
+            buckets.remove(name)?;
+            Ok(())
+        })?;
+        tracing::info!(bucket = %name, "bucket deleted");
+        Ok(())
+    }
+}
+
+impl Handle<ListBuckets> for MetaState {
+    /// Buckets of `owner`, or all of them, sorted by name.
+    fn handle(
+        &self,
+        request: ListBuckets,
+        _now: UnixMillis,
+    ) -> Result<Vec<BucketRecord>, MetaError> {
+        let all: Vec<BucketRecord> = self.store.read(|txn| all_json(&txn.open_table(BUCKETS)?))?;
+        Ok(all
+            .into_iter()
+            .filter(|b| request.owner.as_deref().is_none_or(|o| b.owner == o))
+            .collect())
+    }
+}
+
+/// Rewrites the record of bucket `name` with `change`.
+fn update_bucket(
+    state: &MetaState,
+    name: &str,
+    change: impl FnOnce(&mut BucketRecord),
+) -> Result<(), MetaError> {
+    state.store.write(|txn| {
+        let mut buckets = txn.open_table(BUCKETS)?;
+        let mut record = require_bucket(&buckets, name)?;
+        change(&mut record);
+        buckets.insert(name, encode(&record)?.as_slice())?;
+        Ok(())
+    })
+}
+
+impl Handle<SetBucketCors> for MetaState {
+    fn handle(&self, request: SetBucketCors, _now: UnixMillis) -> Result<(), MetaError> {
+        update_bucket(self, &request.bucket, |record| record.cors = request.rules)
+    }
+}
+
+impl Handle<SetBucketTags> for MetaState {
+    /// Replaces the tags whole, as S3's PutBucketTagging does; an empty map removes them.
+    fn handle(&self, request: SetBucketTags, _now: UnixMillis) -> Result<(), MetaError> {
+        update_bucket(self, &request.name, |record| record.tags = request.tags)
+    }
+}
+
+impl Handle<SetBucketPublicRead> for MetaState {
+    fn handle(&self, request: SetBucketPublicRead, _now: UnixMillis) -> Result<(), MetaError> {
+        let on = request.public_read;
+        update_bucket(self, &request.name, |record| record.public_read = on)?;
+        tracing::info!(bucket = %request.name, public_read = on, "bucket access changed");
+        Ok(())
+    }
+}
+
+impl Handle<DefaultReplication> for MetaState {
+    /// The bucket's default replication, else the cluster default for the
+    /// datanodes healthy at `now`.
+    fn handle(
+        &self,
+        request: DefaultReplication,
+        now: UnixMillis,
+    ) -> Result<ReplicationConfig, MetaError> {
+        let record = self
+            .store
+            .read(|txn| require_bucket(&txn.open_table(BUCKETS)?, &request.bucket))?;
+        if let Some(config) = record.replication {
+            return Ok(config);
+        }
+        let healthy = self
+            .registry
+            .snapshot(now, self.config.stale_after, self.config.dead_after)
+            .iter()
+            .filter(|n| n.record.state == DatanodeState::Healthy)
+            .count();
+        Ok(ReplicationConfig::default_for(healthy))
+    }
+}

@@ -1,0 +1,161 @@
+//! Requests of datanodes: heartbeats (registration, liveness, deletions
+//! handed back), block reports (orphan detection) and the placement of new
+//! block groups.
+
+use crate::placement::{choose, validate_replication, Candidate};
+use crate::state::MetaState;
+use crate::store::db::{decode, encode};
+use crate::store::deletions::DeletionQueue;
+use crate::store::tables::DATANODES;
+use meta_api::{
+    AllocateBlock, BlockGroup, BlockReport, DatanodeRecord, DatanodeState, Handle, Heartbeat,
+    MetaError, ReplicaLocation, UnixMillis, MAX_REPORTED_BLOCKS,
+};
+use proto::{BlockKey, ReplicationConfig};
+use redb::ReadableTable;
+
+/// Most deletions handed to one datanode per heartbeat.
+pub(crate) const MAX_DELETIONS_PER_HEARTBEAT: usize = 1000;
+
+impl Handle<Heartbeat> for MetaState {
+    /// Registers or refreshes a datanode, drops the deletions it acknowledges,
+    /// and returns the ones queued for it whose grace period has passed
+    /// (repeated until acknowledged, so a datanode must treat deleting a
+    /// missing block as done).
+    fn handle(&self, request: Heartbeat, now: UnixMillis) -> Result<Vec<BlockKey>, MetaError> {
+        let report = request.report;
+        if report.id.0.is_empty() || report.id.0.len() > 256 {
+            return Err(MetaError::InvalidRequest(
+                "datanode id must be 1 to 256 bytes".into(),
+            ));
+        }
+        if report.addr.is_empty() {
+            return Err(MetaError::InvalidRequest(
+                "datanode address is empty".into(),
+            ));
+        }
+        let record = DatanodeRecord {
+            id: report.id.clone(),
+            addr: report.addr,
+            local_socket: report.local_socket,
+            capacity: report.capacity,
+            used: report.used,
+            blocks: report.blocks,
+            last_heartbeat: now,
+            state: DatanodeState::Healthy,
+        };
+        let pending = self.store.write(|txn| {
+            let mut datanodes = txn.open_table(DATANODES)?;
+            if let Some(old) = datanodes.get(record.id.0.as_str())? {
+                let old: DatanodeRecord = decode(old.value())?;
+                if old.addr != record.addr {
+                    tracing::info!(datanode = %record.id, old = %old.addr, new = %record.addr, "datanode moved");
+                }
+            } else {
+                tracing::info!(datanode = %record.id, addr = %record.addr, "datanode registered");
+            }
+            datanodes.insert(record.id.0.as_str(), encode(&record)?.as_slice())?;
+            let mut deletions = DeletionQueue::open(txn)?;
+            for key in &report.deleted {
+                deletions.acknowledge(&report.id, *key)?;
+            }
+            deletions.due(&report.id, now, MAX_DELETIONS_PER_HEARTBEAT)
+        })?;
+        self.registry.upsert(record);
+        self.registry
+            .publish_gauges(now, self.config.stale_after, self.config.dead_after);
+        Ok(pending)
+    }
+}
+
+impl Handle<AllocateBlock> for MetaState {
+    /// A fresh block (group) on `config.width()` distinct healthy datanodes with
+    /// free space, none of `exclude`.
+    fn handle(&self, request: AllocateBlock, now: UnixMillis) -> Result<BlockGroup, MetaError> {
+        let AllocateBlock { config, exclude } = request;
+        validate_replication(&config)?;
+        let block_size = self.config.block_size;
+        let candidates: Vec<Candidate> = self
+            .registry
+            .snapshot(now, self.config.stale_after, self.config.dead_after)
+            .into_iter()
+            .filter(|n| n.record.state == DatanodeState::Healthy)
+            .filter(|n| !exclude.contains(&n.record.id))
+            // Capacity is what the datanode may still fill plus what it
+            // uses; 0 (nothing measured) means full, never unlimited.
+            .filter(|n| n.record.capacity.saturating_sub(n.record.used) >= block_size)
+            .map(|n| Candidate {
+                load: n.record.used / block_size + n.pending,
+                id: n.record.id,
+                addr: n.record.addr,
+            })
+            .collect();
+        let chosen = choose(candidates, config.width(), &mut rand::thread_rng())?;
+        let block = self.block_ids.next(&self.store)?;
+        self.registry.note_allocated(chosen.iter().map(|c| &c.id));
+        let replicas = chosen
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| ReplicaLocation {
+                index: match config {
+                    // `validate_replication` keeps EC widths within u8.
+                    ReplicationConfig::Ec(_) => u8::try_from(i).unwrap_or(u8::MAX),
+                    ReplicationConfig::Replicated { .. } => 0,
+                },
+                datanode: c.id,
+                addr: c.addr,
+            })
+            .collect();
+        metrics::counter!("tessera_meta_blocks_allocated_total").increment(1);
+        self.orphans.clock.note(block, now);
+        Ok(BlockGroup {
+            block,
+            length: 0,
+            replicas,
+        })
+    }
+}
+
+impl Handle<BlockReport> for MetaState {
+    /// Serves one piece of a block report: queues the orphans among
+    /// `blocks` for deletion (due at once) and returns how many.
+    fn handle(&self, request: BlockReport, now: UnixMillis) -> Result<u64, MetaError> {
+        let (datanode, blocks) = (&request.datanode, request.blocks.as_slice());
+        if blocks.len() > MAX_REPORTED_BLOCKS {
+            return Err(MetaError::InvalidRequest(format!(
+                "a block report piece lists {} blocks, the limit is {MAX_REPORTED_BLOCKS}",
+                blocks.len()
+            )));
+        }
+        if !self.registry.contains(datanode) {
+            return Err(MetaError::InvalidRequest(format!(
+                "block report from unregistered datanode {datanode}"
+            )));
+        }
+        let snapshot = self.orphans.snapshot(&self.store, now)?;
+        let grace = self.config.orphan_grace;
+        let orphans: Vec<BlockKey> = blocks
+            .iter()
+            .filter(|b| snapshot.is_orphan(datanode, b, grace))
+            .map(|b| b.key)
+            .collect();
+        if orphans.is_empty() {
+            return Ok(0);
+        }
+        let queued = self.store.write(|txn| {
+            let mut deletions = DeletionQueue::open(txn)?;
+            let mut queued = 0u64;
+            for key in &orphans {
+                if deletions.queue_block(datanode, *key, now)? {
+                    queued += 1;
+                }
+            }
+            Ok(queued)
+        })?;
+        if queued > 0 {
+            metrics::counter!("tessera_meta_orphan_blocks_total").increment(queued);
+            tracing::info!(%datanode, queued, "orphan block files queued for deletion");
+        }
+        Ok(queued)
+    }
+}

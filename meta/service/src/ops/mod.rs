@@ -1,0 +1,11 @@
+//! The operations: one [`meta_api::Handle`] implementation per request, in a
+//! module per family, over [`crate::state::MetaState`] and the store below it.
+
+pub(crate) mod bad_replicas;
+mod buckets;
+mod datanodes;
+pub(crate) mod listing;
+mod objects;
+mod upload_listing;
+mod uploads;
+mod users;

@@ -1,0 +1,284 @@
+//! The datanode registry: heartbeats register and refresh datanodes, and each
+//! datanode's state (healthy, stale, dead) follows from the time since its last
+//! heartbeat, computed whenever it is asked.
+
+use meta_api::{BlockGroup, DatanodeRecord, DatanodeState, UnixMillis};
+use parking_lot::{Mutex, RwLock};
+use proto::DatanodeId;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Every state, with its label in metrics.
+const STATES: [(DatanodeState, &str); 3] = [
+    (DatanodeState::Healthy, "healthy"),
+    (DatanodeState::Stale, "stale"),
+    (DatanodeState::Dead, "dead"),
+];
+
+/// State of a datanode last heard from at `last_heartbeat`, at time `now`.
+pub(crate) fn state_at(
+    last_heartbeat: UnixMillis,
+    now: UnixMillis,
+    stale_after: Duration,
+    dead_after: Duration,
+) -> DatanodeState {
+    let silent = now.saturating_sub(last_heartbeat).max(0) as u128;
+    if silent >= dead_after.as_millis() {
+        DatanodeState::Dead
+    } else if silent >= stale_after.as_millis() {
+        DatanodeState::Stale
+    } else {
+        DatanodeState::Healthy
+    }
+}
+
+/// One registered datanode as placement sees it.
+#[derive(Clone, Debug)]
+pub(crate) struct RegisteredNode {
+    pub(crate) record: DatanodeRecord,
+    /// Blocks allocated on it since its last heartbeat (its `used` does not show them yet).
+    pub(crate) pending: u64,
+}
+
+/// In-memory mirror of the `DATANODES` table, so that address lookups and
+/// placement never touch the disk.
+#[derive(Default)]
+pub(crate) struct Registry {
+    nodes: RwLock<HashMap<DatanodeId, RegisteredNode>>,
+    /// The address each datanode's gauges were last published under, so
+    /// that the series of an old address are zeroed when a datanode moves.
+    published: Mutex<HashMap<DatanodeId, String>>,
+    /// Bumped whenever a datanode registers or changes address: records
+    /// refreshed with older addresses are stale.
+    addresses: AtomicU64,
+}
+
+impl Registry {
+    /// Loads every stored datanode record.
+    pub(crate) fn load(records: Vec<DatanodeRecord>) -> Self {
+        let nodes = records
+            .into_iter()
+            .map(|record| (record.id.clone(), RegisteredNode { record, pending: 0 }))
+            .collect();
+        Self {
+            nodes: RwLock::new(nodes),
+            published: Mutex::default(),
+            addresses: AtomicU64::new(0),
+        }
+    }
+
+    /// The generation of the datanode addresses: it changes whenever
+    /// [`Registry::refresh_addrs`] could give a different answer.
+    pub(crate) fn address_generation(&self) -> u64 {
+        self.addresses.load(Ordering::Acquire)
+    }
+
+    /// Records a heartbeat; a late-arriving older one never overwrites a newer one.
+    pub(crate) fn upsert(&self, record: DatanodeRecord) {
+        let mut nodes = self.nodes.write();
+        match nodes.get_mut(&record.id) {
+            Some(node) if node.record.last_heartbeat > record.last_heartbeat => {}
+            Some(node) => {
+                if node.record.addr != record.addr {
+                    self.addresses.fetch_add(1, Ordering::AcqRel);
+                }
+                node.record = record;
+                node.pending = 0;
+            }
+            None => {
+                nodes.insert(record.id.clone(), RegisteredNode { record, pending: 0 });
+                self.addresses.fetch_add(1, Ordering::AcqRel);
+            }
+        }
+    }
+
+    /// Every datanode with its state at `now`, sorted by id.
+    pub(crate) fn snapshot(
+        &self,
+        now: UnixMillis,
+        stale_after: Duration,
+        dead_after: Duration,
+    ) -> Vec<RegisteredNode> {
+        let mut out: Vec<RegisteredNode> = self
+            .nodes
+            .read()
+            .values()
+            .cloned()
+            .map(|mut node| {
+                node.record.state =
+                    state_at(node.record.last_heartbeat, now, stale_after, dead_after);
+                node
+            })
+            .collect();
+        out.sort_by(|a, b| a.record.id.cmp(&b.record.id));
+        out
+    }
+
+    /// Whether `id` ever registered (block reports come only from known datanodes).
+    pub(crate) fn contains(&self, id: &DatanodeId) -> bool {
+        self.nodes.read().contains_key(id)
+    }
+
+    /// Counts a fresh allocation against each of `ids` until their next heartbeat.
+    pub(crate) fn note_allocated<'a>(&self, ids: impl Iterator<Item = &'a DatanodeId>) {
+        let mut nodes = self.nodes.write();
+        for id in ids {
+            if let Some(node) = nodes.get_mut(id) {
+                node.pending += 1;
+            }
+        }
+    }
+
+    /// Sets each replica's address to the datanode's current one.
+    pub(crate) fn refresh_addrs(&self, groups: &mut [BlockGroup]) {
+        let nodes = self.nodes.read();
+        for replica in groups.iter_mut().flat_map(|g| g.replicas.iter_mut()) {
+            if let Some(node) = nodes.get(&replica.datanode) {
+                if node.record.addr != replica.addr {
+                    replica.addr.clone_from(&node.record.addr);
+                }
+            }
+        }
+    }
+
+    /// Publishes the number of datanodes in each state, and each datanode's
+    /// capacity, usage and state labelled with its id and address.
+    pub(crate) fn publish_gauges(
+        &self,
+        now: UnixMillis,
+        stale_after: Duration,
+        dead_after: Duration,
+    ) {
+        let mut counts = [0u32; STATES.len()];
+        let nodes = self.nodes.read();
+        let mut published = self.published.lock();
+        for node in nodes.values() {
+            let record = &node.record;
+            let state = state_at(record.last_heartbeat, now, stale_after, dead_after);
+            for (count, (s, _)) in counts.iter_mut().zip(STATES) {
+                *count += u32::from(s == state);
+            }
+            let old = published.insert(record.id.clone(), record.addr.clone());
+            if let Some(old) = old.filter(|old| *old != record.addr) {
+                publish_datanode_gauges(&record.id, &old, None);
+            }
+            publish_datanode_gauges(&record.id, &record.addr, Some((record, state)));
+        }
+        for (count, (_, label)) in counts.into_iter().zip(STATES) {
+            metrics::gauge!("tessera_meta_datanodes", "state" => label).set(count);
+        }
+    }
+}
+
+/// Sets the gauges of datanode `id` at `addr` from its record and state, or
+/// to 0 when `current` is None (an address it no longer uses).
+fn publish_datanode_gauges(
+    id: &DatanodeId,
+    addr: &str,
+    current: Option<(&DatanodeRecord, DatanodeState)>,
+) {
+    let labels = [("id", id.0.clone()), ("addr", addr.to_string())];
+    let (capacity, used, blocks) =
+        current.map_or((0, 0, 0), |(r, _)| (r.capacity, r.used, r.blocks));
+    metrics::gauge!("tessera_datanode_capacity_bytes", &labels).set(capacity as f64);
+    metrics::gauge!("tessera_datanode_used_bytes", &labels).set(used as f64);
+    metrics::gauge!("tessera_datanode_blocks", &labels).set(blocks as f64);
+    for (state, label) in STATES {
+        let on = current.is_some_and(|(_, s)| s == state);
+        metrics::gauge!(
+            "tessera_datanode_state",
+            "id" => id.0.clone(),
+            "addr" => addr.to_string(),
+            "state" => label
+        )
+        .set(if on { 1.0 } else { 0.0 });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(id: &str, addr: &str, last_heartbeat: UnixMillis) -> DatanodeRecord {
+        DatanodeRecord {
+            id: DatanodeId(id.into()),
+            addr: addr.into(),
+            local_socket: None,
+            capacity: 1000,
+            used: 300,
+            blocks: 7,
+            last_heartbeat,
+            state: DatanodeState::Healthy,
+        }
+    }
+
+    /// The value of the series `name{labels}` in Prometheus text `text`.
+    fn value(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        text.lines()
+            .filter(|l| l.starts_with(&format!("{name}{{")))
+            .find(|l| {
+                labels
+                    .iter()
+                    .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
+            })
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+    }
+
+    #[test]
+    fn gauges_per_datanode_carry_id_address_and_state() {
+        let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+        let handle = recorder.handle();
+        let (stale, dead) = (Duration::from_secs(10), Duration::from_secs(60));
+        let registry = Registry::load(vec![
+            record("a", "a:1", 100_000),
+            record("b", "b:1", 80_000),
+        ]);
+        metrics::with_local_recorder(&recorder, || {
+            registry.publish_gauges(100_000, stale, dead);
+            // "a" moves: its old address's series drop to 0.
+            registry.upsert(record("a", "a:2", 101_000));
+            registry.publish_gauges(101_000, stale, dead);
+        });
+        let text = handle.render();
+        let a2 = [("id", "a"), ("addr", "a:2")];
+        assert_eq!(
+            value(&text, "tessera_datanode_capacity_bytes", &a2),
+            Some(1000.0)
+        );
+        assert_eq!(
+            value(&text, "tessera_datanode_used_bytes", &a2),
+            Some(300.0)
+        );
+        assert_eq!(value(&text, "tessera_datanode_blocks", &a2), Some(7.0));
+        let state = |id, addr, state| {
+            let labels = [("id", id), ("addr", addr), ("state", state)];
+            value(&text, "tessera_datanode_state", &labels)
+        };
+        assert_eq!(state("a", "a:2", "healthy"), Some(1.0));
+        assert_eq!(state("a", "a:2", "stale"), Some(0.0));
+        assert_eq!(state("a", "a:2", "dead"), Some(0.0));
+        assert_eq!(state("b", "b:1", "healthy"), Some(0.0));
+        assert_eq!(state("b", "b:1", "stale"), Some(1.0));
+        assert_eq!(state("a", "a:1", "healthy"), Some(0.0));
+        let a1 = [("id", "a"), ("addr", "a:1")];
+        assert_eq!(
+            value(&text, "tessera_datanode_capacity_bytes", &a1),
+            Some(0.0)
+        );
+        let states = |s| value(&text, "tessera_meta_datanodes", &[("state", s)]);
+        assert_eq!((states("healthy"), states("stale")), (Some(1.0), Some(1.0)));
+    }
+
+    #[test]
+    fn state_follows_silence() {
+        let stale = Duration::from_secs(10);
+        let dead = Duration::from_secs(60);
+        assert_eq!(state_at(1_000, 1_000, stale, dead), DatanodeState::Healthy);
+        assert_eq!(state_at(1_000, 10_999, stale, dead), DatanodeState::Healthy);
+        assert_eq!(state_at(1_000, 11_000, stale, dead), DatanodeState::Stale);
+        assert_eq!(state_at(1_000, 61_000, stale, dead), DatanodeState::Dead);
+        // A clock that went backwards is not silence.
+        assert_eq!(state_at(5_000, 1_000, stale, dead), DatanodeState::Healthy);
+    }
+}

@@ -1,0 +1,151 @@
+//! The meta RPC server over TCP (framing in [`meta_api::frame`]): each
+//! connection opens with a handshake whose token sets the role of every
+//! request on it, then carries one request at a time.
+
+use crate::service::MetaService;
+use meta_api::frame::{self, FrameError, Handshake, MAX_FRAME, MAX_HANDSHAKE_FRAME};
+use meta_api::{AnyRequest, AnyResponse, MetaError, Role};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+/// How long the server waits for the rest of a frame once its length arrived.
+const FRAME_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Serves meta on `listener` until `shutdown` completes; then stops accepting,
+/// lets every connection finish the request it is serving, and returns.
+pub async fn serve(
+    listener: TcpListener,
+    service: Arc<MetaService>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut connections = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    if let Err(e) = stream.set_nodelay(true) {
+                        tracing::debug!(%peer, error = %e, "TCP_NODELAY refused");
+                    }
+                    connections.spawn(serve_connection(stream, service.clone(), stop_rx.clone()));
+                }
+                Err(e) => {
+                    // Out of descriptors and the like: pause instead of spinning.
+                    tracing::warn!(error = %e, "meta accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    drop(listener);
+    // Ignored when no connection is left to hear it.
+    let _ = stop_tx.send(true);
+    while connections.join_next().await.is_some() {}
+    tracing::info!("meta RPC server stopped");
+    Ok(())
+}
+
+/// Reads the handshake and checks its token; answers it either way. Returns
+/// the role the token grants when the connection may go on.
+async fn authenticate(stream: &mut TcpStream, service: &MetaService) -> Option<Role> {
+    let read = tokio::time::timeout(
+        FRAME_TIMEOUT,
+        frame::read_frame(stream, MAX_HANDSHAKE_FRAME),
+    );
+    let payload = match read.await {
+        Ok(Ok(payload)) => payload,
+        Ok(Err(FrameError::TooLarge(_))) => Vec::new(),
+        Ok(Err(_)) | Err(_) => return None,
+    };
+    let verdict = match frame::decode::<Handshake>(&payload) {
+        Ok(h) if h.token.is_empty() => {
+            Err("no cluster token given (--cluster-token or TESSERA_CLUSTER_TOKEN)")
+        }
+        Ok(h) => service.role_of(&h.token).ok_or("wrong cluster token"),
+        Err(_) => {
+            Err("the first frame must be the cluster token handshake (client too old, or no token)")
+        }
+    };
+    let reply: Result<Role, MetaError> = verdict.map_err(|reason| {
+        metrics::counter!("tessera_meta_connections_refused_total").increment(1);
+        tracing::warn!(peer = ?stream.peer_addr().ok(), reason, "meta RPC connection refused");
+        MetaError::Unauthenticated(reason.to_string())
+    });
+    let frame = frame::encode_frame(&reply).ok()?;
+    stream.write_all(&frame).await.ok()?;
+    reply.ok()
+}
+
+/// Serves requests on one connection until the peer closes it, it breaks, or
+/// shutdown is signalled between requests.
+async fn serve_connection(
+    mut stream: TcpStream,
+    service: Arc<MetaService>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let role = tokio::select! {
+        role = authenticate(&mut stream, &service) => role,
+        _ = stop.wait_for(|stop| *stop) => None,
+    };
+    let Some(role) = role else {
+        return;
+    };
+    loop {
+        let len = tokio::select! {
+            len = stream.read_u32() => match len {
+                Ok(len) => len,
+                // EOF or reset between requests: the peer is gone.
+                Err(_) => return,
+            },
+            _ = stop.wait_for(|stop| *stop) => return,
+        };
+        let read = frame::read_payload(&mut stream, len, MAX_FRAME);
+        let payload = match tokio::time::timeout(FRAME_TIMEOUT, read).await {
+            Ok(Ok(payload)) => payload,
+            Ok(Err(e @ FrameError::TooLarge(_))) => {
+                let reply: Result<AnyResponse, MetaError> = Err(MetaError::Protocol(e.to_string()));
+                if let Ok(frame) = frame::encode_frame(&reply) {
+                    let _ = stream.write_all(&frame).await;
+                }
+                return;
+            }
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "meta connection broke mid-frame");
+                return;
+            }
+            Err(_) => {
+                tracing::debug!("meta connection stalled mid-frame");
+                return;
+            }
+        };
+        let reply = match frame::decode::<AnyRequest>(&payload) {
+            Ok(request) => service.serve(request, role).await,
+            Err(e) => Err(MetaError::Protocol(e.to_string())),
+        };
+        let frame = match frame::encode_frame(&reply) {
+            Ok(frame) => frame,
+            Err(e) => {
+                let refusal: Result<AnyResponse, MetaError> =
+                    Err(MetaError::Protocol(format!("reply not sent: {e}")));
+                match frame::encode_frame(&refusal) {
+                    Ok(frame) => frame,
+                    Err(_) => return,
+                }
+            }
+        };
+        if stream.write_all(&frame).await.is_err() {
+            return;
+        }
+        if *stop.borrow() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! The metadata service: opens the store, bootstraps the root user and the
+//! tokens, and serves requests in process (as a [`MetaTransport`]) and for
+//! the RPC server. Request logic is synchronous over redb: point reads run on
+//! the caller's task, everything else on the blocking pool.
+
+use crate::config::MetaConfig;
+use crate::credentials::{self, RootCredentials};
+use crate::decoded::{DecodedCache, DEFAULT_DECODED_CACHE_BYTES};
+use crate::ops::bad_replicas::{self, BadReplicaReport};
+use crate::orphans::OrphanDetector;
+use crate::placement::BlockIds;
+use crate::registry::Registry;
+use crate::state::MetaState;
+use crate::store;
+use crate::store::db::all_json;
+use crate::store::tables::DATANODES;
+use futures::future::BoxFuture;
+use meta_api::{
+    AnyRequest, AnyResponse, DatanodeRecord, MetaClient, MetaError, MetaRequest, MetaTransport,
+    ObjectRecord, Role,
+};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+use subtle::ConstantTimeEq;
+
+/// Name of the redb file in the data folder.
+pub const DATABASE_FILE: &str = "meta.redb";
+
+/// How often the datanode gauges are refreshed when no heartbeat arrives.
+const GAUGE_INTERVAL: Duration = Duration::from_secs(5);
+
+/// The metadata service over its redb store.
+pub struct MetaService {
+    state: Arc<MetaState>,
+    admin_token: String,
+    cluster_token: String,
+    root: RootCredentials,
+}
+
+impl MetaService {
+    /// Opens (or creates) the store in `config.data_dir`, ensures the root user,
+    /// its access key and the tokens exist. Blocking: call it at start-up or
+    /// inside `spawn_blocking`.
+    pub fn open(config: MetaConfig) -> Result<Arc<MetaService>, MetaError> {
+        if config.block_size == 0 {
+            return Err(MetaError::InvalidRequest("block size must not be 0".into()));
+        }
+        if config.dead_after < config.stale_after {
+            return Err(MetaError::InvalidRequest(
+                "dead_after must not be shorter than stale_after".into(),
+            ));
+        }
+        std::fs::create_dir_all(&config.data_dir).map_err(|e| {
+            MetaError::Store(format!("creating {}: {e}", config.data_dir.display()))
+        })?;
+        let now = config.clock.now();
+        let store = store::open(&config.data_dir.join(DATABASE_FILE))?;
+        let datanodes: Vec<DatanodeRecord> =
+            store.read(|txn| all_json(&txn.open_table(DATANODES)?))?;
+        let registry = Registry::load(datanodes);
+        let block_ids = BlockIds::load(&store)?;
+        let root = credentials::bootstrap_root(&store, &config, now)?;
+        let admin_token = credentials::admin_token(&config)?;
+        let cluster_token = credentials::cluster_token(&config)?;
+        let orphans = OrphanDetector::open(&store, config.orphan_grace, now)?;
+        let state = Arc::new(MetaState {
+            config,
+            store,
+            registry,
+            block_ids,
+            orphans,
+            decoded_objects: DecodedCache::new(DEFAULT_DECODED_CACHE_BYTES),
+            decoded_buckets: DecodedCache::new(DEFAULT_DECODED_CACHE_BYTES / 8),
+        });
+        spawn_gauge_refresher(Arc::downgrade(&state));
+        tracing::info!(data_dir = %state.config.data_dir.display(), "meta store opened");
+        Ok(Arc::new(MetaService {
+            state,
+            admin_token,
+            cluster_token,
+            root,
+        }))
+    }
+
+    /// The token of `tessera admin` (the [`Role::Admin`] role).
+    pub fn admin_token(&self) -> &str {
+        &self.admin_token
+    }
+
+    /// The token of datanodes and gateways (the [`Role::Cluster`] role).
+    pub fn cluster_token(&self) -> &str {
+        &self.cluster_token
+    }
+
+    /// The role `token` grants, if any; compared in constant time, whatever
+    /// the position of the first difference.
+    pub fn role_of(&self, token: &str) -> Option<Role> {
+        let is = |known: &str| bool::from(token.as_bytes().ct_eq(known.as_bytes()));
+        let admin = is(&self.admin_token);
+        let cluster = is(&self.cluster_token);
+        if admin {
+            Some(Role::Admin)
+        } else if cluster && !token.is_empty() {
+            Some(Role::Cluster)
+        } else {
+            None
+        }
+    }
+
+    /// The root user's S3 credentials.
+    pub fn root_credentials(&self) -> RootCredentials {
+        self.root.clone()
+    }
+
+    /// The configuration the service was opened with.
+    pub fn config(&self) -> &MetaConfig {
+        &self.state.config
+    }
+
+    /// A client of this service in this process, acting with `role`.
+    pub fn client(self: &Arc<Self>, role: Role) -> MetaClient {
+        MetaClient::new(Arc::new(LocalMeta {
+            service: self.clone(),
+            role,
+        }))
+    }
+
+    /// Loads many fresh objects in one write transaction (seconds for a
+    /// million keys, where one commit per object would take minutes): for
+    /// imports and the listing benchmark. Buckets must exist; replaced
+    /// records' blocks are not freed. Blocking.
+    pub fn bulk_insert_objects(&self, records: &[ObjectRecord]) -> Result<(), MetaError> {
+        crate::ops::listing::bulk_insert_objects(&self.state, records)
+    }
+
+    /// Every bad-replica report kept, in block order (for repair tools and tests).
+    pub fn bad_replicas(&self) -> Result<Vec<BadReplicaReport>, MetaError> {
+        bad_replicas::bad_replicas(&self.state.store)
+    }
+
+    /// Serves `request` for a caller acting with `role`.
+    pub async fn call<R: MetaRequest>(
+        &self,
+        request: R,
+        role: Role,
+    ) -> Result<R::Response, MetaError> {
+        let answer = self.serve(request.into_any(), role).await?;
+        R::response_of(answer)
+            .map_err(|other| MetaError::Protocol(format!("{} answered as {other}", R::NAME)))
+    }
+
+    /// Serves one request in its envelope for a caller acting with `role`.
+    pub async fn serve(&self, request: AnyRequest, role: Role) -> Result<AnyResponse, MetaError> {
+        let name = request.name();
+        metrics::counter!("tessera_meta_requests_total", "kind" => name).increment(1);
+        let result = if request.role() > role {
+            metrics::counter!("tessera_meta_admin_refused_total").increment(1);
+            Err(MetaError::Unauthorized)
+        } else if request.is_point_read() {
+            let answer = request.dispatch(&*self.state, self.state.config.clock.now());
+            // Served without awaiting anything: let the task yield in turn.
+            tokio::task::consume_budget().await;
+            answer
+        } else {
+            let state = self.state.clone();
+            tokio::task::spawn_blocking(move || {
+                let now = state.config.clock.now();
+                request.dispatch(&*state, now)
+            })
+            .await
+            .unwrap_or_else(|e| Err(MetaError::Store(format!("meta request failed: {e}"))))
+        };
+        if let Err(e) = &result {
+            metrics::counter!("tessera_meta_errors_total", "kind" => name).increment(1);
+            tracing::debug!(kind = name, error = %e, "meta request refused");
+        }
+        result
+    }
+}
+
+/// The service reached in process, by a caller acting with one role.
+struct LocalMeta {
+    service: Arc<MetaService>,
+    role: Role,
+}
+
+impl MetaTransport for LocalMeta {
+    fn send(&self, request: AnyRequest) -> BoxFuture<'_, Result<AnyResponse, MetaError>> {
+        Box::pin(self.service.serve(request, self.role))
+    }
+}
+
+/// Keeps the datanode gauges current while the service lives (states change
+/// with time alone, without any request).
+fn spawn_gauge_refresher(state: Weak<MetaState>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    runtime.spawn(async move {
+        let mut tick = tokio::time::interval(GAUGE_INTERVAL);
+        loop {
+            tick.tick().await;
+            let Some(state) = state.upgrade() else {
+                return;
+            };
+            state.registry.publish_gauges(
+                state.config.clock.now(),
+                state.config.stale_after,
+                state.config.dead_after,
+            );
+        }
+    });
+}

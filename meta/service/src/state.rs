@@ -1,0 +1,33 @@
+//! Everything a request may touch, shared by the tasks serving requests: the
+//! store, the datanode registry, block placement, orphan detection and the
+//! caches of decoded records. The operations (`ops`) sit above it and serve
+//! requests over it; the service that owns it sits above them.
+
+use crate::config::MetaConfig;
+use crate::decoded::DecodedCache;
+use crate::orphans::OrphanDetector;
+use crate::placement::BlockIds;
+use crate::registry::Registry;
+use crate::store::Store;
+use meta_api::{BucketRecord, ObjectRecord, UnixMillis};
+
+/// The state of one meta process.
+pub(crate) struct MetaState {
+    pub(crate) config: MetaConfig,
+    pub(crate) store: Store,
+    pub(crate) registry: Registry,
+    pub(crate) block_ids: BlockIds,
+    pub(crate) orphans: OrphanDetector,
+    /// Object records decoded for reads, shared while their bytes are unchanged.
+    pub(crate) decoded_objects: DecodedCache<ObjectRecord>,
+    /// Bucket records decoded for reads, likewise.
+    pub(crate) decoded_buckets: DecodedCache<BucketRecord>,
+}
+
+impl MetaState {
+    /// When blocks released at `now` may be handed to their datanodes.
+    pub(crate) fn deletion_not_before(&self, now: UnixMillis) -> UnixMillis {
+        let delay = i64::try_from(self.config.deletion_delay.as_millis()).unwrap_or(i64::MAX);
+        now.saturating_add(delay)
+    }
+}

@@ -1,0 +1,14 @@
+//! The bottom layer of meta: the redb database file, its tables and key
+//! encodings, and the two structures kept in tables that several operations
+//! share (the block deletion queue and the ordered upload index). Nothing
+//! here knows about requests.
+
+pub(crate) mod db;
+pub(crate) mod deletions;
+pub(crate) mod scan;
+mod schema;
+pub(crate) mod tables;
+pub(crate) mod upload_index;
+
+pub(crate) use db::Store;
+pub(crate) use schema::open;

@@ -1,0 +1,29 @@
+//! Opening the store: every table is created up front, so that read
+//! transactions never meet a missing table, and tables of earlier versions
+//! are migrated.
+
+use super::db::Store;
+use super::db::StoreError;
+use super::tables::*;
+use super::{deletions, upload_index};
+use std::path::Path;
+
+/// Opens (or creates) the store at `path`, with every table present.
+pub(crate) fn open(path: &Path) -> Result<Store, StoreError> {
+    let store = Store::open_database(path)?;
+    store.write(|txn| {
+        txn.open_table(BUCKETS)?;
+        txn.open_table(OBJECTS)?;
+        txn.open_table(UPLOADS)?;
+        upload_index::prepare_tables(txn)?;
+        txn.open_table(PARTS)?;
+        txn.open_table(USERS)?;
+        txn.open_table(ACCESS_KEYS)?;
+        txn.open_table(DATANODES)?;
+        txn.open_table(COUNTERS)?;
+        txn.open_table(BAD_REPLICAS)?;
+        deletions::prepare_tables(txn)?;
+        Ok(())
+    })?;
+    Ok(store)
+}

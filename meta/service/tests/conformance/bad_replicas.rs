@@ -1,0 +1,34 @@
+//! Reports of corrupt block files.
+
+use meta_api::*;
+use proto::{BlockId, BlockKey};
+use test_support::meta::*;
+
+async fn reports_are_kept_per_block_file_and_counted(transport: Transport) {
+    let meta = MetaUnderTest::open(transport).await;
+    let key = BlockKey::new(BlockId(7), 2);
+    for reason in ["crc at 0", "crc at 16384"] {
+        let request = ReportBadReplica {
+            block: key,
+            datanode: dn("a"),
+            reason: reason.into(),
+        };
+        meta.call(request).await.unwrap();
+    }
+    let other = ReportBadReplica {
+        block: BlockKey::new(BlockId(7), 0),
+        datanode: dn("b"),
+        reason: "x".into(),
+    };
+    meta.cluster_client().call(other).await.unwrap();
+    let reports = meta.service.bad_replicas().unwrap();
+    assert_eq!(reports.len(), 2, "{reports:?}");
+    let a = reports.iter().find(|r| r.datanode == dn("a")).unwrap();
+    assert_eq!(
+        (a.block, a.count, a.reason.as_str()),
+        (key, 2, "crc at 16384")
+    );
+    assert_eq!(a.reported, T0);
+}
+
+test_support::conformance!(reports_are_kept_per_block_file_and_counted);

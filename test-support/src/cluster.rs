@@ -1,0 +1,280 @@
+//! A real cluster for integration tests: a metadata service in process and
+//! datanodes on 127.0.0.1:0 over a temporary folder, with stop and restart of
+//! one datanode, and the write-then-commit step most tests start with. One
+//! copy, so that every test file starts its cluster the same way.
+
+use block_client::{ClientConfig, StoreClient, WrittenKey};
+use bytes::Bytes;
+use datanode::{DatanodeConfig, RunningDatanode};
+use meta::{MetaConfig, MetaService};
+use meta_api::{
+    CommitObject, CreateBucket, DatanodeState, GetClusterStatus, GetObject, MetaClient,
+    ObjectRecord, Role,
+};
+use proto::{BlockKey, DatanodeId, ReplicationConfig};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tempfile::TempDir;
+
+/// Changes meta's settings before it opens.
+type MetaTweak = Box<dyn FnOnce(&mut MetaConfig) + Send>;
+/// Changes the settings of datanode `i` before it starts.
+type DatanodeTweak = Box<dyn Fn(usize, &mut DatanodeConfig) + Send + Sync>;
+
+/// How a [`TestCluster`] is set up.
+pub struct TestClusterConfig {
+    /// Meta's block size.
+    pub block_size: u64,
+    /// Every datanode's settings; `data_dir` (and `local_socket` with
+    /// [`TestClusterConfig::local_sockets`]) are set per datanode.
+    pub datanode: DatanodeConfig,
+    /// Gives each datanode a Unix socket for short-circuit reads; the
+    /// cluster's folder is then short (socket paths are limited to 107 bytes).
+    pub local_sockets: bool,
+    meta_tweak: Option<MetaTweak>,
+    datanode_tweak: Option<DatanodeTweak>,
+}
+
+impl TestClusterConfig {
+    /// Blocks of `block_size` bytes, CRCs over `bytes_per_checksum`, no
+    /// fsync, heartbeats every 100 ms.
+    pub fn new(block_size: u64, bytes_per_checksum: u32) -> Self {
+        Self {
+            block_size,
+            datanode: DatanodeConfig {
+                listen: "127.0.0.1:0".into(),
+                bytes_per_checksum,
+                fsync: false,
+                heartbeat_interval: Duration::from_millis(100),
+                ..DatanodeConfig::default()
+            },
+            local_sockets: false,
+            meta_tweak: None,
+            datanode_tweak: None,
+        }
+    }
+
+    /// Changes meta's settings (after `data_dir` and `block_size` are set).
+    pub fn meta(mut self, tweak: impl FnOnce(&mut MetaConfig) + Send + 'static) -> Self {
+        self.meta_tweak = Some(Box::new(tweak));
+        self
+    }
+
+    /// Changes the settings of datanode `i` (after the shared ones are set).
+    pub fn each_datanode(
+        mut self,
+        tweak: impl Fn(usize, &mut DatanodeConfig) + Send + Sync + 'static,
+    ) -> Self {
+        self.datanode_tweak = Some(Box::new(tweak));
+        self
+    }
+
+    /// See [`TestClusterConfig::local_sockets`].
+    pub fn with_local_sockets(mut self) -> Self {
+        self.local_sockets = true;
+        self
+    }
+}
+
+/// Meta and datanodes running in this process over one temporary folder.
+pub struct TestCluster {
+    /// Holds meta's and every datanode's files.
+    pub dir: TempDir,
+    /// The metadata service.
+    pub service: Arc<MetaService>,
+    /// A client of `service`, in process, with the admin role.
+    pub meta: MetaClient,
+    /// The datanodes by index; None while stopped.
+    pub datanodes: Vec<Option<RunningDatanode>>,
+    configs: Vec<DatanodeConfig>,
+}
+
+impl TestCluster {
+    /// Starts meta and `count` datanodes and waits until all are healthy.
+    pub async fn start(count: usize, config: TestClusterConfig) -> Self {
+        let dir = if config.local_sockets {
+            tempfile::Builder::new()
+                .prefix("tc")
+                .tempdir_in("/tmp")
+                .unwrap()
+        } else {
+            tempfile::tempdir().unwrap()
+        };
+        let mut meta_config = MetaConfig::new(dir.path().join("meta"));
+        meta_config.block_size = config.block_size;
+        if let Some(tweak) = config.meta_tweak {
+            tweak(&mut meta_config);
+        }
+        let service = MetaService::open(meta_config).unwrap();
+        let meta = service.client(Role::Admin);
+        let configs: Vec<DatanodeConfig> = (0..count)
+            .map(|i| {
+                let mut dn = config.datanode.clone();
+                dn.data_dir = dir.path().join(format!("dn{i}"));
+                if config.local_sockets {
+                    dn.local_socket = Some(dir.path().join(format!("dn{i}.sock")));
+                }
+                if let Some(tweak) = &config.datanode_tweak {
+                    tweak(i, &mut dn);
+                }
+                dn
+            })
+            .collect();
+        let mut datanodes = Vec::new();
+        for dn in &configs {
+            datanodes.push(Some(
+                datanode::start(dn.clone(), meta.clone()).await.unwrap(),
+            ));
+        }
+        let cluster = Self {
+            dir,
+            service,
+            meta,
+            datanodes,
+            configs,
+        };
+        cluster.wait_healthy(count).await;
+        cluster
+    }
+
+    /// A store client of this cluster.
+    pub fn client(&self, config: ClientConfig) -> StoreClient {
+        StoreClient::new(self.meta.clone(), config)
+    }
+
+    /// Datanode `i`'s data folder.
+    pub fn datanode_dir(&self, i: usize) -> PathBuf {
+        self.configs[i].data_dir.clone()
+    }
+
+    /// Running datanode `i`.
+    pub fn datanode(&self, i: usize) -> &RunningDatanode {
+        self.datanodes[i].as_ref().expect("datanode stopped")
+    }
+
+    /// Index of the running datanode serving `addr`.
+    pub fn datanode_at(&self, addr: &str) -> usize {
+        self.datanodes
+            .iter()
+            .position(|d| d.as_ref().is_some_and(|d| d.addr().to_string() == addr))
+            .unwrap_or_else(|| panic!("no running datanode at {addr}"))
+    }
+
+    /// Shuts datanode `i` down and returns its identity.
+    pub async fn stop(&mut self, i: usize) -> DatanodeId {
+        let datanode = self.datanodes[i].take().expect("datanode already stopped");
+        let id = datanode.id().clone();
+        // A restart listens where it did, so stored replica addresses stay valid.
+        self.configs[i].listen = datanode.addr().to_string();
+        datanode.shutdown().await;
+        id
+    }
+
+    /// Starts stopped datanode `i` again over its folder, on its old address.
+    pub async fn restart(&mut self, i: usize) -> &RunningDatanode {
+        assert!(self.datanodes[i].is_none(), "datanode {i} is running");
+        let running = datanode::start(self.configs[i].clone(), self.meta.clone())
+            .await
+            .unwrap();
+        self.datanodes[i].insert(running)
+    }
+
+    /// Waits until meta counts at least `count` healthy datanodes.
+    pub async fn wait_healthy(&self, count: usize) {
+        for _ in 0..400 {
+            let status = self.meta.call(GetClusterStatus).await.unwrap();
+            let healthy = status
+                .datanodes
+                .iter()
+                .filter(|d| d.state == DatanodeState::Healthy)
+                .count();
+            if healthy >= count {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("{count} datanodes never became healthy");
+    }
+
+    /// Path of the committed data file of `key` on datanode `i` (the
+    /// datanode keeps a block's bytes, and nothing else, in `<key>.data`).
+    pub fn block_file(&self, i: usize, key: BlockKey) -> PathBuf {
+        let wanted = format!("{key}.data");
+        let mut found = Vec::new();
+        let mut dirs = vec![self.datanode_dir(i)];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.file_name().and_then(|n| n.to_str()) == Some(wanted.as_str()) {
+                    found.push(path);
+                }
+            }
+        }
+        assert_eq!(
+            found.len(),
+            1,
+            "block files of {key} on datanode {i}: {found:?}"
+        );
+        found.remove(0)
+    }
+
+    /// Creates `bucket`, owned by root.
+    pub async fn create_bucket(&self, bucket: &str) {
+        let create = CreateBucket {
+            name: bucket.into(),
+            owner: "root".into(),
+            replication: None,
+        };
+        self.meta.call(create).await.unwrap();
+    }
+
+    /// Commits `written` as `bucket/key` and returns the record as meta
+    /// serves it.
+    pub async fn commit(&self, bucket: &str, key: &str, written: WrittenKey) -> ObjectRecord {
+        let record = ObjectRecord::new(
+            bucket,
+            key,
+            "0".repeat(32),
+            written.replication,
+            written.groups,
+        );
+        assert_eq!(record.size, written.size);
+        let commit = CommitObject {
+            record,
+            condition: None,
+        };
+        self.meta.call(commit).await.unwrap();
+        let lookup = GetObject {
+            bucket: bucket.into(),
+            key: key.into(),
+        };
+        let visible = self.meta.call(lookup).await.unwrap().expect("committed");
+        std::sync::Arc::unwrap_or_clone(visible)
+    }
+
+    /// Shuts every running datanode down.
+    pub async fn shutdown(self) {
+        for datanode in self.datanodes.into_iter().flatten() {
+            datanode.shutdown().await;
+        }
+    }
+}
+
+/// Writes `data` with `client` in `piece`-byte writes and finishes the key.
+pub async fn write_key(
+    client: &StoreClient,
+    replication: ReplicationConfig,
+    data: &[u8],
+    piece: usize,
+) -> WrittenKey {
+    let mut writer = client.writer(replication);
+    for chunk in data.chunks(piece.max(1)) {
+        writer.write(Bytes::copy_from_slice(chunk)).await.unwrap();
+    }
+    let written = writer.finish().await.unwrap();
+    assert_eq!(written.size, data.len() as u64);
+    written
+}

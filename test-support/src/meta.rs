@@ -1,0 +1,325 @@
+//! The metadata service under test, in process or behind its RPC server on
+//! 127.0.0.1:0, with a clock the test moves, and constructors of the records
+//! and reports meta tests start from. [`conformance!`](crate::conformance)
+//! runs one test against both transports.
+
+use meta::{Clock, MetaConfig, MetaService};
+use meta_api::*;
+use proto::{BlockId, BlockKey, DatanodeId, ReplicationConfig};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use tempfile::TempDir;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// The time the tests' clock starts at.
+pub const T0: UnixMillis = 1_700_000_000_000;
+/// Block size of the tests' meta.
+pub const BLOCK: u64 = 1024;
+/// Capacity of a datanode with room to spare.
+pub const ROOMY: u64 = 1 << 40;
+/// The tests' admin token.
+pub const ADMIN_TOKEN: &str = "admin-secret";
+
+/// How the test reaches meta.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// In process, through the service's own transport.
+    Local,
+    /// Over TCP, through the RPC server and [`RemoteMeta`].
+    Remote,
+}
+
+/// Test settings: stale after 10 s, dead after 30 s, 1 KiB blocks, a fixed
+/// admin token, released blocks handed out at once (the grace period has its
+/// own tests), and a manual clock at [`T0`].
+pub fn config(dir: &Path) -> MetaConfig {
+    MetaConfig {
+        stale_after: Duration::from_secs(10),
+        dead_after: Duration::from_secs(30),
+        admin_token: Some(ADMIN_TOKEN.into()),
+        block_size: BLOCK,
+        deletion_delay: Duration::ZERO,
+        clock: Clock::manual(T0),
+        ..MetaConfig::new(dir)
+    }
+}
+
+/// A meta service, the folder it lives in, and a client of it with the
+/// admin role over the chosen transport.
+pub struct MetaUnderTest {
+    /// Holds the store and the saved secrets.
+    pub dir: TempDir,
+    /// The service.
+    pub service: Arc<MetaService>,
+    /// A client with the admin role (admin requests and cluster requests).
+    pub meta: MetaClient,
+    /// The service's clock.
+    pub clock: Clock,
+    /// How `meta` reaches the service.
+    pub transport: Transport,
+    config: MetaConfig,
+    server: Option<RpcServer>,
+}
+
+/// Meta's RPC server on a port of 127.0.0.1.
+pub struct RpcServer {
+    addr: String,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<std::io::Result<()>>,
+}
+
+impl RpcServer {
+    /// Serves `service` on a fresh port.
+    pub async fn start(service: Arc<MetaService>) -> Self {
+        Self::start_at(service, "127.0.0.1:0").await
+    }
+
+    /// Serves `service` on `bind` (an address a stopped server used, to test
+    /// clients across a restart).
+    pub async fn start_at(service: Arc<MetaService>, bind: &str) -> Self {
+        let listener = tokio::net::TcpListener::bind(bind).await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(meta::serve(listener, service, async move {
+            let _ = stopped.await;
+        }));
+        Self { addr, stop, task }
+    }
+
+    /// Where it listens.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// Stops accepting, lets connections finish their request, and checks
+    /// that the server ended cleanly.
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        let stopped = tokio::time::timeout(Duration::from_secs(10), self.task).await;
+        assert!(
+            matches!(stopped, Ok(Ok(Ok(())))),
+            "meta RPC server did not stop cleanly"
+        );
+    }
+}
+
+impl MetaUnderTest {
+    /// A fresh meta with [`config`], reached over `transport`.
+    pub async fn open(transport: Transport) -> Self {
+        Self::open_with(transport, |_| {}).await
+    }
+
+    /// A fresh meta with [`config`] changed by `tweak`.
+    pub async fn open_with(transport: Transport, tweak: impl FnOnce(&mut MetaConfig)) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = config(dir.path());
+        tweak(&mut config);
+        Self::start(dir, config, transport).await
+    }
+
+    async fn start(dir: TempDir, config: MetaConfig, transport: Transport) -> Self {
+        let service = MetaService::open(config.clone()).expect("meta opens");
+        let (meta, server) = match transport {
+            Transport::Local => (service.client(Role::Admin), None),
+            Transport::Remote => {
+                let server = RpcServer::start(service.clone()).await;
+                let meta = MetaClient::remote(&server.addr, service.admin_token());
+                (meta, Some(server))
+            }
+        };
+        Self {
+            dir,
+            clock: config.clock.clone(),
+            service,
+            meta,
+            transport,
+            config,
+            server,
+        }
+    }
+
+    /// Stops this meta and opens it again over the same folder, settings and
+    /// clock (a restart).
+    pub async fn reopen(self) -> Self {
+        let Self {
+            dir,
+            service,
+            meta,
+            transport,
+            config,
+            server,
+            ..
+        } = self;
+        drop(meta);
+        if let Some(server) = server {
+            server.stop().await;
+        }
+        drop(service);
+        Self::start(dir, config, transport).await
+    }
+
+    /// The RPC address of a remote meta.
+    pub fn rpc_addr(&self) -> Option<&str> {
+        self.server.as_ref().map(|s| s.addr.as_str())
+    }
+
+    /// A client with the cluster role over this meta's transport.
+    pub fn cluster_client(&self) -> MetaClient {
+        match &self.server {
+            None => self.service.client(Role::Cluster),
+            Some(server) => MetaClient::remote(&server.addr, self.service.cluster_token()),
+        }
+    }
+
+    /// Sends `request` with the admin role.
+    pub async fn call<R: MetaRequest>(&self, request: R) -> Result<R::Response, MetaError> {
+        self.meta.call(request).await
+    }
+
+    /// Sends `request` as of `at`: the clock shows `at` while it is served,
+    /// then goes back to where it was.
+    pub async fn call_at<R: MetaRequest>(
+        &self,
+        request: R,
+        at: UnixMillis,
+    ) -> Result<R::Response, MetaError> {
+        let before = self.clock.now();
+        self.clock.set(at);
+        let answer = self.meta.call(request).await;
+        self.clock.set(before);
+        answer
+    }
+
+    /// Heartbeats `report` at `at`; returns the deletions handed back.
+    pub async fn heartbeat_at(&self, report: DatanodeReport, at: UnixMillis) -> Vec<BlockKey> {
+        self.call_at(Heartbeat { report }, at)
+            .await
+            .expect("heartbeat")
+    }
+
+    /// Registers healthy, empty datanodes dn0..dn{n-1} at [`T0`].
+    pub async fn register(&self, n: usize) {
+        for i in 0..n {
+            self.heartbeat_at(report(&format!("dn{i}"), ROOMY, 0), T0)
+                .await;
+        }
+    }
+
+    /// Deletions queued for `name` (a heartbeat at [`T0`] that acknowledges nothing).
+    pub async fn queued_for(&self, name: &str) -> Vec<BlockKey> {
+        self.heartbeat_at(report(name, ROOMY, 0), T0).await
+    }
+
+    /// Creates bucket `name` for `owner`.
+    pub async fn create_bucket(&self, name: &str, owner: &str) {
+        let request = CreateBucket {
+            name: name.into(),
+            owner: owner.into(),
+            replication: None,
+        };
+        self.call(request).await.expect("bucket created");
+    }
+
+    /// Commits `record` unconditionally.
+    pub async fn commit(&self, record: ObjectRecord) {
+        let request = CommitObject {
+            record,
+            condition: None,
+        };
+        self.call(request).await.expect("committed");
+    }
+
+    /// The object at (bucket, key), if any.
+    pub async fn get(&self, bucket: &str, key: &str) -> Option<ObjectRecord> {
+        let request = GetObject {
+            bucket: bucket.into(),
+            key: key.into(),
+        };
+        self.call(request)
+            .await
+            .expect("lookup")
+            .map(Arc::unwrap_or_clone)
+    }
+}
+
+/// Runs each named test, an `async fn(Transport)`, once in process and once
+/// over the RPC, as `local::NAME` and `remote::NAME`.
+#[macro_export]
+macro_rules! conformance {
+    ($($test:ident),* $(,)?) => {
+        mod local {
+            $(
+                #[tokio::test]
+                async fn $test() {
+                    super::$test($crate::meta::Transport::Local).await
+                }
+            )*
+        }
+        mod remote {
+            $(
+                #[tokio::test]
+                async fn $test() {
+                    super::$test($crate::meta::Transport::Remote).await
+                }
+            )*
+        }
+    };
+}
+
+/// The id of datanode `name`.
+pub fn dn(name: &str) -> DatanodeId {
+    DatanodeId(name.to_string())
+}
+
+/// A heartbeat of datanode `name` at `name.test:7000` with no deletions.
+pub fn report(name: &str, capacity: u64, used: u64) -> DatanodeReport {
+    DatanodeReport {
+        id: dn(name),
+        addr: format!("{name}.test:7000"),
+        local_socket: None,
+        capacity,
+        used,
+        blocks: 0,
+        deleted: Vec::new(),
+    }
+}
+
+/// A replicated block `block` of 100 bytes on the named datanodes.
+pub fn group(block: u64, datanodes: &[&str]) -> BlockGroup {
+    BlockGroup {
+        block: BlockId(block),
+        length: 100,
+        replicas: datanodes
+            .iter()
+            .map(|d| ReplicaLocation {
+                index: 0,
+                datanode: dn(d),
+                addr: format!("{d}.test:7000"),
+            })
+            .collect(),
+    }
+}
+
+/// An object at (bucket, key) over `groups`, with a type and a metadata entry.
+pub fn object(bucket: &str, key: &str, groups: Vec<BlockGroup>) -> ObjectRecord {
+    let mut record = ObjectRecord::new(
+        bucket,
+        key,
+        "d41d8cd98f00b204e9800998ecf8427e",
+        ReplicationConfig::REPLICATED_1,
+        groups,
+    );
+    record.content_type = Some("text/plain".into());
+    record
+        .user_metadata
+        .insert("color".to_string(), "blue".to_string());
+    record.created = T0;
+    record
+}
+
+/// Block file 0 of block `block`.
+pub fn key(block: u64) -> BlockKey {
+    BlockKey::new(BlockId(block), 0)
+}
