@@ -234,7 +234,7 @@ pub(crate) async fn send_range<W: AsyncWrite + Unpin>(
 /// sequential, reads ahead past it.
 fn finish(mode: SendMode, block: &OpenBlock, offset: u64, length: u64, settings: &ReadSettings) {
     telemetry::bytes_read(length);
-    telemetry::bytes_sent(mode, length);
+    telemetry::bytes_sent(mode.as_str(), length);
     let advice = block.readahead.after_read(
         offset,
         offset + length,

@@ -11,6 +11,7 @@ pub mod auth;
 pub mod conditional;
 pub mod dates;
 pub mod download;
+pub mod endpoint;
 pub mod error;
 pub mod handlers;
 pub mod headers;
@@ -71,7 +72,7 @@ pub fn router(meta: MetaClient, store: StoreClient, config: GatewayConfig) -> ax
         uploads,
     });
     axum::Router::new()
-        .fallback(handlers::serve)
+        .fallback(endpoint::serve)
         .with_state(state)
         .layer(axum::middleware::from_fn(
             keep_alive::close_after_refused_body,

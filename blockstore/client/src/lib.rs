@@ -2,20 +2,18 @@
 //! the key reader (positioned reads, degraded reads), and the datanode
 //! connection pool.
 
-pub mod buffers;
+pub mod buffer_pool;
 pub mod datanode;
 pub mod error;
 mod failover;
-mod read_buffers;
 pub mod reader;
-pub mod replica_cache;
 pub mod sequential;
-pub mod short_circuit;
 mod stripe;
+mod stripe_free_list;
 pub mod suspects;
 pub mod writer;
 
-pub use buffers::{BufferPool, PoolStats};
+pub use buffer_pool::{BufferPool, PoolStats};
 pub use datanode::DatanodePool;
 pub use error::ClientError;
 pub use reader::KeyReader;
@@ -57,7 +55,7 @@ pub struct ClientConfig {
     pub suspect_ttl: Duration,
     /// Read blocks of datanodes on this host straight from their files
     /// (passed over the datanode's Unix socket), falling back to TCP on any
-    /// failure; see [`short_circuit`].
+    /// failure; see [`datanode::short_circuit`].
     pub short_circuit: bool,
     /// Bound on the write buffers of all streams of a client; a writer waits
     /// for room rather than exceed it.
@@ -80,8 +78,8 @@ impl Default for ClientConfig {
             read_deadline: Duration::from_secs(3),
             suspect_ttl: suspects::DEFAULT_SUSPECT_TTL,
             short_circuit: false,
-            buffer_pool_bytes: buffers::DEFAULT_BUFFER_POOL_BYTES,
-            stripe_queue: buffers::DEFAULT_STRIPE_QUEUE,
+            buffer_pool_bytes: buffer_pool::DEFAULT_BUFFER_POOL_BYTES,
+            stripe_queue: buffer_pool::DEFAULT_STRIPE_QUEUE,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! CRC32C chunk checksums) off the executor, sent, then reset and reused for
 //! a later stripe of the same stream.
 
-use super::buffers::PoolLease;
+use crate::buffer_pool::PoolLease;
 use bytes::{Buf, Bytes, BytesMut};
 use codec::{Codec, CodecError};
 use proto::checksum;

@@ -11,10 +11,10 @@
 //! [`StripeFreeList`], so one stream holds at most `stripe_queue + 2` stripe
 //! buffer sets whatever the object size.
 
-use super::buffers::StripeFreeList;
 use super::failover::{discard_groups, GroupSink, Unit};
 use super::stripe::{EncodedCell, Stripe};
 use super::{ClientError, StoreClient};
+use crate::stripe_free_list::StripeFreeList;
 use bytes::{Buf, Bytes, BytesMut};
 use codec::{Codec, CodecError};
 use meta_api::{BlockGroup, MetaError};

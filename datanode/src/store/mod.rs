@@ -223,7 +223,7 @@ impl BlockStore {
             disk_writes: Arc::new(tokio::sync::Semaphore::new(DEFAULT_DISK_WRITES)),
             max_disk_writes: AtomicUsize::new(DEFAULT_DISK_WRITES),
         });
-        telemetry::store_gauges(&store.id, store.stats());
+        store.publish_gauges();
         Ok(store)
     }
 
@@ -269,6 +269,12 @@ impl BlockStore {
     /// The data folder.
     pub fn data_dir(&self) -> &Path {
         &self.paths.root
+    }
+
+    /// Publishes the committed blocks and bytes as this datanode's gauges.
+    fn publish_gauges(&self) {
+        let stats = self.stats();
+        telemetry::store_gauges(&self.id, stats.blocks, stats.used);
     }
 
     /// Committed block count and bytes.
@@ -530,7 +536,7 @@ impl BlockStore {
         }
         block.closed = true;
         self.forget_upload(key, &handle);
-        telemetry::store_gauges(&self.id, self.stats());
+        self.publish_gauges();
         Ok(())
     }
 
@@ -643,7 +649,7 @@ impl BlockStore {
                 Ok(())
             })
             .await?;
-            telemetry::store_gauges(&self.id, self.stats());
+            self.publish_gauges();
         }
         Ok(existed)
     }

@@ -3,8 +3,7 @@
 //! exactly that (canned `private`, or a policy granting only the owner
 //! FULL_CONTROL) is accepted, and any other grant is NotImplemented.
 
-use super::object::existing_object;
-use super::{empty_response, xml_response, RequestContext};
+use super::{empty_response, xml_response, AuthorizedBucket, RequestContext};
 use crate::error::S3Error;
 use crate::request_body::read_small_body;
 use crate::xml::object_documents;
@@ -69,7 +68,7 @@ fn grants_only_owner(policy: &Element, owner: &str) -> bool {
 /// GetBucketAcl and GetObjectAcl (the object must exist).
 pub async fn get_acl(
     ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
+    bucket: &AuthorizedBucket,
     key: Option<&str>,
 ) -> Result<Response, S3Error> {
     require_object(ctx, bucket, key).await?;
@@ -82,7 +81,7 @@ pub async fn get_acl(
 /// every bucket and object has.
 pub async fn put_acl(
     ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
+    bucket: &AuthorizedBucket,
     key: Option<&str>,
     body: Body,
 ) -> Result<Response, S3Error> {
@@ -108,7 +107,7 @@ async fn require_object(
     key: Option<&str>,
 ) -> Result<(), S3Error> {
     if let Some(key) = key {
-        existing_object(ctx, &bucket.name, key).await?;
+        ctx.existing_object(&bucket.name, key).await?;
     }
     Ok(())
 }

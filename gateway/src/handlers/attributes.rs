@@ -2,8 +2,7 @@
 //! ObjectSize of an object without its data, chosen by the
 //! `x-amz-object-attributes` header.
 
-use super::object::existing_object;
-use super::{xml_response, RequestContext};
+use super::{xml_response, AuthorizedBucket, RequestContext};
 use crate::conditional::{self, Precondition};
 use crate::dates::http_date;
 use crate::error::{S3Code, S3Error};
@@ -13,7 +12,6 @@ use crate::xml::object_documents::{self, AttributePart, AttributeParts, Attribut
 use axum::response::Response;
 use http::header::{HeaderValue, LAST_MODIFIED};
 use http::HeaderMap;
-use meta_api::BucketRecord;
 
 /// The attributes a client may ask for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -76,14 +74,14 @@ fn header_number(headers: &HeaderMap, name: &'static str, default: u32) -> Resul
 /// GetObjectAttributes.
 pub async fn get_object_attributes(
     ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
+    bucket: &AuthorizedBucket,
     key: &str,
 ) -> Result<Response, S3Error> {
     let headers = &ctx.parts.headers;
     let wanted = wanted_attributes(headers)?;
     let max_parts = header_number(headers, "x-amz-max-parts", MAX_PAGE)?.min(MAX_PAGE);
     let marker = header_number(headers, "x-amz-part-number-marker", 0)?;
-    let record = existing_object(ctx, &bucket.name, key).await?;
+    let record = ctx.existing_object(&bucket.name, key).await?;
     match conditional::evaluate(headers, &record.etag, record.created) {
         Precondition::Proceed => {}
         Precondition::NotModified | Precondition::Failed => {

@@ -1,7 +1,7 @@
 //! Bucket operations: ListBuckets, CreateBucket, HeadBucket, DeleteBucket,
 //! GetBucketLocation.
 
-use super::{empty_response, xml_response, RequestContext};
+use super::{empty_response, xml_response, AuthorizedBucket, RequestContext};
 use crate::error::{S3Code, S3Error};
 use crate::headers;
 use crate::request_body::read_small_body;
@@ -12,7 +12,6 @@ use axum::response::Response;
 use http::header::{HeaderValue, LOCATION};
 use http::StatusCode;
 use meta_api::naming::validate_bucket_name;
-use meta_api::BucketRecord;
 
 /// ListBuckets: the caller's own buckets (every bucket for root), within
 /// its access key's limits.
@@ -77,7 +76,10 @@ pub async fn create_bucket(
 }
 
 /// HeadBucket: 200 with the bucket's region once access is checked.
-pub fn head_bucket(ctx: &RequestContext<'_>, _bucket: &BucketRecord) -> Result<Response, S3Error> {
+pub fn head_bucket(
+    ctx: &RequestContext<'_>,
+    _bucket: &AuthorizedBucket,
+) -> Result<Response, S3Error> {
     let mut response = empty_response(StatusCode::OK);
     if let Ok(region) = HeaderValue::from_str(&ctx.state.config.region) {
         response.headers_mut().insert("x-amz-bucket-region", region);
@@ -88,7 +90,7 @@ pub fn head_bucket(ctx: &RequestContext<'_>, _bucket: &BucketRecord) -> Result<R
 /// DeleteBucket: 204, or BucketNotEmpty while objects or uploads remain.
 pub async fn delete_bucket(
     ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
+    bucket: &AuthorizedBucket,
 ) -> Result<Response, S3Error> {
     ctx.state
         .meta

@@ -4,9 +4,9 @@
 //! its metadata, re-commits the same blocks without moving data.
 
 use super::acl::check_acl_headers;
-use super::object::{chosen_replication, existing_object, requested_write_condition};
+use super::object::{chosen_replication, requested_write_condition};
 use super::tagging::tags_from_header;
-use super::{xml_response, RequestContext};
+use super::{xml_response, AuthorizedBucket, RequestContext};
 use crate::auth::{ChecksumAlgorithm, Checksummer};
 use crate::conditional::{evaluate_copy_source, Precondition};
 use crate::dates::now_millis;
@@ -15,16 +15,14 @@ use crate::headers::ObjectMetadata;
 use crate::object_checksum::object_checksum;
 use crate::range::ByteRange;
 use crate::request_body::{commit_or_discard, MAX_OBJECT_UPLOAD};
-use crate::router::Endpoint;
+use crate::router::Right;
 use crate::xml::object_documents;
 use axum::response::Response;
 use block_client::WrittenKey;
 use futures::{stream, StreamExt};
 use http::HeaderMap;
 use md5::{Digest, Md5};
-use meta_api::{
-    BucketRecord, ObjectAttributes, ObjectRecord, PartRecord, StoredChecksum, WriteCondition,
-};
+use meta_api::{ObjectAttributes, ObjectRecord, PartRecord, StoredChecksum, WriteCondition};
 use percent_encoding::percent_decode_str;
 use proto::{ObjectId, ReplicationConfig};
 use std::sync::Arc;
@@ -130,14 +128,12 @@ async fn source_object(ctx: &RequestContext<'_>) -> Result<(CopySource, ObjectRe
         .and_then(|v| v.to_str().ok())
         .ok_or_else(|| invalid_source("Invalid copy source"))?;
     let source = parse_copy_source(raw)?;
-    // Reading the source needs what a HeadObject of it would need.
-    let read = Endpoint::HeadObject {
-        bucket: source.bucket.clone(),
-        key: source.key.clone(),
-        params: Default::default(),
-    };
-    let bucket = ctx.authorize_bucket(&source.bucket, &read).await?;
-    let record = existing_object(ctx, &bucket.name, &source.key).await?;
+    // Reading the source needs what a HeadObject of it needs: read rights,
+    // or a public-read bucket.
+    let bucket = ctx
+        .authorize_bucket(&source.bucket, Right::Read, true)
+        .await?;
+    let record = ctx.existing_object(&bucket.name, &source.key).await?;
     if evaluate_copy_source(headers, &record.etag, record.created) != Precondition::Proceed {
         return Err(S3Error::new(S3Code::PreconditionFailed));
     }
@@ -228,7 +224,7 @@ fn copy_checksum_algorithm(
 /// replaced by their directives.
 pub async fn copy_object(
     ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
+    bucket: &AuthorizedBucket,
     key: &str,
 ) -> Result<Response, S3Error> {
     let headers = &ctx.parts.headers;
@@ -343,7 +339,7 @@ pub async fn copy_object(
 /// `x-amz-copy-source-range`.
 pub async fn upload_part_copy(
     ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
+    bucket: &AuthorizedBucket,
     key: &str,
     upload_id: &str,
     part_number: u32,

@@ -3,7 +3,7 @@
 //! those rules, and the `Access-Control-*` headers added to any response whose
 //! request carries an `Origin` a rule allows.
 
-use super::{empty_response, xml_response, RequestContext};
+use super::{empty_response, xml_response, AuthorizedBucket, RequestContext};
 use crate::error::{S3Code, S3Error};
 use crate::request_body::read_small_body;
 use crate::xml::parse::{parse_document, Element};
@@ -298,7 +298,7 @@ pub fn cors_document(rules: &[CorsRule]) -> Vec<u8> {
 }
 
 /// GetBucketCors: the rules, or NoSuchCORSConfiguration.
-pub fn get_bucket_cors(bucket: &BucketRecord) -> Result<Response, S3Error> {
+pub fn get_bucket_cors(bucket: &AuthorizedBucket) -> Result<Response, S3Error> {
     if bucket.cors.is_empty() {
         return Err(
             S3Error::new(S3Code::NoSuchCORSConfiguration).detail("BucketName", bucket.name.clone())
@@ -310,7 +310,7 @@ pub fn get_bucket_cors(bucket: &BucketRecord) -> Result<Response, S3Error> {
 /// PutBucketCors: replaces the bucket's rules.
 pub async fn put_bucket_cors(
     ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
+    bucket: &AuthorizedBucket,
     body: Body,
 ) -> Result<Response, S3Error> {
     let document = read_small_body(&ctx.request, &ctx.parts.headers, body, CORS_BODY_LIMIT).await?;
@@ -328,7 +328,7 @@ pub async fn put_bucket_cors(
 /// DeleteBucketCors: 204, whether or not the bucket had rules.
 pub async fn delete_bucket_cors(
     ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
+    bucket: &AuthorizedBucket,
 ) -> Result<Response, S3Error> {
     ctx.state
         .meta

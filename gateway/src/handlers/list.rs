@@ -1,12 +1,12 @@
 //! Object listings: ListObjectsV2 and ListObjects (v1). Meta pages and rolls
 //! up common prefixes; this file turns pages into S3's markers and tokens.
 
-use super::{xml_response, RequestContext};
+use super::{xml_response, AuthorizedBucket, RequestContext};
 use crate::error::S3Error;
 use crate::params::{continuation_token, ListV1Params, ListV2Params};
 use crate::xml::documents::{self, ListV1Doc, ListV2Doc};
 use axum::response::Response;
-use meta_api::{BucketRecord, ListPage};
+use meta_api::ListPage;
 
 /// Where the page after `page` starts: meta's marker, else the greatest key
 /// or common prefix returned.
@@ -51,7 +51,7 @@ pub(super) async fn page(
 /// ListObjectsV2: continuation tokens are the opaque base64 of the next marker.
 pub async fn list_objects_v2(
     ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
+    bucket: &AuthorizedBucket,
     params: ListV2Params,
 ) -> Result<Response, S3Error> {
     let listing = page(
@@ -82,7 +82,7 @@ pub async fn list_objects_v2(
 /// ListObjects (v1): `marker` to resume; NextMarker only with a delimiter, as in S3.
 pub async fn list_objects_v1(
     ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
+    bucket: &AuthorizedBucket,
     params: ListV1Params,
 ) -> Result<Response, S3Error> {
     let listing = page(

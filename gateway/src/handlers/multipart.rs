@@ -7,7 +7,7 @@ use super::object::{
     chosen_replication, requested_write_condition, store_request_body, stored_checksum,
 };
 use super::tagging::tags_from_header;
-use super::{empty_response, xml_response, RequestContext};
+use super::{empty_response, xml_response, AuthorizedBucket, RequestContext};
 use crate::auth::ChecksumAlgorithm;
 use crate::dates::now_millis;
 use crate::error::S3Code;
@@ -90,7 +90,7 @@ pub fn upload_checksum_settings(
 /// metadata, tags, checksum settings and replication.
 pub async fn create_upload(
     ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
+    bucket: &AuthorizedBucket,
     key: String,
 ) -> Result<Response, S3Error> {
     let headers = &ctx.parts.headers;
@@ -154,7 +154,7 @@ async fn existing_upload(
 /// the same number replaces it.
 pub async fn upload_part(
     ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
+    bucket: &AuthorizedBucket,
     key: &str,
     upload_id: &str,
     part_number: u32,
@@ -196,7 +196,7 @@ const LOCATION_KEY: &AsciiSet = &NON_ALPHANUMERIC
 /// InvalidPartOrder, EntityTooSmall) and commits the object.
 pub async fn complete_upload(
     ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
+    bucket: &AuthorizedBucket,
     key: &str,
     upload_id: &str,
     body: Body,
@@ -249,7 +249,7 @@ pub async fn complete_upload(
 /// AbortMultipartUpload: 204; the parts' blocks are freed by meta.
 pub async fn abort_upload(
     ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
+    bucket: &AuthorizedBucket,
     key: &str,
     upload_id: &str,
 ) -> Result<Response, S3Error> {
@@ -267,7 +267,7 @@ pub async fn abort_upload(
 /// ListParts: pages by part-number-marker and max-parts.
 pub async fn list_parts(
     ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
+    bucket: &AuthorizedBucket,
     key: &str,
     upload_id: &str,
     params: ListPartsParams,
@@ -296,7 +296,7 @@ pub async fn list_parts(
 /// with prefix, markers and delimiter roll-up done by meta.
 pub async fn list_uploads(
     ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
+    bucket: &AuthorizedBucket,
     params: ListUploadsParams,
 ) -> Result<Response, S3Error> {
     let query = UploadQuery {

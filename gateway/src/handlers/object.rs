@@ -3,7 +3,7 @@
 
 use super::acl::check_acl_headers;
 use super::tagging::{tags_from_header, TAG_COUNT_HEADER};
-use super::{empty_response, xml_response, RequestContext};
+use super::{empty_response, xml_response, AuthorizedBucket, RequestContext};
 use crate::conditional::WriteConditionError;
 use crate::conditional::{self, Precondition};
 use crate::dates::now_millis;
@@ -27,7 +27,6 @@ use http::StatusCode;
 use md5::{Digest, Md5};
 use meta_api::{BucketRecord, ObjectAttributes, ObjectRecord, StoredChecksum, WriteCondition};
 use proto::{ObjectId, ReplicationConfig};
-use std::sync::Arc;
 
 /// The replication of a new object: the request's header, else the bucket's
 /// (or the cluster's) default.
@@ -92,7 +91,7 @@ pub(super) fn stored_checksum(stored: &StoredBody) -> Option<StoredChecksum> {
 /// request's write condition holds at that moment).
 pub async fn put_object(
     ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
+    bucket: &AuthorizedBucket,
     key: String,
     body: Body,
 ) -> Result<Response, S3Error> {
@@ -228,32 +227,16 @@ fn insert_read_checksum(
     }
 }
 
-/// The object `key` of `bucket`, or NoSuchKey.
-pub(super) async fn existing_object(
-    ctx: &RequestContext<'_>,
-    bucket: &str,
-    key: &str,
-) -> Result<Arc<ObjectRecord>, S3Error> {
-    ctx.state
-        .meta
-        .call(meta_api::GetObject {
-            bucket: bucket.to_string(),
-            key: key.to_string(),
-        })
-        .await?
-        .ok_or_else(|| S3Error::no_such_key(key))
-}
-
 /// GetObject and HeadObject: headers, Range / partNumber, conditional
 /// requests, and for GET the streamed body.
 pub async fn get_object(
     ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
+    bucket: &AuthorizedBucket,
     key: &str,
     params: ReadParams,
     head: bool,
 ) -> Result<Response, S3Error> {
-    let record = existing_object(ctx, &bucket.name, key).await?;
+    let record = ctx.existing_object(&bucket.name, key).await?;
     let request_headers = &ctx.parts.headers;
     match conditional::evaluate(request_headers, &record.etag, record.created) {
         Precondition::Proceed => {}
@@ -312,7 +295,7 @@ pub async fn get_object(
 /// DeleteObject: 204 whether or not the key existed, as in S3.
 pub async fn delete_object(
     ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
+    bucket: &AuthorizedBucket,
     key: &str,
 ) -> Result<Response, S3Error> {
     ctx.state
@@ -332,7 +315,7 @@ const DELETES_IN_FLIGHT: usize = 16;
 /// counts as deleted, as in S3. Content-MD5 is checked when sent.
 pub async fn delete_objects(
     ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
+    bucket: &AuthorizedBucket,
     body: Body,
 ) -> Result<Response, S3Error> {
     let headers = &ctx.parts.headers;

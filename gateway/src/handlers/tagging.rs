@@ -3,14 +3,14 @@
 //! An object's tags change in place: meta commits the same record with new
 //! tags only while the key still holds that object.
 
-use super::{empty_response, xml_response, RequestContext};
+use super::{empty_response, xml_response, AuthorizedBucket, RequestContext};
 use crate::error::{S3Code, S3Error};
 use crate::request_body::read_small_body;
 use crate::xml::object_documents::{self, parse_tagging, TAGGING_BODY_LIMIT};
 use axum::body::Body;
 use axum::response::Response;
 use http::{HeaderMap, StatusCode};
-use meta_api::{BucketRecord, ObjectRecord, WriteCondition};
+use meta_api::{ObjectRecord, WriteCondition};
 use percent_encoding::percent_decode_str;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -91,21 +91,6 @@ pub fn tags_from_header(headers: &HeaderMap) -> Result<Option<BTreeMap<String, S
     validate_tags(pairs, MAX_OBJECT_TAGS).map(Some)
 }
 
-async fn existing_object(
-    ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
-    key: &str,
-) -> Result<Arc<ObjectRecord>, S3Error> {
-    ctx.state
-        .meta
-        .call(meta_api::GetObject {
-            bucket: bucket.name.to_string(),
-            key: key.to_string(),
-        })
-        .await?
-        .ok_or_else(|| S3Error::no_such_key(key))
-}
-
 /// Commits `record` again with new tags, only if the key still holds it.
 async fn retag(
     ctx: &RequestContext<'_>,
@@ -137,10 +122,10 @@ async fn retag(
 /// GetObjectTagging.
 pub async fn get_object_tagging(
     ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
+    bucket: &AuthorizedBucket,
     key: &str,
 ) -> Result<Response, S3Error> {
-    let record = existing_object(ctx, bucket, key).await?;
+    let record = ctx.existing_object(&bucket.name, key).await?;
     Ok(xml_response(object_documents::tagging(
         &record.attributes.tags,
     )))
@@ -159,12 +144,12 @@ async fn read_tagging_body(
 /// PutObjectTagging: replaces the object's whole tag set.
 pub async fn put_object_tagging(
     ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
+    bucket: &AuthorizedBucket,
     key: &str,
     body: Body,
 ) -> Result<Response, S3Error> {
     let tags = read_tagging_body(ctx, body, MAX_OBJECT_TAGS).await?;
-    let record = existing_object(ctx, bucket, key).await?;
+    let record = ctx.existing_object(&bucket.name, key).await?;
     retag(ctx, Arc::unwrap_or_clone(record), tags).await?;
     Ok(empty_response(StatusCode::OK))
 }
@@ -172,10 +157,10 @@ pub async fn put_object_tagging(
 /// DeleteObjectTagging: 204, the object keeps everything else.
 pub async fn delete_object_tagging(
     ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
+    bucket: &AuthorizedBucket,
     key: &str,
 ) -> Result<Response, S3Error> {
-    let record = existing_object(ctx, bucket, key).await?;
+    let record = ctx.existing_object(&bucket.name, key).await?;
     if !record.attributes.tags.is_empty() {
         retag(ctx, Arc::unwrap_or_clone(record), BTreeMap::new()).await?;
     }
@@ -183,7 +168,7 @@ pub async fn delete_object_tagging(
 }
 
 /// GetBucketTagging: NoSuchTagSet when the bucket has none, as in S3.
-pub fn get_bucket_tagging(bucket: &BucketRecord) -> Result<Response, S3Error> {
+pub fn get_bucket_tagging(bucket: &AuthorizedBucket) -> Result<Response, S3Error> {
     if bucket.tags.is_empty() {
         return Err(S3Error::new(S3Code::NoSuchTagSet).detail("BucketName", bucket.name.clone()));
     }
@@ -193,7 +178,7 @@ pub fn get_bucket_tagging(bucket: &BucketRecord) -> Result<Response, S3Error> {
 /// PutBucketTagging: replaces the bucket's tag set (204, as S3 answers).
 pub async fn put_bucket_tagging(
     ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
+    bucket: &AuthorizedBucket,
     body: Body,
 ) -> Result<Response, S3Error> {
     let tags = read_tagging_body(ctx, body, MAX_BUCKET_TAGS).await?;
@@ -210,7 +195,7 @@ pub async fn put_bucket_tagging(
 /// DeleteBucketTagging: 204.
 pub async fn delete_bucket_tagging(
     ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
+    bucket: &AuthorizedBucket,
 ) -> Result<Response, S3Error> {
     ctx.state
         .meta

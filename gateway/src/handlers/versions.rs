@@ -4,12 +4,11 @@
 //! offered.
 
 use super::list::{next_marker, page};
-use super::{xml_response, RequestContext};
+use super::{xml_response, AuthorizedBucket, RequestContext};
 use crate::error::S3Error;
 use crate::params::ListVersionsParams;
 use crate::xml::object_documents::{self, ListVersionsDoc};
 use axum::response::Response;
-use meta_api::BucketRecord;
 
 /// GetBucketVersioning: a bucket that never had versioning.
 pub fn get_bucket_versioning() -> Response {
@@ -28,7 +27,7 @@ pub fn put_bucket_versioning() -> Result<Response, S3Error> {
 /// the key-marker whatever the version marker says.
 pub async fn list_object_versions(
     ctx: &RequestContext<'_>,
-    bucket: &BucketRecord,
+    bucket: &AuthorizedBucket,
     params: ListVersionsParams,
 ) -> Result<Response, S3Error> {
     let page = page(

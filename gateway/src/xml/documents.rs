@@ -1,7 +1,6 @@
 //! The S3 response documents Tessera sends, each built from plain data so
 //! that tests can compare them with AWS's documented examples.
 
-use super::object_documents::checksum_element;
 use super::XmlWriter;
 use crate::dates::iso8601;
 use meta_api::{
@@ -33,6 +32,11 @@ pub fn encode_name(value: &str, url: bool) -> Cow<'_, str> {
 /// An ETag as S3 shows it: in double quotes.
 pub fn quoted(etag: &str) -> String {
     format!("\"{etag}\"")
+}
+
+/// `<ChecksumCRC32C>value</ChecksumCRC32C>` and the like.
+pub(super) fn checksum_element(w: &mut XmlWriter, checksum: &StoredChecksum) {
+    w.element(&format!("Checksum{}", checksum.algorithm), &checksum.value);
 }
 
 /// `<element><ID>name</ID><DisplayName>name</DisplayName></element>`: users

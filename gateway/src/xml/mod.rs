@@ -8,6 +8,11 @@ pub mod parse;
 use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
 use quick_xml::Writer;
 
+/// A request body that is not the XML expected: S3 answers MalformedXML.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the XML body is not well-formed or not what was expected")]
+pub struct MalformedXml;
+
 /// The namespace of every S3 response document except `Error`.
 pub const S3_NAMESPACE: &str = "http://s3.amazonaws.com/doc/2006-03-01/";
 

@@ -3,23 +3,19 @@
 //! versioning of an unversioned bucket, ACLs and GetObjectAttributes.
 
 use super::documents::{
-    complete_upload_document, encode_name, listing_entries, owner, page_settings, quoted,
+    checksum_element, complete_upload_document, encode_name, listing_entries, owner, page_settings,
+    quoted,
 };
 use super::parse::{parse_document, Element};
+use super::MalformedXml;
 use super::XmlWriter;
 use crate::dates::iso8601;
-use crate::error::{S3Code, S3Error};
 use meta_api::{ListPage, StoredChecksum, UnixMillis};
 use std::collections::BTreeMap;
 
 pub use super::documents::STORAGE_CLASS;
 /// Largest Tagging request body accepted (10 tags of 128 + 256 characters fit easily).
 pub const TAGGING_BODY_LIMIT: u64 = 64 * 1024;
-
-/// `<ChecksumCRC32C>value</ChecksumCRC32C>` and the like.
-pub(super) fn checksum_element(w: &mut XmlWriter, checksum: &StoredChecksum) {
-    w.element(&format!("Checksum{}", checksum.algorithm), &checksum.value);
-}
 
 /// CopyObjectResult: the new object's ETag and modification time.
 pub fn copy_object_result(
@@ -85,11 +81,11 @@ pub fn tagging(tags: &BTreeMap<String, String>) -> Vec<u8> {
     w.finish()
 }
 
-fn malformed() -> S3Error {
-    S3Error::new(S3Code::MalformedXML)
+fn malformed() -> MalformedXml {
+    MalformedXml
 }
 
-fn only_child<'e>(element: &'e Element, name: &str) -> Result<&'e Element, S3Error> {
+fn only_child<'e>(element: &'e Element, name: &str) -> Result<&'e Element, MalformedXml> {
     let mut found = element.children.iter().filter(|c| c.name == name);
     match (found.next(), found.next()) {
         (Some(one), None) => Ok(one),
@@ -99,7 +95,7 @@ fn only_child<'e>(element: &'e Element, name: &str) -> Result<&'e Element, S3Err
 
 /// Reads a Tagging body into (key, value) pairs in document order.
 /// Unknown elements are MalformedXML; the tag rules are checked by the caller.
-pub fn parse_tagging(bytes: &[u8]) -> Result<Vec<(String, String)>, S3Error> {
+pub fn parse_tagging(bytes: &[u8]) -> Result<Vec<(String, String)>, MalformedXml> {
     let root = parse_document(bytes)?;
     if root.name != "Tagging" {
         return Err(malformed());

@@ -1,4 +1,5 @@
 use super::*;
+use crate::xml::MalformedXml;
 use meta_api::ObjectSummary;
 
 fn text(doc: Vec<u8>) -> String {
@@ -59,8 +60,8 @@ fn tagging_body_is_strict() {
         "<Other><TagSet/></Other>",
     ] {
         assert_eq!(
-            parse_tagging(bad.as_bytes()).unwrap_err().code(),
-            S3Code::MalformedXML,
+            parse_tagging(bad.as_bytes()).unwrap_err(),
+            MalformedXml,
             "{bad}"
         );
     }

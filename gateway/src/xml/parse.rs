@@ -2,7 +2,7 @@
 //! XML with one root, no DOCTYPE, bounded depth, and exactly the elements the
 //! operation's schema allows; anything else is MalformedXML.
 
-use crate::error::{S3Code, S3Error};
+use super::MalformedXml;
 use meta_api::CompletedPart;
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
@@ -31,7 +31,7 @@ pub struct Element {
 
 impl Element {
     /// The only child called `name`: MalformedXML when absent or repeated.
-    fn single(&self, name: &str) -> Result<&Element, S3Error> {
+    fn single(&self, name: &str) -> Result<&Element, MalformedXml> {
         let mut found = self.children.iter().filter(|c| c.name == name);
         match (found.next(), found.next()) {
             (Some(one), None) => Ok(one),
@@ -40,7 +40,7 @@ impl Element {
     }
 
     /// Trimmed text of a leaf element: MalformedXML when it has children.
-    fn leaf_text(&self) -> Result<&str, S3Error> {
+    fn leaf_text(&self) -> Result<&str, MalformedXml> {
         if self.children.is_empty() {
             Ok(self.text.trim())
         } else {
@@ -53,11 +53,11 @@ impl Element {
     }
 }
 
-fn malformed() -> S3Error {
-    S3Error::new(S3Code::MalformedXML)
+fn malformed() -> MalformedXml {
+    MalformedXml
 }
 
-fn start_element(e: &BytesStart<'_>) -> Result<Element, S3Error> {
+fn start_element(e: &BytesStart<'_>) -> Result<Element, MalformedXml> {
     for attribute in e.attributes() {
         attribute.map_err(|_| malformed())?;
     }
@@ -69,7 +69,7 @@ fn start_element(e: &BytesStart<'_>) -> Result<Element, S3Error> {
 }
 
 /// Parses a whole document into its root element.
-pub fn parse_document(bytes: &[u8]) -> Result<Element, S3Error> {
+pub fn parse_document(bytes: &[u8]) -> Result<Element, MalformedXml> {
     let text = std::str::from_utf8(bytes).map_err(|_| malformed())?;
     let mut reader = Reader::from_str(text);
     reader.config_mut().check_end_names = true;
@@ -136,7 +136,7 @@ const PART_CHECKSUMS: [&str; 5] = [
 
 /// The parts of a CompleteMultipartUpload body, in the order sent (meta checks
 /// the order and the ETags). At least one part is required, as in S3.
-pub fn parse_complete_upload(bytes: &[u8]) -> Result<Vec<CompletedPart>, S3Error> {
+pub fn parse_complete_upload(bytes: &[u8]) -> Result<Vec<CompletedPart>, MalformedXml> {
     let root = parse_document(bytes)?;
     if root.name != "CompleteMultipartUpload" || root.has_text() || root.children.is_empty() {
         return Err(malformed());
@@ -184,7 +184,7 @@ const DELETE_OBJECT_FIELDS: [&str; 4] = ["VersionId", "ETag", "LastModifiedTime"
 
 /// The body of DeleteObjects: 1 to 1,000 objects, each with one Key (kept
 /// exactly, whitespace included), and an optional Quiet.
-pub fn parse_delete_objects(bytes: &[u8]) -> Result<DeleteRequest, S3Error> {
+pub fn parse_delete_objects(bytes: &[u8]) -> Result<DeleteRequest, MalformedXml> {
     let root = parse_document(bytes)?;
     if root.name != "Delete" || root.has_text() {
         return Err(malformed());
@@ -231,7 +231,7 @@ pub fn parse_delete_objects(bytes: &[u8]) -> Result<DeleteRequest, S3Error> {
 
 /// The LocationConstraint of a CreateBucketConfiguration body, if it names one.
 /// An empty body means no configuration.
-pub fn parse_create_bucket(bytes: &[u8]) -> Result<Option<String>, S3Error> {
+pub fn parse_create_bucket(bytes: &[u8]) -> Result<Option<String>, MalformedXml> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
@@ -327,22 +327,14 @@ mod tests {
         ];
         for body in cases {
             let err = parse_complete_upload(body).expect_err(&String::from_utf8_lossy(body));
-            assert_eq!(
-                err.code(),
-                S3Code::MalformedXML,
-                "{}",
-                String::from_utf8_lossy(body)
-            );
+            assert_eq!(err, MalformedXml, "{}", String::from_utf8_lossy(body));
         }
     }
 
     #[test]
     fn rejects_deep_nesting() {
         let body = format!("{}{}", "<a>".repeat(40), "</a>".repeat(40));
-        assert_eq!(
-            parse_document(body.as_bytes()).unwrap_err().code(),
-            S3Code::MalformedXML
-        );
+        assert_eq!(parse_document(body.as_bytes()).unwrap_err(), MalformedXml);
     }
 
     /// The request body of AWS's DeleteObjects documentation example, plus Quiet.
@@ -376,12 +368,7 @@ mod tests {
             many.as_bytes(),
         ] {
             let err = parse_delete_objects(bad).unwrap_err();
-            assert_eq!(
-                err.code(),
-                S3Code::MalformedXML,
-                "{}",
-                String::from_utf8_lossy(bad)
-            );
+            assert_eq!(err, MalformedXml, "{}", String::from_utf8_lossy(bad));
         }
     }
 
@@ -402,10 +389,7 @@ mod tests {
             b"<Other/>",
             b"<CreateBucketConfiguration><Acl/></CreateBucketConfiguration>",
         ] {
-            assert_eq!(
-                parse_create_bucket(bad).unwrap_err().code(),
-                S3Code::MalformedXML
-            );
+            assert_eq!(parse_create_bucket(bad).unwrap_err(), MalformedXml);
         }
     }
 }

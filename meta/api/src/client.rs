@@ -3,16 +3,9 @@
 
 use crate::error::MetaError;
 use crate::remote::RemoteMeta;
-use crate::requests::{AnyRequest, AnyResponse, MetaRequest};
-use futures::future::BoxFuture;
+use crate::requests::MetaRequest;
+use crate::transport::MetaTransport;
 use std::sync::Arc;
-
-/// Carries requests to meta and brings back the answers. The service
-/// implements it in-process; [`RemoteMeta`] over TCP.
-pub trait MetaTransport: Send + Sync + 'static {
-    /// Sends one request and waits for its answer.
-    fn send(&self, request: AnyRequest) -> BoxFuture<'_, Result<AnyResponse, MetaError>>;
-}
 
 /// A handle on meta, in-process or remote; cheap to clone.
 #[derive(Clone)]

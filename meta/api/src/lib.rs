@@ -13,9 +13,11 @@ pub mod naming;
 pub mod records;
 pub mod remote;
 pub mod requests;
+pub mod transport;
 
-pub use client::{MetaClient, MetaTransport};
+pub use client::MetaClient;
 pub use error::MetaError;
 pub use records::*;
 pub use remote::RemoteMeta;
 pub use requests::*;
+pub use transport::MetaTransport;

@@ -2,10 +2,10 @@
 //! connects lazily, presents its token on each new connection, keeps a few
 //! idle connections, and reconnects when one broke.
 
-use crate::client::MetaTransport;
 use crate::error::MetaError;
 use crate::frame::{self, FrameError, Handshake, MAX_FRAME, MAX_HANDSHAKE_FRAME};
 use crate::requests::{AnyRequest, AnyResponse, Role};
+use crate::transport::MetaTransport;
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use std::time::Duration;

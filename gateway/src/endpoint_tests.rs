@@ -2,6 +2,8 @@
 //! the requests of the AWS API reference examples and unknown operations.
 
 use super::*;
+use crate::error::S3Code;
+use crate::router::{target, Access, Right};
 use http::HeaderValue;
 
 fn route_with(
@@ -91,7 +93,7 @@ fn keys_are_decoded_plain_names() {
         match route("GET", uri).unwrap() {
             Endpoint::GetObject { bucket, key: k, .. } => {
                 assert_eq!(bucket, "b");
-                assert_eq!(k, key, "{uri}");
+                assert_eq!(&*k, key, "{uri}");
             }
             other => panic!("{uri}: {other:?}"),
         }
@@ -128,7 +130,10 @@ fn virtual_hosted_style_needs_the_configured_domain() {
             params: ReadParams::default()
         }
     );
-    assert_eq!(hosted("GET", "/", "s3.example.com"), Endpoint::ListBuckets);
+    assert_eq!(
+        hosted("GET", "/", "s3.example.com"),
+        Endpoint::ListBuckets {}
+    );
     // Without a domain, the Host never names a bucket.
     let path = route_with("GET", "/b/k", &[("host", "pics.s3.example.com")], None).unwrap();
     assert_eq!(path.name(), "GetObject");
@@ -207,7 +212,7 @@ fn routes_object_extensions() {
             bucket: "b".into(),
             key: "k".into(),
             upload_id: "u".into(),
-            part_number: 3
+            part_number: PartNumber(3)
         }
     );
     let bad_part = route_with(
@@ -285,15 +290,26 @@ fn key_length_limit_is_1024_bytes() {
 
 #[test]
 fn access_follows_the_bucket() {
-    assert_eq!(Endpoint::ListBuckets.access(), Access::AnyUser);
+    assert_eq!(
+        Endpoint::ListBuckets {}.access(),
+        Access::AnyUser { right: Right::Read }
+    );
     assert_eq!(route("PUT", "/b").unwrap().access(), Access::CreateBucket);
     assert_eq!(
         route("GET", "/b/k").unwrap().access(),
-        Access::BucketOwner("b")
+        Access::Bucket {
+            name: "b",
+            right: Right::Read,
+            public: true
+        }
     );
     assert_eq!(
         route("GET", "/b?uploads").unwrap().access(),
-        Access::BucketOwner("b")
+        Access::Bucket {
+            name: "b",
+            right: Right::Read,
+            public: false
+        }
     );
 }
 
@@ -323,7 +339,10 @@ fn cors_preflight_and_form_upload_routes() {
     // Preflights and form uploads carry no SigV4 header: the handler decides.
     assert_eq!(
         route("OPTIONS", "/b/k").unwrap().access(),
-        Access::Unsigned("b")
+        Access::Unsigned {
+            name: "b",
+            right: Right::Read
+        }
     );
     // A bucket POST that is not a form is refused as S3 does.
     let err = route("POST", "/b").unwrap_err();
@@ -339,8 +358,8 @@ fn read_only_and_public_read_endpoints() {
         ("GET", "/b?list-type=2"),
     ] {
         let endpoint = route(method, uri).unwrap();
-        assert!(endpoint.is_read_only(), "{method} {uri}");
-        assert!(endpoint.is_public_read(), "{method} {uri}");
+        assert!(endpoint.access().is_read_only(), "{method} {uri}");
+        assert!(endpoint.access().allows_anonymous(), "{method} {uri}");
     }
     for (method, uri) in [
         ("PUT", "/b/k"),
@@ -349,10 +368,10 @@ fn read_only_and_public_read_endpoints() {
         ("POST", "/b?delete"),
     ] {
         let endpoint = route(method, uri).unwrap();
-        assert!(!endpoint.is_read_only(), "{method} {uri}");
-        assert!(!endpoint.is_public_read(), "{method} {uri}");
+        assert!(!endpoint.access().is_read_only(), "{method} {uri}");
+        assert!(!endpoint.access().allows_anonymous(), "{method} {uri}");
     }
     // Listing uploads is a read, but not for anonymous callers.
     let uploads = route("GET", "/b?uploads").unwrap();
-    assert!(uploads.is_read_only() && !uploads.is_public_read());
+    assert!(uploads.access().is_read_only() && !uploads.access().allows_anonymous());
 }

@@ -20,10 +20,10 @@
 //! revoked replica) makes the caller fall back to TCP; a datanode whose
 //! socket cannot be used is not asked again for [`RETRY_AFTER`].
 
-use super::datanode::DatanodePool;
 use super::read_buffers::ReadBuffer;
 use super::replica_cache::ReplicaCache;
-use super::{ClientConfig, ClientError};
+use super::DatanodePool;
+use crate::{ClientConfig, ClientError};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use proto::checksum::{self, ChecksumError};

@@ -5,8 +5,11 @@
 //! across I/O), does one request/reply exchange and puts it back. A
 //! connection that saw any error is dropped instead.
 
-use super::short_circuit::{ShortCircuit, ShortCircuitStats};
-use super::{ClientConfig, ClientError};
+pub mod read_buffers;
+pub mod replica_cache;
+pub mod short_circuit;
+
+use crate::{ClientConfig, ClientError};
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use proto::checksum::{self, ChecksumError};
@@ -14,6 +17,7 @@ use proto::ids::BlockKey;
 use proto::wire::{
     self, ErrorCode, ErrorReply, LocalInfo, ProtocolError, ReadData, Reply, Request, WriteChunks,
 };
+use short_circuit::{ShortCircuit, ShortCircuitStats};
 use std::collections::HashMap;
 use std::io::ErrorKind;
 use std::sync::atomic::{AtomicU64, Ordering};

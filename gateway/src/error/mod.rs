@@ -1,296 +1,24 @@
 //! The one map from every error the gateway meets (meta, client streams, auth,
-//! request bodies, the gateway's own checks) to an S3 error code, HTTP status
-//! and AWS's message text, and the S3 XML error body.
+//! request bodies, XML, the gateway's own checks) to an S3 error code (whose
+//! status and message come from the table in [`codes`]), and the S3 XML error
+//! body. An error keeps its cause, and is logged once, when it is answered.
+
+mod codes;
+
+pub use codes::S3Code;
 
 use crate::auth::{AuthError, BodyError};
 use crate::telemetry::{ErrorCodeLabel, RequestId};
+use crate::xml::MalformedXml;
 use crate::xml::XmlWriter;
 use axum::body::Body;
 use axum::response::Response;
 use block_client::ClientError;
 use http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
-use http::StatusCode;
 use meta_api::MetaError;
 use std::borrow::Cow;
-
-/// The S3 error codes Tessera answers with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum S3Code {
-    /// The caller may not do this (403).
-    AccessDenied,
-    /// A CORS preflight that no rule of the bucket allows (403).
-    AccessForbidden,
-    /// A form upload whose body is not well-formed multipart/form-data (400).
-    MalformedPOSTRequest,
-    /// The bucket has no CORS configuration (404).
-    NoSuchCORSConfiguration,
-    /// The Authorization header cannot be parsed (400).
-    AuthorizationHeaderMalformed,
-    /// Presigned URL query parameters are missing or malformed (400).
-    AuthorizationQueryParametersError,
-    /// The body does not match its Content-MD5 (400).
-    BadDigest,
-    /// The bucket name is taken by another user (409).
-    BucketAlreadyExists,
-    /// The caller already owns this bucket (409).
-    BucketAlreadyOwnedByYou,
-    /// The bucket still holds objects or uploads (409).
-    BucketNotEmpty,
-    /// The body exceeds the largest size accepted (400).
-    EntityTooLarge,
-    /// A part other than the last is below the minimum size (400).
-    EntityTooSmall,
-    /// The body ended before its declared length (400).
-    IncompleteBody,
-    /// The server failed (500).
-    InternalError,
-    /// The access key does not exist (403).
-    InvalidAccessKeyId,
-    /// A parameter or header value is invalid (400).
-    InvalidArgument,
-    /// The bucket name breaks the naming rules (400).
-    InvalidBucketName,
-    /// Content-MD5 is not valid base64 of 16 bytes (400).
-    InvalidDigest,
-    /// A named part is missing or its ETag differs (400).
-    InvalidPart,
-    /// The requested part number is not satisfiable (416).
-    InvalidPartNumber,
-    /// Parts are not listed in ascending order (400).
-    InvalidPartOrder,
-    /// The range starts past the end of the object (416).
-    InvalidRange,
-    /// The request is malformed in some other way (400).
-    InvalidRequest,
-    /// A tag key or value breaks S3's rules.
-    InvalidTag,
-    /// The object has no tag set (GetBucketTagging on an untagged bucket).
-    NoSuchTagSet,
-    /// The version id names no version of the object.
-    NoSuchVersion,
-    /// The URI cannot be decoded (400).
-    InvalidURI,
-    /// The object key is too long (400).
-    KeyTooLongError,
-    /// The XML body is malformed or not what was expected (400).
-    MalformedXML,
-    /// The request body is larger than allowed (400).
-    MaxMessageLengthExceeded,
-    /// User metadata headers exceed their size limit (400).
-    MetadataTooLarge,
-    /// A body was sent without a declared length (411).
-    MissingContentLength,
-    /// A required security header is missing (400).
-    MissingSecurityHeader,
-    /// The bucket does not exist (404).
-    NoSuchBucket,
-    /// The object does not exist (404).
-    NoSuchKey,
-    /// The upload does not exist (404).
-    NoSuchUpload,
-    /// The operation or feature is not supported (501).
-    NotImplemented,
-    /// A conditional header did not hold (412).
-    PreconditionFailed,
-    /// The request time is too far from the server's clock (403).
-    RequestTimeTooSkewed,
-    /// The back end cannot serve the request now (503).
-    ServiceUnavailable,
-    /// The signature does not match the request (403).
-    SignatureDoesNotMatch,
-    /// The body does not match x-amz-content-sha256 (400).
-    XAmzContentSHA256Mismatch,
-}
-
-impl S3Code {
-    /// The code as it appears in `<Code>`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::AccessDenied => "AccessDenied",
-            Self::AccessForbidden => "AccessForbidden",
-            Self::MalformedPOSTRequest => "MalformedPOSTRequest",
-            Self::NoSuchCORSConfiguration => "NoSuchCORSConfiguration",
-            Self::AuthorizationHeaderMalformed => "AuthorizationHeaderMalformed",
-            Self::AuthorizationQueryParametersError => "AuthorizationQueryParametersError",
-            Self::BadDigest => "BadDigest",
-            Self::BucketAlreadyExists => "BucketAlreadyExists",
-            Self::BucketAlreadyOwnedByYou => "BucketAlreadyOwnedByYou",
-            Self::BucketNotEmpty => "BucketNotEmpty",
-            Self::EntityTooLarge => "EntityTooLarge",
-            Self::EntityTooSmall => "EntityTooSmall",
-            Self::IncompleteBody => "IncompleteBody",
-            Self::InternalError => "InternalError",
-            Self::InvalidAccessKeyId => "InvalidAccessKeyId",
-            Self::InvalidArgument => "InvalidArgument",
-            Self::InvalidBucketName => "InvalidBucketName",
-            Self::InvalidDigest => "InvalidDigest",
-            Self::InvalidPart => "InvalidPart",
-            Self::InvalidPartNumber => "InvalidPartNumber",
-            Self::InvalidPartOrder => "InvalidPartOrder",
-            Self::InvalidRange => "InvalidRange",
-            Self::InvalidRequest => "InvalidRequest",
-            Self::InvalidTag => "InvalidTag",
-            Self::NoSuchTagSet => "NoSuchTagSet",
-            Self::NoSuchVersion => "NoSuchVersion",
-            Self::InvalidURI => "InvalidURI",
-            Self::KeyTooLongError => "KeyTooLongError",
-            Self::MalformedXML => "MalformedXML",
-            Self::MaxMessageLengthExceeded => "MaxMessageLengthExceeded",
-            Self::MetadataTooLarge => "MetadataTooLarge",
-            Self::MissingContentLength => "MissingContentLength",
-            Self::MissingSecurityHeader => "MissingSecurityHeader",
-            Self::NoSuchBucket => "NoSuchBucket",
-            Self::NoSuchKey => "NoSuchKey",
-            Self::NoSuchUpload => "NoSuchUpload",
-            Self::NotImplemented => "NotImplemented",
-            Self::PreconditionFailed => "PreconditionFailed",
-            Self::RequestTimeTooSkewed => "RequestTimeTooSkewed",
-            Self::ServiceUnavailable => "ServiceUnavailable",
-            Self::SignatureDoesNotMatch => "SignatureDoesNotMatch",
-            Self::XAmzContentSHA256Mismatch => "XAmzContentSHA256Mismatch",
-        }
-    }
-
-    /// The HTTP status S3 answers this code with.
-    pub fn status(self) -> StatusCode {
-        match self {
-            Self::NoSuchCORSConfiguration => StatusCode::NOT_FOUND,
-            Self::AccessDenied
-            | Self::AccessForbidden
-            | Self::InvalidAccessKeyId
-            | Self::RequestTimeTooSkewed
-            | Self::SignatureDoesNotMatch => StatusCode::FORBIDDEN,
-            Self::BucketAlreadyExists | Self::BucketAlreadyOwnedByYou | Self::BucketNotEmpty => {
-                StatusCode::CONFLICT
-            }
-            Self::NoSuchBucket
-            | Self::NoSuchKey
-            | Self::NoSuchUpload
-            | Self::NoSuchTagSet
-            | Self::NoSuchVersion => StatusCode::NOT_FOUND,
-            Self::InvalidRange | Self::InvalidPartNumber => StatusCode::RANGE_NOT_SATISFIABLE,
-            Self::MissingContentLength => StatusCode::LENGTH_REQUIRED,
-            Self::PreconditionFailed => StatusCode::PRECONDITION_FAILED,
-            Self::InternalError => StatusCode::INTERNAL_SERVER_ERROR,
-            Self::NotImplemented => StatusCode::NOT_IMPLEMENTED,
-            Self::ServiceUnavailable => StatusCode::SERVICE_UNAVAILABLE,
-            Self::AuthorizationHeaderMalformed
-            | Self::AuthorizationQueryParametersError
-            | Self::BadDigest
-            | Self::EntityTooLarge
-            | Self::EntityTooSmall
-            | Self::IncompleteBody
-            | Self::InvalidArgument
-            | Self::InvalidBucketName
-            | Self::InvalidDigest
-            | Self::InvalidPart
-            | Self::InvalidPartOrder
-            | Self::InvalidRequest
-            | Self::InvalidTag
-            | Self::MalformedPOSTRequest
-            | Self::InvalidURI
-            | Self::KeyTooLongError
-            | Self::MalformedXML
-            | Self::MaxMessageLengthExceeded
-            | Self::MetadataTooLarge
-            | Self::MissingSecurityHeader
-            | Self::XAmzContentSHA256Mismatch => StatusCode::BAD_REQUEST,
-        }
-    }
-
-    /// AWS's message text for this code.
-    pub fn default_message(self) -> &'static str {
-        match self {
-            Self::AccessDenied => "Access Denied",
-            Self::AccessForbidden => {
-                "CORSResponse: This CORS request is not allowed. This is usually because the \
-                 evalution of Origin, request method / Access-Control-Request-Method or \
-                 Access-Control-Request-Headers are not whitelisted by the resource's CORS spec."
-            }
-            Self::NoSuchCORSConfiguration => "The CORS configuration does not exist",
-            Self::MalformedPOSTRequest => {
-                "The body of your POST request is not well-formed multipart/form-data."
-            }
-            Self::AuthorizationHeaderMalformed => "The authorization header is malformed.",
-            Self::AuthorizationQueryParametersError => {
-                "Error parsing the X-Amz-Credential parameter."
-            }
-            Self::BadDigest => "The Content-MD5 you specified did not match what we received.",
-            Self::BucketAlreadyExists => {
-                "The requested bucket name is not available. The bucket namespace is shared by \
-                 all users of the system. Please select a different name and try again."
-            }
-            Self::BucketAlreadyOwnedByYou => {
-                "Your previous request to create the named bucket succeeded and you already own it."
-            }
-            Self::BucketNotEmpty => "The bucket you tried to delete is not empty",
-            Self::EntityTooLarge => "Your proposed upload exceeds the maximum allowed object size.",
-            Self::EntityTooSmall => {
-                "Your proposed upload is smaller than the minimum allowed object size."
-            }
-            Self::IncompleteBody => {
-                "You did not provide the number of bytes specified by the Content-Length HTTP header"
-            }
-            Self::InternalError => "We encountered an internal error. Please try again.",
-            Self::InvalidAccessKeyId => {
-                "The AWS Access Key Id you provided does not exist in our records."
-            }
-            Self::InvalidArgument => "Invalid Argument",
-            Self::InvalidBucketName => "The specified bucket is not valid.",
-            Self::InvalidDigest => "The Content-MD5 you specified was invalid.",
-            Self::InvalidPart => {
-                "One or more of the specified parts could not be found.  The part may not have \
-                 been uploaded, or the specified entity tag may not match the part's entity tag."
-            }
-            Self::InvalidPartNumber => "The requested partnumber is not satisfiable",
-            Self::InvalidPartOrder => {
-                "The list of parts was not in ascending order. Parts must be ordered by part number."
-            }
-            Self::InvalidRange => "The requested range is not satisfiable",
-            Self::InvalidRequest => "Invalid Request",
-            Self::InvalidTag => "The TagValue you have provided is invalid",
-            Self::NoSuchTagSet => "The TagSet does not exist",
-            Self::NoSuchVersion => {
-                "The specified version does not exist."
-            }
-            Self::InvalidURI => "Couldn't parse the specified URI.",
-            Self::KeyTooLongError => "Your key is too long",
-            Self::MalformedXML => {
-                "The XML you provided was not well-formed or did not validate against our \
-                 published schema"
-            }
-            Self::MaxMessageLengthExceeded => "Your request was too big.",
-            Self::MetadataTooLarge => {
-                "Your metadata headers exceed the maximum allowed metadata size."
-            }
-            Self::MissingContentLength => "You must provide the Content-Length HTTP header.",
-            Self::MissingSecurityHeader => "Your request was missing a required header",
-            Self::NoSuchBucket => "The specified bucket does not exist",
-            Self::NoSuchKey => "The specified key does not exist.",
-            Self::NoSuchUpload => {
-                "The specified upload does not exist. The upload ID may be invalid, or the \
-                 upload may have been aborted or completed."
-            }
-            Self::NotImplemented => {
-                "A header you provided implies functionality that is not implemented"
-            }
-            Self::PreconditionFailed => {
-                "At least one of the pre-conditions you specified did not hold"
-            }
-            Self::RequestTimeTooSkewed => {
-                "The difference between the request time and the current time is too large."
-            }
-            Self::ServiceUnavailable => "Please reduce your request rate.",
-            Self::SignatureDoesNotMatch => {
-                "The request signature we calculated does not match the signature you provided. \
-                 Check your key and signing method."
-            }
-            Self::XAmzContentSHA256Mismatch => {
-                "The provided 'x-amz-content-sha256' header does not match what was computed."
-            }
-        }
-    }
-}
+use std::error::Error;
+use std::sync::Arc;
 
 /// An S3 error on its way to the client: code, message, extra XML elements
 /// (`BucketName`, `Key`, `UploadId`, ...) and extra response headers.
@@ -300,6 +28,8 @@ pub struct S3Error {
     message: Cow<'static, str>,
     details: Vec<(&'static str, String)>,
     headers: Vec<(HeaderName, String)>,
+    /// What led to it, for the log (never sent to the client).
+    cause: Option<Arc<dyn Error + Send + Sync>>,
 }
 
 impl std::fmt::Display for S3Error {
@@ -308,7 +38,13 @@ impl std::fmt::Display for S3Error {
     }
 }
 
-impl std::error::Error for S3Error {}
+impl Error for S3Error {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        self.cause
+            .as_deref()
+            .map(|cause| cause as &(dyn Error + 'static))
+    }
+}
 
 impl S3Error {
     /// An error with AWS's standard message for `code`.
@@ -318,6 +54,7 @@ impl S3Error {
             message: Cow::Borrowed(code.default_message()),
             details: Vec::new(),
             headers: Vec::new(),
+            cause: None,
         }
     }
 
@@ -380,9 +117,25 @@ impl S3Error {
     }
 
     /// InternalError with the standard message; the cause goes to the log only.
-    pub fn internal(cause: impl std::fmt::Display) -> Self {
-        tracing::error!(%cause, "internal error");
-        Self::new(S3Code::InternalError)
+    pub fn internal(cause: impl Into<Box<dyn Error + Send + Sync>>) -> Self {
+        Self::new(S3Code::InternalError).caused_by(cause)
+    }
+
+    /// Keeps `cause` with the error, for the log.
+    pub fn caused_by(mut self, cause: impl Into<Box<dyn Error + Send + Sync>>) -> Self {
+        self.cause = Some(Arc::from(cause.into()));
+        self
+    }
+
+    /// The error's cause and the causes of that, outermost first.
+    fn cause_chain(&self) -> String {
+        let mut chain = Vec::new();
+        let mut next = self.source();
+        while let Some(cause) = next {
+            chain.push(cause.to_string());
+            next = cause.source();
+        }
+        chain.join(": ")
     }
 
     /// The XML body: Code, Message, Resource, RequestId, then the details.
@@ -403,10 +156,11 @@ impl S3Error {
     /// The HTTP response: the XML body, or no body at all for HEAD.
     pub fn into_response(self, resource: &str, request_id: &RequestId, head: bool) -> Response {
         let status = self.code.status();
+        let (code, cause) = (self.code.as_str(), self.cause_chain());
         if status.is_server_error() {
-            tracing::warn!(code = self.code.as_str(), message = %self.message, "request failed");
+            tracing::warn!(code, message = %self.message, cause, resource, "request failed");
         } else {
-            tracing::debug!(code = self.code.as_str(), message = %self.message, "request refused");
+            tracing::debug!(code, message = %self.message, cause, resource, "request refused");
         }
         let body = if head {
             Body::empty()
@@ -456,18 +210,16 @@ impl From<MetaError> for S3Error {
                 .detail("PartNumber", n.to_string())
                 .detail("MinSizeAllowed", "5242880"),
             e @ MetaError::NotEnoughDatanodes { .. } => {
-                Self::with_message(S3Code::ServiceUnavailable, e.to_string())
+                Self::with_message(S3Code::ServiceUnavailable, e.to_string()).caused_by(e)
             }
             MetaError::NoSuchAccessKey(_) => Self::new(S3Code::InvalidAccessKeyId),
             MetaError::Unauthorized => Self::new(S3Code::AccessDenied),
             MetaError::InvalidRequest(m) => Self::with_message(S3Code::InvalidRequest, m),
-            e @ MetaError::Transport(_) => {
-                tracing::warn!(error = %e, "meta unreachable");
-                Self::with_message(
-                    S3Code::ServiceUnavailable,
-                    "The metadata service is unavailable.",
-                )
-            }
+            e @ MetaError::Transport(_) => Self::with_message(
+                S3Code::ServiceUnavailable,
+                "The metadata service is unavailable.",
+            )
+            .caused_by(e),
             e @ (MetaError::NoSuchUser(_)
             | MetaError::UserExists(_)
             | MetaError::UserHasBuckets(_)
@@ -484,13 +236,11 @@ impl From<ClientError> for S3Error {
             ClientError::Meta(m) => m.into(),
             e @ (ClientError::Io { .. }
             | ClientError::Timeout { .. }
-            | ClientError::Unavailable(_)) => {
-                tracing::warn!(error = %e, "datanodes unavailable");
-                Self::with_message(
-                    S3Code::ServiceUnavailable,
-                    "Not enough datanodes answered to serve the request; please retry.",
-                )
-            }
+            | ClientError::Unavailable(_)) => Self::with_message(
+                S3Code::ServiceUnavailable,
+                "Not enough datanodes answered to serve the request; please retry.",
+            )
+            .caused_by(e),
             e @ (ClientError::Protocol { .. }
             | ClientError::Checksum { .. }
             | ClientError::Remote { .. }
@@ -532,11 +282,14 @@ impl From<BodyError> for S3Error {
             BodyError::InvalidDigest(m) => Self::with_message(S3Code::InvalidDigest, m),
             BodyError::IncompleteBody => Self::new(S3Code::IncompleteBody),
             BodyError::MalformedChunk(m) => Self::with_message(S3Code::IncompleteBody, m),
-            BodyError::Io(m) => {
-                tracing::debug!(cause = %m, "request body read failed");
-                Self::new(S3Code::IncompleteBody)
-            }
+            BodyError::Io(m) => Self::new(S3Code::IncompleteBody).caused_by(m),
         }
+    }
+}
+
+impl From<MalformedXml> for S3Error {
+    fn from(e: MalformedXml) -> Self {
+        Self::new(S3Code::MalformedXML).caused_by(e)
     }
 }
 
@@ -589,7 +342,10 @@ mod tests {
         ];
         for (code, status) in table {
             assert_eq!(code.status().as_u16(), *status, "{code:?}");
-            assert!(!code.default_message().is_empty());
+        }
+        for code in S3Code::ALL {
+            assert!(!code.default_message().is_empty(), "{code:?}");
+            assert!(!code.as_str().is_empty());
         }
     }
 
@@ -754,7 +510,20 @@ mod tests {
     }
 
     #[test]
+    fn an_error_keeps_its_cause_but_never_sends_it() {
+        let err = S3Error::from(MetaError::Transport("meta:9879: connection refused".into()));
+        assert_eq!(err.code(), S3Code::ServiceUnavailable);
+        let cause = err.source().expect("the cause is kept").to_string();
+        assert!(cause.contains("connection refused"), "{cause}");
+        let body = String::from_utf8(err.to_xml("/b", "id")).unwrap();
+        assert!(!body.contains("connection refused"), "{body}");
+        let internal = S3Error::internal("short read at 7");
+        assert_eq!(internal.cause_chain(), "short read at 7");
+    }
+
+    #[test]
     fn head_errors_have_no_body_and_keep_headers() {
+        use http::StatusCode;
         let id = RequestId::random();
         let err =
             S3Error::new(S3Code::InvalidRange).header(http::header::CONTENT_RANGE, "bytes */10");

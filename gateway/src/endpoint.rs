@@ -1,0 +1,237 @@
+//! The S3 service's one table of endpoints, and the entry point every
+//! request goes through: route to an endpoint, authenticate, check access,
+//! dispatch to the handler.
+//!
+//! Each row gives an operation, its fields, the rules that route a request
+//! to it, the right it needs, and the call of its handler (see
+//! [`crate::router::s3_endpoints`] for the shape of a row); its name in
+//! metrics, its access check and its dispatch all follow from the row. A row
+//! with a more specific rule comes before one with a more general rule.
+
+use crate::auth::{self, VerifiedRequest};
+use crate::error::S3Error;
+use crate::handlers::{
+    acl, attributes, bucket, copy, cors, list, multipart, object, post_object, tagging, versions,
+    RequestContext,
+};
+use crate::params::{
+    ListPartsParams, ListUploadsParams, ListV1Params, ListV2Params, ListVersionsParams, ReadParams,
+};
+use crate::router::rules::{form_upload, header, no_query, query, query_is};
+use crate::router::{self, s3_endpoints, ObjectKey, PartNumber, RouteInput, UploadId};
+use crate::state::AppState;
+use crate::telemetry::{OperationLabel, RequestId};
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::Response;
+use http::request::Parts;
+use http::{HeaderMap, Method, Uri};
+use std::sync::Arc;
+
+s3_endpoints! {
+    dispatch(ctx, body, bucket);
+    bucket {
+        /// GET /bucket?tagging.
+        GetBucketTagging {} [(GET, Bucket, query("tagging"))] Read
+            => tagging::get_bucket_tagging(&bucket);
+        /// PUT /bucket?tagging.
+        PutBucketTagging {} [(PUT, Bucket, query("tagging"))] Write
+            => tagging::put_bucket_tagging(ctx, &bucket, body).await;
+        /// DELETE /bucket?tagging.
+        DeleteBucketTagging {} [(DELETE, Bucket, query("tagging"))] Write
+            => tagging::delete_bucket_tagging(ctx, &bucket).await;
+        /// GET /bucket?versioning.
+        GetBucketVersioning {} [(GET, Bucket, query("versioning"))] Read
+            => Ok(versions::get_bucket_versioning());
+        /// PUT /bucket?versioning.
+        PutBucketVersioning {} [(PUT, Bucket, query("versioning"))] Write
+            => versions::put_bucket_versioning();
+        /// GET /bucket?versions.
+        ListObjectVersions { params: ListVersionsParams } [(GET, Bucket, query("versions"))] Read
+            => versions::list_object_versions(ctx, &bucket, params).await;
+        /// GET /bucket?acl.
+        GetBucketAcl {} [(GET, Bucket, query("acl"))] Read
+            => acl::get_acl(ctx, &bucket, None).await;
+        /// PUT /bucket?acl.
+        PutBucketAcl {} [(PUT, Bucket, query("acl"))] Write
+            => acl::put_acl(ctx, &bucket, None, body).await;
+        /// GET /bucket?cors.
+        GetBucketCors {} [(GET, Bucket, query("cors"))] Read
+            => cors::get_bucket_cors(&bucket);
+        /// PUT /bucket?cors.
+        PutBucketCors {} [(PUT, Bucket, query("cors"))] Write
+            => cors::put_bucket_cors(ctx, &bucket, body).await;
+        /// DELETE /bucket?cors.
+        DeleteBucketCors {} [(DELETE, Bucket, query("cors"))] Write
+            => cors::delete_bucket_cors(ctx, &bucket).await;
+        /// GET /bucket?location.
+        GetBucketLocation {} [(GET, Bucket, query("location"))] Read
+            => Ok(bucket::get_bucket_location(ctx));
+        /// GET /bucket?uploads.
+        ListMultipartUploads { params: ListUploadsParams } [(GET, Bucket, query("uploads"))] Read
+            => multipart::list_uploads(ctx, &bucket, params).await;
+        /// GET /bucket?list-type=2.
+        ListObjectsV2 { params: ListV2Params } [(GET, Bucket, query_is("list-type", "2"))] Read public
+            => list::list_objects_v2(ctx, &bucket, params).await;
+        /// GET /bucket (v1 listing).
+        ListObjects { params: ListV1Params } [(GET, Bucket, no_query("list-type"))] Read public
+            => list::list_objects_v1(ctx, &bucket, params).await;
+        /// HEAD /bucket.
+        HeadBucket {} [(HEAD, Bucket)] Read public
+            => bucket::head_bucket(ctx, &bucket);
+        /// DELETE /bucket.
+        DeleteBucket {} [(DELETE, Bucket)] Write
+            => bucket::delete_bucket(ctx, &bucket).await;
+        /// POST /bucket?delete.
+        DeleteObjects {} [(POST, Bucket, query("delete"))] Write
+            => object::delete_objects(ctx, &bucket, body).await;
+        /// GET /bucket/key?tagging.
+        GetObjectTagging { key: ObjectKey } [(GET, Object, query("tagging"))] Read
+            => tagging::get_object_tagging(ctx, &bucket, &key).await;
+        /// PUT /bucket/key?tagging.
+        PutObjectTagging { key: ObjectKey } [(PUT, Object, query("tagging"))] Write
+            => tagging::put_object_tagging(ctx, &bucket, &key, body).await;
+        /// DELETE /bucket/key?tagging.
+        DeleteObjectTagging { key: ObjectKey } [(DELETE, Object, query("tagging"))] Write
+            => tagging::delete_object_tagging(ctx, &bucket, &key).await;
+        /// GET /bucket/key?acl.
+        GetObjectAcl { key: ObjectKey } [(GET, Object, query("acl"))] Read
+            => acl::get_acl(ctx, &bucket, Some(&key)).await;
+        /// PUT /bucket/key?acl.
+        PutObjectAcl { key: ObjectKey } [(PUT, Object, query("acl"))] Write
+            => acl::put_acl(ctx, &bucket, Some(&key), body).await;
+        /// GET /bucket/key?attributes.
+        GetObjectAttributes { key: ObjectKey } [(GET, Object, query("attributes"))] Read
+            => attributes::get_object_attributes(ctx, &bucket, &key).await;
+        /// PUT /bucket/key?partNumber&uploadId with x-amz-copy-source.
+        UploadPartCopy { key: ObjectKey, upload_id: UploadId, part_number: PartNumber }
+            [(PUT, Object, header("x-amz-copy-source"), query("uploadId"))] Write
+            => copy::upload_part_copy(ctx, &bucket, &key, &upload_id, part_number.0).await;
+        /// PUT /bucket/key with x-amz-copy-source.
+        CopyObject { key: ObjectKey } [(PUT, Object, header("x-amz-copy-source"))] Write
+            => copy::copy_object(ctx, &bucket, &key).await;
+        /// PUT /bucket/key?partNumber&uploadId.
+        UploadPart { key: ObjectKey, upload_id: UploadId, part_number: PartNumber }
+            [(PUT, Object, query("uploadId")) | (PUT, Object, query("partNumber"))] Write
+            => multipart::upload_part(ctx, &bucket, &key, &upload_id, part_number.0, body).await;
+        /// PUT /bucket/key.
+        PutObject { key: ObjectKey } [(PUT, Object)] Write
+            => object::put_object(ctx, &bucket, key.0, body).await;
+        /// POST /bucket/key?uploads.
+        CreateMultipartUpload { key: ObjectKey } [(POST, Object, query("uploads"))] Write
+            => multipart::create_upload(ctx, &bucket, key.0).await;
+        /// POST /bucket/key?uploadId.
+        CompleteMultipartUpload { key: ObjectKey, upload_id: UploadId }
+            [(POST, Object, query("uploadId"))] Write
+            => multipart::complete_upload(ctx, &bucket, &key, &upload_id, body).await;
+        /// DELETE /bucket/key?uploadId.
+        AbortMultipartUpload { key: ObjectKey, upload_id: UploadId }
+            [(DELETE, Object, query("uploadId"))] Write
+            => multipart::abort_upload(ctx, &bucket, &key, &upload_id).await;
+        /// DELETE /bucket/key.
+        DeleteObject { key: ObjectKey } [(DELETE, Object)] Write
+            => object::delete_object(ctx, &bucket, &key).await;
+        /// GET /bucket/key?uploadId.
+        ListParts { key: ObjectKey, upload_id: UploadId, params: ListPartsParams }
+            [(GET, Object, query("uploadId"))] Read
+            => multipart::list_parts(ctx, &bucket, &key, &upload_id, params).await;
+        /// GET /bucket/key.
+        GetObject { key: ObjectKey, params: ReadParams } [(GET, Object)] Read public
+            => object::get_object(ctx, &bucket, &key, params, false).await;
+        /// HEAD /bucket/key.
+        HeadObject { key: ObjectKey, params: ReadParams } [(HEAD, Object)] Read public
+            => object::get_object(ctx, &bucket, &key, params, true).await;
+    }
+    unsigned {
+        /// OPTIONS /bucket[/key]: a browser's CORS preflight, answered from the
+        /// bucket's rules without a signature.
+        CorsPreflight as "PreflightRequest" {} [(OPTIONS, Bucket) | (OPTIONS, Object)] Read
+            => cors::preflight(ctx, &bucket);
+        /// POST /bucket with multipart/form-data: a browser form upload whose
+        /// policy document carries the signature.
+        PostObject {} [(POST, Bucket, form_upload)] Write
+            => post_object::post_object(ctx, &bucket, body).await;
+    }
+    new_bucket {
+        /// PUT /bucket.
+        CreateBucket {} [(PUT, Bucket)]
+            => {
+                // A new bucket's ACL is its owner's: only canned `private` is accepted.
+                acl::check_acl_headers(&ctx.parts.headers)?;
+                bucket::create_bucket(ctx, &bucket, body).await
+            };
+    }
+    service {
+        /// GET /: the caller's buckets.
+        ListBuckets {} [(GET, Service)] Read
+            => bucket::list_buckets(ctx).await;
+    }
+}
+
+/// Parses the request into its endpoint.
+pub fn parse(
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    domain: Option<&str>,
+) -> Result<Endpoint, S3Error> {
+    let input = RouteInput::new(method, uri, headers, domain)?;
+    route(&input).unwrap_or_else(|| Err(input.unmatched()))
+}
+
+/// Serves every S3 request (the router's fallback handler).
+pub async fn serve(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    let request_id = request
+        .extensions()
+        .get::<RequestId>()
+        .cloned()
+        .unwrap_or_else(RequestId::random);
+    let (parts, body) = request.into_parts();
+    let domain = state.config.domain.as_deref();
+    let endpoint = parse(&parts.method, &parts.uri, &parts.headers, domain);
+    let op = endpoint.as_ref().map_or("Unsupported", Endpoint::name);
+    let mut response = match run(&state, &parts, body, endpoint).await {
+        Ok(response) => response,
+        Err(err) => {
+            let resource = router::target(&parts.uri, &parts.headers, domain)
+                .map(|t| t.resource())
+                .unwrap_or_else(|_| parts.uri.path().to_string());
+            err.into_response(&resource, &request_id, parts.method == Method::HEAD)
+        }
+    };
+    response.extensions_mut().insert(OperationLabel(op));
+    response
+}
+
+/// Authenticates first, so that an unsigned request learns nothing about
+/// which operations or parameters exist; then the endpoint's error, if any.
+async fn run(
+    state: &AppState,
+    parts: &Parts,
+    body: Body,
+    endpoint: Result<Endpoint, S3Error>,
+) -> Result<Response, S3Error> {
+    // An unsigned request may go on only where anonymous access can be
+    // granted (public-read buckets, CORS preflights, form uploads); the body
+    // is not touched before this point, so `Expect: 100-continue` is only
+    // answered once the request is authorised.
+    let anonymous_allowed = endpoint
+        .as_ref()
+        .is_ok_and(|e| e.access().allows_anonymous());
+    let request = if anonymous_allowed && auth::is_unsigned(parts) {
+        VerifiedRequest::anonymous()
+    } else {
+        auth::authenticate(parts, &state.credentials, &state.config.region).await?
+    };
+    let endpoint = endpoint?;
+    let ctx = RequestContext {
+        state,
+        parts,
+        request,
+    };
+    dispatch(&ctx, endpoint, body).await
+}
+
+#[cfg(test)]
+#[path = "endpoint_tests.rs"]
+mod tests;

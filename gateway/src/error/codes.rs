@@ -1,0 +1,135 @@
+//! Every S3 error code Tessera answers with, in one table: code, HTTP
+//! status and AWS's default message. `S3Code`, its names, statuses and
+//! messages all follow from the table.
+
+use http::StatusCode;
+
+macro_rules! s3_codes {
+    ($( $(#[$doc:meta])* $code:ident => $status:ident, $message:literal; )*) => {
+        /// The S3 error codes Tessera answers with.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum S3Code {
+            $( $(#[$doc])* $code, )*
+        }
+
+        impl S3Code {
+            /// Every code, in table order.
+            pub const ALL: &'static [S3Code] = &[$(S3Code::$code),*];
+
+            /// The code as it appears in `<Code>`.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$code => stringify!($code),)*
+                }
+            }
+
+            /// The HTTP status S3 answers this code with.
+            pub fn status(self) -> StatusCode {
+                match self {
+                    $(Self::$code => StatusCode::$status,)*
+                }
+            }
+
+            /// AWS's message text for this code.
+            pub fn default_message(self) -> &'static str {
+                match self {
+                    $(Self::$code => $message,)*
+                }
+            }
+        }
+    };
+}
+
+s3_codes! {
+    /// The caller may not do this.
+    AccessDenied => FORBIDDEN, "Access Denied";
+    /// A CORS preflight that no rule of the bucket allows.
+    AccessForbidden => FORBIDDEN, "CORSResponse: This CORS request is not allowed. This is usually because the \
+                 evalution of Origin, request method / Access-Control-Request-Method or \
+                 Access-Control-Request-Headers are not whitelisted by the resource's CORS spec.";
+    /// A form upload whose body is not well-formed multipart/form-data.
+    MalformedPOSTRequest => BAD_REQUEST, "The body of your POST request is not well-formed multipart/form-data.";
+    /// The bucket has no CORS configuration.
+    NoSuchCORSConfiguration => NOT_FOUND, "The CORS configuration does not exist";
+    /// The Authorization header cannot be parsed.
+    AuthorizationHeaderMalformed => BAD_REQUEST, "The authorization header is malformed.";
+    /// Presigned URL query parameters are missing or malformed.
+    AuthorizationQueryParametersError => BAD_REQUEST, "Error parsing the X-Amz-Credential parameter.";
+    /// The body does not match its Content-MD5.
+    BadDigest => BAD_REQUEST, "The Content-MD5 you specified did not match what we received.";
+    /// The bucket name is taken by another user.
+    BucketAlreadyExists => CONFLICT, "The requested bucket name is not available. The bucket namespace is shared by \
+                 all users of the system. Please select a different name and try again.";
+    /// The caller already owns this bucket.
+    BucketAlreadyOwnedByYou => CONFLICT, "Your previous request to create the named bucket succeeded and you already own it.";
+    /// The bucket still holds objects or uploads.
+    BucketNotEmpty => CONFLICT, "The bucket you tried to delete is not empty";
+    /// The body exceeds the largest size accepted.
+    EntityTooLarge => BAD_REQUEST, "Your proposed upload exceeds the maximum allowed object size.";
+    /// A part other than the last is below the minimum size.
+    EntityTooSmall => BAD_REQUEST, "Your proposed upload is smaller than the minimum allowed object size.";
+    /// The body ended before its declared length.
+    IncompleteBody => BAD_REQUEST, "You did not provide the number of bytes specified by the Content-Length HTTP header";
+    /// The server failed.
+    InternalError => INTERNAL_SERVER_ERROR, "We encountered an internal error. Please try again.";
+    /// The access key does not exist.
+    InvalidAccessKeyId => FORBIDDEN, "The AWS Access Key Id you provided does not exist in our records.";
+    /// A parameter or header value is invalid.
+    InvalidArgument => BAD_REQUEST, "Invalid Argument";
+    /// The bucket name breaks the naming rules.
+    InvalidBucketName => BAD_REQUEST, "The specified bucket is not valid.";
+    /// Content-MD5 is not valid base64 of 16 bytes.
+    InvalidDigest => BAD_REQUEST, "The Content-MD5 you specified was invalid.";
+    /// A named part is missing or its ETag differs.
+    InvalidPart => BAD_REQUEST, "One or more of the specified parts could not be found.  The part may not have \
+                 been uploaded, or the specified entity tag may not match the part's entity tag.";
+    /// The requested part number is not satisfiable.
+    InvalidPartNumber => RANGE_NOT_SATISFIABLE, "The requested partnumber is not satisfiable";
+    /// Parts are not listed in ascending order.
+    InvalidPartOrder => BAD_REQUEST, "The list of parts was not in ascending order. Parts must be ordered by part number.";
+    /// The range starts past the end of the object.
+    InvalidRange => RANGE_NOT_SATISFIABLE, "The requested range is not satisfiable";
+    /// The request is malformed in some other way.
+    InvalidRequest => BAD_REQUEST, "Invalid Request";
+    /// A tag key or value breaks S3's rules.
+    InvalidTag => BAD_REQUEST, "The TagValue you have provided is invalid";
+    /// The object has no tag set (GetBucketTagging on an untagged bucket).
+    NoSuchTagSet => NOT_FOUND, "The TagSet does not exist";
+    /// The version id names no version of the object.
+    NoSuchVersion => NOT_FOUND, "The specified version does not exist.";
+    /// The URI cannot be decoded.
+    InvalidURI => BAD_REQUEST, "Couldn't parse the specified URI.";
+    /// The object key is too long.
+    KeyTooLongError => BAD_REQUEST, "Your key is too long";
+    /// The XML body is malformed or not what was expected.
+    MalformedXML => BAD_REQUEST, "The XML you provided was not well-formed or did not validate against our \
+                 published schema";
+    /// The request body is larger than allowed.
+    MaxMessageLengthExceeded => BAD_REQUEST, "Your request was too big.";
+    /// User metadata headers exceed their size limit.
+    MetadataTooLarge => BAD_REQUEST, "Your metadata headers exceed the maximum allowed metadata size.";
+    /// A body was sent without a declared length.
+    MissingContentLength => LENGTH_REQUIRED, "You must provide the Content-Length HTTP header.";
+    /// A required security header is missing.
+    MissingSecurityHeader => BAD_REQUEST, "Your request was missing a required header";
+    /// The bucket does not exist.
+    NoSuchBucket => NOT_FOUND, "The specified bucket does not exist";
+    /// The object does not exist.
+    NoSuchKey => NOT_FOUND, "The specified key does not exist.";
+    /// The upload does not exist.
+    NoSuchUpload => NOT_FOUND, "The specified upload does not exist. The upload ID may be invalid, or the \
+                 upload may have been aborted or completed.";
+    /// The operation or feature is not supported.
+    NotImplemented => NOT_IMPLEMENTED, "A header you provided implies functionality that is not implemented";
+    /// A conditional header did not hold.
+    PreconditionFailed => PRECONDITION_FAILED, "At least one of the pre-conditions you specified did not hold";
+    /// The request time is too far from the server's clock.
+    RequestTimeTooSkewed => FORBIDDEN, "The difference between the request time and the current time is too large.";
+    /// The back end cannot serve the request now.
+    ServiceUnavailable => SERVICE_UNAVAILABLE, "Please reduce your request rate.";
+    /// The signature does not match the request.
+    SignatureDoesNotMatch => FORBIDDEN, "The request signature we calculated does not match the signature you provided. \
+                 Check your key and signing method.";
+    /// The body does not match x-amz-content-sha256.
+    XAmzContentSHA256Mismatch => BAD_REQUEST, "The provided 'x-amz-content-sha256' header does not match what was computed.";
+}

@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Lists module cycles inside each crate of the workspace.
+
+A module depends on a sibling when it (or a module inside it) names that
+sibling (or a module inside it) by a `crate::`, `super::` or `self::` path.
+Only siblings count: a module reaching into its parent or a child is how
+Rust modules nest, not a cycle. Exits 1 when any crate has a cycle.
+
+Usage: scripts/module-cycles.py [CRATE_SRC_DIR ...]  (default: every crate)
+"""
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def crate_sources():
+    for dirpath, dirnames, filenames in os.walk(ROOT):
+        dirnames[:] = [d for d in dirnames if d not in ("target", ".git", ".venv", "node_modules")]
+        if "Cargo.toml" in filenames and os.path.isdir(os.path.join(dirpath, "src")):
+            yield os.path.join(dirpath, "src")
+
+
+def module_files(src):
+    """Maps module path tuples to their file, from lib.rs or main.rs down."""
+    roots = [f for f in ("lib.rs", "main.rs") if os.path.exists(os.path.join(src, f))]
+    out = {}
+
+    def visit(path, file):
+        out[path] = file
+        text = strip(open(file).read())
+        base = os.path.dirname(file)
+        stem = os.path.splitext(os.path.basename(file))[0]
+        child_dir = base if stem in ("lib", "main", "mod") else os.path.join(base, stem)
+        for m in re.finditer(r'(#\[path\s*=\s*"([^"]+)"\]\s*)?(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;', text):
+            name = m.group(3)
+            if m.group(2):
+                candidate = os.path.join(base if stem in ("lib", "main", "mod") else base, m.group(2))
+                candidate = os.path.join(os.path.dirname(file), m.group(2))
+            else:
+                candidate = os.path.join(child_dir, name + ".rs")
+                if not os.path.exists(candidate):
+                    candidate = os.path.join(child_dir, name, "mod.rs")
+            if os.path.exists(candidate):
+                visit(path + (name,), candidate)
+
+    for r in roots:
+        visit((), os.path.join(src, r))
+    return out
+
+
+def strip(text):
+    text = re.sub(r"//[^\n]*", "", text)
+    text = re.sub(r'"(\\.|[^"\\])*"', '""', text)
+    return text
+
+
+def referenced(path, text, modules):
+    """Module paths a file names."""
+    refs = set()
+    for m in re.finditer(r"\b(crate|super|self)((?:::\w+)+)", text):
+        head, tail = m.group(1), m.group(2).split("::")[1:]
+        if head == "crate":
+            base = ()
+        elif head == "self":
+            base = path
+        else:
+            base = path[:-1]
+            while tail and tail[0] == "super":
+                base = base[:-1]
+                tail = tail[1:]
+        target = base
+        for part in tail:
+            if target + (part,) in modules:
+                target = target + (part,)
+            else:
+                break
+        refs.add(target)
+    # groups: `use crate::{a, b::c}`, `use super::{x, y}`
+    for m in re.finditer(r"\b(crate|super|self)((?:::\w+)*)::\{([^}]*)\}", text):
+        head, tail = m.group(1), [t for t in m.group(2).split("::") if t]
+        if head == "crate":
+            base = ()
+        elif head == "self":
+            base = path
+        else:
+            base = path[:-1]
+            while tail and tail[0] == "super":
+                base = base[:-1]
+                tail = tail[1:]
+        for part in tail:
+            if base + (part,) in modules:
+                base = base + (part,)
+        for item in re.split(r"[,\s]+", m.group(3)):
+            name = item.split("::")[0]
+            if name and base + (name,) in modules:
+                refs.add(base + (name,))
+    return refs
+
+
+def cycles(src):
+    modules = module_files(src)
+    edges = {}
+    for path, file in modules.items():
+        for ref in referenced(path, strip(open(file).read()), modules):
+            # the sibling pair under their nearest common parent
+            common = 0
+            while common < min(len(path), len(ref)) and path[common] == ref[common]:
+                common += 1
+            if common == len(path) or common == len(ref):
+                continue  # ancestor or descendant
+            a, b = path[: common + 1], ref[: common + 1]
+            edges.setdefault(a, set()).add(b)
+    found = []
+    index = {}
+    low = {}
+    stack = []
+    on = set()
+    counter = [0]
+
+    def strong(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted("::".join(c) for c in comp))
+
+    sys.setrecursionlimit(10000)
+    for v in list(edges):
+        if v not in index:
+            strong(v)
+    return found
+
+
+def main():
+    srcs = sys.argv[1:] or sorted(crate_sources())
+    bad = False
+    for src in srcs:
+        for comp in cycles(src):
+            bad = True
+            print(f"{os.path.relpath(src, ROOT)}: cycle among {', '.join(comp)}")
+    if not bad:
+        print("no module cycles")
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
