@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Runs every test of Tessera, stage by stage, stopping at the first failure:
 #   1. tools      Python venv (.venv) with s3-tests/requirements.txt
-#   2. cargo test the workspace's unit and integration tests (debug build)
-#   3. release    the static release binary (target/x86_64-unknown-linux-gnu/release/tessera)
-#   4. s3-tests   the Python conformance suite (pytest) against that binary
-#   5. compose    scripts/compose-smoke.sh, when a Docker engine answers
-# Environment: TESSERA_SKIP_COMPOSE=1 skips stage 5; PYTEST_TIMEOUT (seconds per
+#   2. lint       cargo fmt --check, cargo clippy --all-targets -D warnings, no module cycles
+#   3. cargo test the workspace's unit and integration tests (debug build)
+#   4. release    the static release binary (target/x86_64-unknown-linux-gnu/release/tessera)
+#   5. s3-tests   the Python conformance suite (pytest) against that binary
+#   6. compose    scripts/compose-smoke.sh, when a Docker engine answers
+# Environment: TESSERA_SKIP_COMPOSE=1 skips stage 6; PYTEST_TIMEOUT (seconds per
 # test, default 300); PYTEST_ARGS (extra pytest arguments, e.g. "-k listing").
 set -euo pipefail
 
@@ -63,6 +64,12 @@ tools() {
     "$TESSERA_VENV/bin/aws" --version >&2
 }
 
+lint() {
+    cargo fmt --all -- --check
+    cargo clippy --workspace --all-targets --locked -- -D warnings
+    python3 "$TESSERA_ROOT/scripts/module-cycles.py"
+}
+
 cargo_tests() {
     cargo test --workspace
 }
@@ -96,6 +103,7 @@ compose_smoke() {
 }
 
 stage tools "Python venv with boto3, aws-cli v1, pytest" tools
+stage lint "rustfmt, clippy, module cycles" lint
 stage cargo "cargo test --workspace (debug)" cargo_tests
 stage release "static release build of tessera" release_build
 stage s3-tests "pytest s3-tests against the release binary" s3_tests

@@ -74,3 +74,125 @@ fn main() -> Result<()> {
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    /// Every flag of every role with its default, as `--help` shows them.
+    fn flag_defaults() -> BTreeMap<String, Vec<Option<String>>> {
+        let mut flags: BTreeMap<String, Vec<Option<String>>> = BTreeMap::new();
+        for role in Cli::command().get_subcommands() {
+            for arg in role.get_arguments() {
+                if let Some(long) = arg.get_long() {
+                    let default = arg
+                        .get_default_values()
+                        .first()
+                        .map(|v| v.to_string_lossy().into_owned());
+                    flags.entry(format!("--{long}")).or_default().push(default);
+                }
+            }
+        }
+        flags
+    }
+
+    fn default_of(flag: &str) -> String {
+        let flags = flag_defaults();
+        let defaults = &flags[flag];
+        defaults[0]
+            .clone()
+            .unwrap_or_else(|| panic!("{flag} has no default"))
+    }
+
+    #[test]
+    fn liveness_defaults_are_meta_own() {
+        let parse = |flag| roles::parse_duration(&default_of(flag)).unwrap();
+        assert_eq!(parse("--stale-after"), ::meta::DEFAULT_STALE_AFTER);
+        assert_eq!(parse("--dead-after"), ::meta::DEFAULT_DEAD_AFTER);
+        assert_eq!(parse("--deletion-delay"), ::meta::DEFAULT_DELETION_DELAY);
+        assert_eq!(parse("--orphan-grace"), ::meta::DEFAULT_ORPHAN_GRACE);
+        assert!(parse("--stale-after") > Duration::ZERO);
+    }
+
+    /// README.md names flags as `--flag` followed by its default in
+    /// parentheses; each must exist and, where it states a value, state the
+    /// one `--help` shows.
+    #[test]
+    fn readme_flags_exist_with_their_defaults() {
+        let readme = include_str!("../README.md");
+        let flags = flag_defaults();
+        let mentioned = regex_lite_flags(readme);
+        assert!(mentioned.len() > 20, "found {} flags", mentioned.len());
+        for (flag, stated) in mentioned {
+            let Some(defaults) = flags.get(&flag) else {
+                panic!("README names {flag}, which no role has");
+            };
+            let Some(stated) = stated else { continue };
+            assert!(
+                defaults
+                    .iter()
+                    .any(|d| d.as_deref() == Some(stated.as_str())),
+                "README says {flag} defaults to {stated}; --help says {defaults:?}"
+            );
+        }
+    }
+
+    /// Every flag of the roles an operator runs appears in README.md.
+    #[test]
+    fn readme_names_every_flag_of_the_roles() {
+        let readme = include_str!("../README.md");
+        let named = |flag: &str| {
+            readme.match_indices(flag).any(|(at, _)| {
+                let next = readme[at + flag.len()..].chars().next();
+                !next.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            })
+        };
+        for role in ["server", "meta", "datanode", "gateway"] {
+            let command = Cli::command();
+            let role = command.find_subcommand(role).expect("role");
+            for arg in role.get_arguments() {
+                let Some(long) = arg.get_long() else { continue };
+                let flag = format!("--{long}");
+                if long == "config" {
+                    continue;
+                }
+                assert!(
+                    named(&flag),
+                    "README.md does not name {flag} of `tessera {}`",
+                    role.get_name()
+                );
+            }
+        }
+    }
+
+    /// (`--flag`, the value in the parentheses right after it when it reads
+    /// like a default: starts with a digit, or is true/false/sendfile).
+    fn regex_lite_flags(text: &str) -> Vec<(String, Option<String>)> {
+        let mut out = Vec::new();
+        for piece in text.split("`--").skip(1) {
+            let Some(end) = piece.find('`') else { continue };
+            let name = &piece[..end];
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            {
+                continue;
+            }
+            let rest = piece[end + 1..].trim_start();
+            let stated = rest.strip_prefix('(').and_then(|inner| {
+                let value: String = inner
+                    .chars()
+                    .take_while(|c| !matches!(c, ')' | ':' | ',' | ';' | ' '))
+                    .collect();
+                let plausible = value.starts_with(|c: char| c.is_ascii_digit())
+                    || matches!(value.as_str(), "true" | "false" | "sendfile");
+                plausible.then_some(value)
+            });
+            out.push((format!("--{name}"), stated));
+        }
+        out
+    }
+}

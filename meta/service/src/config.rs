@@ -43,13 +43,14 @@ pub struct MetaConfig {
 }
 
 impl MetaConfig {
-    /// Defaults for a data folder: stale after 10 s, dead after 60 s, generated
-    /// secrets, 256 MiB blocks, released blocks deleted after 60 s.
+    /// Defaults for a data folder: stale after [`DEFAULT_STALE_AFTER`], dead
+    /// after [`DEFAULT_DEAD_AFTER`], generated secrets, 256 MiB blocks,
+    /// released blocks deleted after [`DEFAULT_DELETION_DELAY`].
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         Self {
             data_dir: data_dir.into(),
-            stale_after: Duration::from_secs(10),
-            dead_after: Duration::from_secs(60),
+            stale_after: DEFAULT_STALE_AFTER,
+            dead_after: DEFAULT_DEAD_AFTER,
             admin_token: None,
             root_access_key: None,
             root_secret_key: None,
@@ -80,6 +81,13 @@ impl std::fmt::Debug for MetaConfig {
             .finish()
     }
 }
+
+/// Default [`MetaConfig::stale_after`]: five missed heartbeats at the
+/// datanodes' default interval of 3 s.
+pub const DEFAULT_STALE_AFTER: Duration = Duration::from_secs(15);
+
+/// Default [`MetaConfig::dead_after`].
+pub const DEFAULT_DEAD_AFTER: Duration = Duration::from_secs(60);
 
 /// Default [`MetaConfig::orphan_grace`]: a write must commit within an hour.
 pub const DEFAULT_ORPHAN_GRACE: Duration = Duration::from_secs(3600);

@@ -22,7 +22,10 @@ mod service;
 mod state;
 mod store;
 
-pub use config::{Clock, MetaConfig, DEFAULT_DELETION_DELAY, DEFAULT_ORPHAN_GRACE};
+pub use config::{
+    Clock, MetaConfig, DEFAULT_DEAD_AFTER, DEFAULT_DELETION_DELAY, DEFAULT_ORPHAN_GRACE,
+    DEFAULT_STALE_AFTER,
+};
 pub use credentials::{
     RootCredentials, ADMIN_TOKEN_FILE, CLUSTER_TOKEN_FILE, ROOT_CREDENTIALS_FILE, ROOT_USER,
 };

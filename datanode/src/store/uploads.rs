@@ -1,0 +1,420 @@
+//! The write path of the block store: uploads into temporary files with
+//! their CRCs checked on arrival, the commit (sidecar, fsyncs, rename into
+//! the shard folder), and the clean-up of uploads that were abandoned.
+
+use super::*;
+
+impl BlockStore {
+    /// Appends `data` at `offset` of the upload of `key`, after checking each
+    /// chunk against `crcs`. The first write (offset 0) starts the upload;
+    /// each next one must start where the last ended, on a chunk boundary.
+    /// A checksum mismatch or a disk error discards the whole upload.
+    pub async fn write_chunks(
+        &self,
+        key: BlockKey,
+        offset: u64,
+        bytes_per_checksum: u32,
+        crcs: Vec<u32>,
+        data: Bytes,
+    ) -> Result<(), StoreError> {
+        checksum::validate_bytes_per_checksum(bytes_per_checksum)
+            .map_err(|e| StoreError::Invalid(format!("block {key}: {e}")))?;
+        if self.block(key).is_some() {
+            return Err(StoreError::Invalid(format!(
+                "block {key} is already committed"
+            )));
+        }
+        let handle = {
+            let mut open = self.open.lock();
+            match open.get(&key) {
+                Some(handle) => handle.clone(),
+                None if offset != 0 => {
+                    return Err(StoreError::BadOffset {
+                        key,
+                        expected: 0,
+                        got: offset,
+                    })
+                }
+                None => {
+                    let handle = self.new_upload(bytes_per_checksum);
+                    open.insert(key, handle.clone());
+                    handle
+                }
+            }
+        };
+        let mut block = handle.lock().await;
+        if block.closed {
+            return Err(StoreError::NotFound(key));
+        }
+        if block.bytes_per_checksum != bytes_per_checksum {
+            return Err(StoreError::Invalid(format!(
+                "block {key} is written with {} bytes per checksum, not {bytes_per_checksum}",
+                block.bytes_per_checksum
+            )));
+        }
+        if offset != block.len || !block.len.is_multiple_of(u64::from(bytes_per_checksum)) {
+            return Err(StoreError::BadOffset {
+                key,
+                expected: block.len,
+                got: offset,
+            });
+        }
+        let file = match &block.file {
+            Some(file) => file.clone(),
+            None => match self.create_tmp_file(key, block.upload).await {
+                Ok((file, direct)) => {
+                    let file = Arc::new(file);
+                    block.file = Some(file.clone());
+                    block.direct = direct.map(Arc::new);
+                    file
+                }
+                Err(e) => {
+                    self.discard(key, &handle, &mut block).await;
+                    return Err(e);
+                }
+            },
+        };
+        if let Err(e) = Self::written_so_far(key, &mut block).await {
+            self.discard(key, &handle, &mut block).await;
+            return Err(e);
+        }
+        let direct = block
+            .direct
+            .clone()
+            .filter(|_| direct::is_aligned(offset, data.len()));
+        let len = data.len() as u64;
+        // Never closed, so acquiring cannot fail.
+        let turn = self.disk_writes.clone().acquire_owned().await.ok();
+        // One blocking task verifies, answers, then writes: the caller is
+        // acknowledged as soon as the CRCs match, the disk write goes on.
+        let (verified_tx, verified) = tokio::sync::oneshot::channel();
+        let writing = tokio::task::spawn_blocking(move || {
+            let _turn = turn;
+            let checked = checksum::verify(&data, offset, bytes_per_checksum, &crcs);
+            let failed = checked.is_err();
+            let _ = verified_tx.send(checked.map(|()| crcs));
+            if failed {
+                return Ok(());
+            }
+            match direct {
+                Some(direct) => direct::write_at(&direct, &data, offset),
+                None => file.write_all_at(&data, offset),
+            }
+            .map_err(|e| StoreError::io(format!("write block {key}"), e))
+        });
+        let checked = match verified.await {
+            Ok(checked) => checked.map_err(|e| match e {
+                ChecksumError::Mismatch { offset, .. } => {
+                    StoreError::ChecksumMismatch { key, offset }
+                }
+                other => StoreError::Invalid(format!("block {key}: {other}")),
+            }),
+            Err(_) => Err(StoreError::io(
+                "disk task",
+                std::io::Error::other("checksum task ended early"),
+            )),
+        };
+        match checked {
+            Ok(crcs) => {
+                block.writing = Some(writing);
+                block.len += len;
+                block.crcs.extend_from_slice(&crcs);
+                block.touched = Instant::now();
+                telemetry::bytes_written(len);
+                Ok(())
+            }
+            Err(e) => {
+                if let StoreError::ChecksumMismatch { offset, .. } = &e {
+                    telemetry::chunk_rejected();
+                    tracing::warn!(block = %key, offset, "chunk failed its checksum on arrival; upload discarded");
+                }
+                self.discard(key, &handle, &mut block).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Waits for the upload's last disk write; its failure fails the upload.
+    async fn written_so_far(key: BlockKey, block: &mut OpenBlock) -> Result<(), StoreError> {
+        let Some(writing) = block.writing.take() else {
+            return Ok(());
+        };
+        writing.await.map_err(|e| {
+            StoreError::io(
+                format!("write block {key}"),
+                std::io::Error::other(e.to_string()),
+            )
+        })?
+    }
+
+    /// Makes the upload of `key` durable and visible at exactly `length`
+    /// bytes. Committing an already committed block at the same length
+    /// succeeds (a retried commit); committing a never-written block at
+    /// length 0 creates an empty block.
+    pub async fn commit(&self, key: BlockKey, length: u64) -> Result<(), StoreError> {
+        let existing = self.open.lock().get(&key).cloned();
+        let handle = match existing {
+            Some(handle) => handle,
+            None => {
+                if self.block(key).is_some() || length != 0 {
+                    return self.check_committed(key, length);
+                }
+                let mut open = self.open.lock();
+                let fresh = self.new_upload(self.default_bytes_per_checksum);
+                open.entry(key).or_insert(fresh).clone()
+            }
+        };
+        let mut block = handle.lock().await;
+        if block.closed {
+            drop(block);
+            return self.check_committed(key, length);
+        }
+        if block.len != length {
+            return Err(StoreError::Invalid(format!(
+                "block {key}: commit at {length} bytes, but {} were written",
+                block.len
+            )));
+        }
+        if let Err(e) = Self::written_so_far(key, &mut block).await {
+            tracing::error!(block = %key, error = %e, "a write failed on disk; upload discarded");
+            self.discard(key, &handle, &mut block).await;
+            return Err(e);
+        }
+        let file = match &block.file {
+            Some(file) => file.clone(),
+            None => Arc::new(self.create_tmp_file(key, block.upload).await?.0),
+        };
+        let header = SidecarHeader {
+            bytes_per_checksum: block.bytes_per_checksum,
+            length,
+        };
+        let sidecar = header.encode_with(&block.crcs);
+        let (paths, upload, fsync) = (self.paths.clone(), block.upload, self.fsync);
+        let committed =
+            blocking(move || commit_files(&paths, key, upload, &file, &sidecar, fsync)).await;
+        if let Err(e) = committed {
+            tracing::error!(block = %key, error = %e, "commit failed; upload discarded");
+            self.discard(key, &handle, &mut block).await;
+            return Err(e);
+        }
+        {
+            let mut index = self.index.write();
+            index.used += length;
+            index.blocks.insert(
+                key,
+                BlockMeta {
+                    length,
+                    bytes_per_checksum: header.bytes_per_checksum,
+                },
+            );
+        }
+        block.closed = true;
+        self.forget_upload(key, &handle);
+        self.publish_gauges();
+        Ok(())
+    }
+
+    /// Removes files under `tmp/` older than `max_age` (by mtime) whose
+    /// block has no upload in progress: leftovers of an upload whose discard
+    /// failed. Uploads in progress are `discard_idle_uploads`' business.
+    /// Returns how many files went.
+    pub async fn remove_stale_tmp_files(&self, max_age: Duration) -> usize {
+        let busy: std::collections::HashSet<BlockKey> = self.open.lock().keys().copied().collect();
+        let tmp = self.paths.tmp.clone();
+        let removed = blocking(move || {
+            let entries = fs::read_dir(&tmp)
+                .map_err(|e| StoreError::io(format!("list {}", tmp.display()), e))?;
+            let mut removed = 0;
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let Some(name) = name.to_str() else { continue };
+                // `<key>.<upload>.data|crc`: the key is what precedes the first dot.
+                let stem = name.split('.').next().unwrap_or_default();
+                let Some((key, _)) =
+                    paths::parse_block_file(&format!("{stem}{}", paths::DATA_SUFFIX))
+                else {
+                    continue;
+                };
+                let old = entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|at| at.elapsed().ok())
+                    .is_some_and(|age| age >= max_age);
+                if old && !busy.contains(&key) {
+                    remove_if_present(&entry.path())?;
+                    removed += 1;
+                }
+            }
+            Ok(removed)
+        })
+        .await;
+        match removed {
+            Ok(0) => 0,
+            Ok(n) => {
+                tracing::info!(files = n, "removed stale temporary block files");
+                n
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not sweep temporary block files");
+                0
+            }
+        }
+    }
+
+    /// Discards uploads untouched for `max_idle` (a writer that died); returns how many.
+    pub async fn discard_idle_uploads(&self, max_idle: Duration) -> usize {
+        let handles: Vec<_> = self
+            .open
+            .lock()
+            .iter()
+            .map(|(key, handle)| (*key, handle.clone()))
+            .collect();
+        let mut discarded = 0;
+        for (key, handle) in handles {
+            // A locked upload is busy, so not idle.
+            let Ok(mut block) = handle.try_lock() else {
+                continue;
+            };
+            if !block.closed && block.touched.elapsed() >= max_idle {
+                tracing::info!(block = %key, "discarding an abandoned upload");
+                self.discard(key, &handle, &mut block).await;
+                discarded += 1;
+            }
+        }
+        discarded
+    }
+
+    fn new_upload(&self, bytes_per_checksum: u32) -> OpenHandle {
+        Arc::new(tokio::sync::Mutex::new(OpenBlock {
+            upload: self.next_upload.fetch_add(1, Ordering::Relaxed),
+            file: None,
+            direct: None,
+            writing: None,
+            len: 0,
+            bytes_per_checksum,
+            crcs: Vec::new(),
+            touched: Instant::now(),
+            closed: false,
+        }))
+    }
+
+    /// Creates an upload's temporary data file; with direct writes on, also
+    /// a second, O_DIRECT descriptor of it (None where the file system has
+    /// no O_DIRECT, which turns direct writes off for good).
+    async fn create_tmp_file(
+        &self,
+        key: BlockKey,
+        upload: u64,
+    ) -> Result<(File, Option<File>), StoreError> {
+        let path = self.paths.tmp_data(key, upload);
+        let want_direct = self.direct_writes();
+        let (file, direct) = blocking(move || {
+            let file = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&path)
+                .map_err(|e| StoreError::io(format!("create {}", path.display()), e))?;
+            let direct = match want_direct {
+                true => direct::open(&path).map_err(|e| {
+                    StoreError::io(format!("open {} (O_DIRECT)", path.display()), e)
+                })?,
+                false => None,
+            };
+            Ok((file, direct))
+        })
+        .await?;
+        if want_direct && direct.is_none() && self.direct_writes.swap(false, Ordering::Relaxed) {
+            tracing::warn!(dir = %self.paths.root.display(), "the file system refuses O_DIRECT; block data is written through the page cache");
+        }
+        Ok((file, direct))
+    }
+
+    /// Closes an upload, removes its temporary files and forgets it.
+    pub(super) async fn discard(&self, key: BlockKey, handle: &OpenHandle, block: &mut OpenBlock) {
+        // A write still on its way to the file finishes before the file goes.
+        let _ = Self::written_so_far(key, block).await;
+        block.closed = true;
+        block.file = None;
+        block.direct = None;
+        self.forget_upload(key, handle);
+        let (data, sidecar) = (
+            self.paths.tmp_data(key, block.upload),
+            self.paths.tmp_sidecar(key, block.upload),
+        );
+        let removed = blocking(move || {
+            remove_if_present(&data)?;
+            remove_if_present(&sidecar)
+        })
+        .await;
+        if let Err(e) = removed {
+            tracing::warn!(block = %key, error = %e, "could not remove a discarded upload's files");
+        }
+    }
+
+    /// Removes `handle` from the open uploads, unless another upload took its place.
+    fn forget_upload(&self, key: BlockKey, handle: &OpenHandle) {
+        let mut open = self.open.lock();
+        if open.get(&key).is_some_and(|h| Arc::ptr_eq(h, handle)) {
+            open.remove(&key);
+        }
+    }
+}
+
+/// Fsyncs a shard folder, making the removal of block files in it durable.
+pub(super) fn sync_shard(shard: &Path) -> Result<(), StoreError> {
+    recovery::sync_dir(shard)?;
+    #[cfg(test)]
+    tests::SYNCED_SHARDS.lock().push(shard.to_path_buf());
+    Ok(())
+}
+
+/// Durably moves an upload into place: fsync the data, write and fsync the
+/// sidecar, rename the data then the sidecar (whose presence marks the block
+/// committed), fsync the shard folder.
+fn commit_files(
+    paths: &Paths,
+    key: BlockKey,
+    upload: u64,
+    file: &File,
+    sidecar: &[u8],
+    fsync: bool,
+) -> Result<(), StoreError> {
+    let tmp_data = paths.tmp_data(key, upload);
+    let tmp_sidecar = paths.tmp_sidecar(key, upload);
+    if fsync {
+        file.sync_all()
+            .map_err(|e| StoreError::io(format!("fsync {}", tmp_data.display()), e))?;
+    }
+    let write_sidecar = || -> std::io::Result<()> {
+        let f = File::create(&tmp_sidecar)?;
+        f.write_all_at(sidecar, 0)?;
+        if fsync {
+            f.sync_all()?;
+        }
+        Ok(())
+    };
+    write_sidecar().map_err(|e| StoreError::io(format!("write {}", tmp_sidecar.display()), e))?;
+    let shard = paths.shard_dir(key);
+    if !shard.is_dir() {
+        match fs::create_dir(&shard) {
+            Err(e) if e.kind() != ErrorKind::AlreadyExists => {
+                return Err(StoreError::io(format!("create {}", shard.display()), e))
+            }
+            _ => {}
+        }
+        if fsync {
+            recovery::sync_dir(&paths.blocks)?;
+        }
+    }
+    let (data_path, sidecar_path) = (paths.data(key), paths.sidecar(key));
+    fs::rename(&tmp_data, &data_path)
+        .map_err(|e| StoreError::io(format!("rename to {}", data_path.display()), e))?;
+    fs::rename(&tmp_sidecar, &sidecar_path)
+        .map_err(|e| StoreError::io(format!("rename to {}", sidecar_path.display()), e))?;
+    if fsync {
+        recovery::sync_dir(&shard)?;
+    }
+    Ok(())
+}
