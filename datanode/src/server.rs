@@ -8,6 +8,7 @@ use crate::send::open_blocks::{OpenBlocks, DEFAULT_OPEN_BLOCKS};
 use crate::send::{self, ReadSettings, SendError};
 use crate::store::BlockStore;
 use crate::telemetry;
+use proto::recycled::BufferRecycler;
 use proto::wire::{self, ErrorCode, ErrorReply, Incoming, ProtocolError, Reply, Request};
 use std::future::Future;
 use std::net::SocketAddr;
@@ -75,7 +76,13 @@ pub async fn serve_with_settings(
 ) -> std::io::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut connections = JoinSet::new();
-    let open_blocks = OpenBlocks::new(&store, DEFAULT_OPEN_BLOCKS);
+    let shared = Arc::new(Shared {
+        open_blocks: OpenBlocks::new(&store, DEFAULT_OPEN_BLOCKS),
+        store,
+        payloads: BufferRecycler::new(payload_buffers::MAX_IDLE),
+        limits,
+        read,
+    });
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -87,7 +94,7 @@ pub async fn serve_with_settings(
                     if let Err(e) = stream.set_nodelay(true) {
                         tracing::warn!(%peer, error = %e, "could not set TCP_NODELAY");
                     }
-                    connections.spawn(serve_connection(stream, peer, store.clone(), open_blocks.clone(), stop_rx.clone(), limits, read));
+                    connections.spawn(serve_connection(stream, peer, shared.clone(), stop_rx.clone()));
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "accept failed");
@@ -117,6 +124,16 @@ pub async fn serve_with_settings(
     Ok(())
 }
 
+/// What every connection of one server shares.
+struct Shared {
+    store: Arc<BlockStore>,
+    open_blocks: Arc<OpenBlocks>,
+    /// Buffers that write payloads are received into, reused once written.
+    payloads: BufferRecycler,
+    limits: ServerLimits,
+    read: ReadSettings,
+}
+
 /// Why a connection must close.
 enum Close {
     /// The peer went away or the stream failed; nothing more to say.
@@ -131,12 +148,10 @@ enum Close {
 async fn serve_connection(
     mut stream: TcpStream,
     peer: SocketAddr,
-    store: Arc<BlockStore>,
-    open_blocks: Arc<OpenBlocks>,
+    shared: Arc<Shared>,
     mut stop: watch::Receiver<bool>,
-    limits: ServerLimits,
-    read_settings: ReadSettings,
 ) {
+    let limits = shared.limits;
     let mut probe = [0u8; 1];
     loop {
         // Between requests, and only there, shutdown closes the connection.
@@ -154,16 +169,7 @@ async fn serve_connection(
         let read = tokio::time::timeout_at(deadline, wire::read_request(&mut stream)).await;
         let close = match read {
             Ok(Ok(Some(incoming))) => {
-                match serve_request(
-                    &mut stream,
-                    &store,
-                    &open_blocks,
-                    incoming,
-                    deadline,
-                    &read_settings,
-                )
-                .await
-                {
+                match serve_request(&mut stream, &shared, incoming, deadline).await {
                     Ok(()) => continue,
                     Err(close) => close,
                 }
@@ -216,12 +222,11 @@ fn op_name(request: &Request) -> &'static str {
 /// Serves one request; an `Err` means the connection must close.
 async fn serve_request(
     stream: &mut TcpStream,
-    store: &BlockStore,
-    open_blocks: &OpenBlocks,
+    shared: &Shared,
     incoming: Incoming<Request>,
     deadline: Instant,
-    read_settings: &ReadSettings,
 ) -> Result<(), Close> {
+    let (store, open_blocks, read_settings) = (&*shared.store, &*shared.open_blocks, &shared.read);
     let Incoming {
         request_id,
         message: request,
@@ -231,7 +236,7 @@ async fn serve_request(
     let key = request.key();
     let result = match request {
         Request::WriteChunks(w) => {
-            let read = payload_buffers::read_payload(stream, payload_len);
+            let read = payload_buffers::read_payload(&shared.payloads, stream, payload_len);
             let data = tokio::time::timeout_at(deadline, read)
                 .await
                 .map_err(|_| Close::Stalled)?

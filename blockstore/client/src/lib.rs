@@ -21,6 +21,7 @@ pub use sequential::SequentialReader;
 pub use suspects::SuspectDatanodes;
 pub use writer::{KeyWriter, WrittenKey};
 
+use codec::CodecTable;
 use meta_api::{MetaClient, ObjectRecord};
 use proto::layout::{ReplicationConfig, DEFAULT_BLOCK_SIZE};
 use std::sync::Arc;
@@ -93,6 +94,8 @@ pub struct StoreClient {
     config: ClientConfig,
     suspects: Arc<SuspectDatanodes>,
     buffer_pool: Arc<BufferPool>,
+    /// Reed-Solomon codecs, built once per (data, parity).
+    codecs: Arc<CodecTable>,
     /// Positioned reads per object, which its sequential streams yield to.
     positioned: Arc<sequential::PositionedActivities>,
 }
@@ -109,6 +112,7 @@ impl StoreClient {
             config,
             suspects,
             buffer_pool,
+            codecs: Default::default(),
             positioned: Default::default(),
         }
     }
@@ -136,6 +140,11 @@ impl StoreClient {
     /// The write buffer pool shared by every writer stream of this client.
     pub fn buffer_pool(&self) -> &Arc<BufferPool> {
         &self.buffer_pool
+    }
+
+    /// The codecs this client's streams share.
+    pub fn codecs(&self) -> &CodecTable {
+        &self.codecs
     }
 
     /// The client settings.

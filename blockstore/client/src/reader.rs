@@ -108,7 +108,10 @@ impl KeyReader {
                 Shape::Invalid(format!("zero cell size in {}", record.replication))
             }
             ReplicationConfig::Ec(layout) => {
-                match Codec::get(layout.data as usize, layout.parity as usize) {
+                match client
+                    .codecs()
+                    .get(layout.data as usize, layout.parity as usize)
+                {
                     Ok(codec) => Shape::Ec { layout, codec },
                     Err(e) => Shape::Invalid(e.to_string()),
                 }

@@ -179,7 +179,7 @@ mod tests {
         assert!(stripe.is_full());
         assert_eq!(stripe.len(), 24);
         assert_eq!(&rest[..], &all[24..]);
-        let codec = Codec::get(3, 2).unwrap();
+        let codec = Codec::new(3, 2).unwrap();
         let cells = stripe.encode(&codec).unwrap();
         let data: Vec<&[u8]> = cells.iter().take(3).map(|(_, c)| &c[..]).collect();
         assert_eq!(data, vec![&all[0..8], &all[8..16], &all[16..24]]);
@@ -191,7 +191,7 @@ mod tests {
 
     #[test]
     fn partial_stripe_pads_with_zeros_after_reuse() {
-        let codec = Codec::get(3, 2).unwrap();
+        let codec = Codec::new(3, 2).unwrap();
         let mut stripe = Stripe::new(&LAYOUT, None);
         fill(&mut stripe, &[0xff; 24]);
         drop(stripe.encode(&codec).unwrap());
@@ -216,7 +216,7 @@ mod tests {
 
     #[test]
     fn short_first_cell_sets_parity_length() {
-        let codec = Codec::get(3, 2).unwrap();
+        let codec = Codec::new(3, 2).unwrap();
         let mut stripe = Stripe::new(&LAYOUT, None);
         fill(&mut stripe, &[1, 2, 3]);
         let cells = stripe.encode(&codec).unwrap();
@@ -226,7 +226,7 @@ mod tests {
 
     #[test]
     fn reset_reuses_the_cell_buffers() {
-        let codec = Codec::get(3, 2).unwrap();
+        let codec = Codec::new(3, 2).unwrap();
         let mut stripe = Stripe::new(&LAYOUT, None);
         fill(&mut stripe, &[5u8; 24]);
         let first = stripe.encode(&codec).unwrap();
@@ -241,7 +241,7 @@ mod tests {
 
     #[test]
     fn checksums_cover_each_cell() {
-        let codec = Codec::get(3, 2).unwrap();
+        let codec = Codec::new(3, 2).unwrap();
         let mut stripe = Stripe::new(&LAYOUT, None);
         fill(&mut stripe, &(0..20).collect::<Vec<u8>>());
         let cells = stripe.encode_with_checksums(&codec, 4).unwrap();

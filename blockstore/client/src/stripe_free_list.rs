@@ -188,7 +188,7 @@ mod tests {
         assert_eq!(reused.len(), 0, "a reused set starts empty");
         // A partial stripe in reused buffers: the padding is zero again.
         reused.fill(&mut Bytes::from(vec![1u8; 10]));
-        let codec = codec::Codec::get(3, 2).unwrap();
+        let codec = codec::Codec::new(3, 2).unwrap();
         let cells = reused.encode(&codec).unwrap();
         let fresh = {
             let mut s = Stripe::new(&LAYOUT, None);

@@ -16,7 +16,7 @@ use super::stripe::{EncodedCell, Stripe};
 use super::{ClientError, StoreClient};
 use crate::stripe_free_list::StripeFreeList;
 use bytes::{Buf, Bytes, BytesMut};
-use codec::{Codec, CodecError};
+use codec::{Codec, CodecError, CodecTable};
 use meta_api::{BlockGroup, MetaError};
 use proto::layout::{EcLayout, ReplicationConfig};
 use std::sync::Arc;
@@ -122,7 +122,7 @@ impl KeyWriter {
                     config.bytes_per_checksum
                 ))
             }
-            ReplicationConfig::Ec(layout) => match ec_codec(layout) {
+            ReplicationConfig::Ec(layout) => match ec_codec(client.codecs(), layout) {
                 Ok(codec) => {
                     let bound = config.stripe_queue.max(1) + 2;
                     free = Some(Arc::new(StripeFreeList::new(
@@ -336,14 +336,14 @@ impl Input {
 }
 
 /// The codec of an EC layout this writer can encode.
-fn ec_codec(layout: EcLayout) -> Result<Arc<Codec>, CodecError> {
+fn ec_codec(codecs: &CodecTable, layout: EcLayout) -> Result<Arc<Codec>, CodecError> {
     if layout.cell_size == 0 {
         return Err(CodecError::Unsupported {
             data: layout.data as usize,
             parity: layout.parity as usize,
         });
     }
-    Codec::get(layout.data as usize, layout.parity as usize)
+    codecs.get(layout.data as usize, layout.parity as usize)
 }
 
 impl Pipe {

@@ -66,7 +66,7 @@ fn stripe_stages(c: &mut Criterion) {
     });
     group.bench_function("md5", |b| b.iter(|| Md5::digest(black_box(&flat))));
 
-    let codec = Codec::get(DATA, PARITY).unwrap();
+    let codec = Codec::new(DATA, PARITY).unwrap();
     let mut parity = vec![vec![0u8; CELL]; PARITY];
     group.bench_function("rs_erasure_simd_encode", |b| {
         b.iter(|| codec.encode(black_box(&data), &mut parity).unwrap())

@@ -1,15 +1,16 @@
 //! Reed-Solomon erasure codec over GF(2^8): computes the parity cells of a
 //! stripe and rebuilds lost cells from any `data` surviving ones.
 //!
-//! Building an encoder inverts a matrix, so encoders are built once per
-//! (data, parity) and shared by every stream of the process.
+//! Building an encoder inverts a matrix, so a [`CodecTable`] builds each
+//! (data, parity) once and shares it with every stream of its owner (the
+//! block client keeps one).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 use parking_lot::RwLock;
 use reed_solomon_erasure::galois_8::ReedSolomon;
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// Why encoding or reconstruction failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -59,28 +60,34 @@ pub struct Codec {
     rs: ReedSolomon,
 }
 
-type CodecTable = RwLock<HashMap<(usize, usize), Arc<Codec>>>;
-
-fn table() -> &'static CodecTable {
-    static TABLE: OnceLock<CodecTable> = OnceLock::new();
-    TABLE.get_or_init(|| RwLock::new(HashMap::new()))
+/// Codecs by (data, parity), each built on first use and shared after.
+#[derive(Default)]
+pub struct CodecTable {
+    codecs: RwLock<HashMap<(usize, usize), Arc<Codec>>>,
 }
 
-impl Codec {
+impl CodecTable {
     /// The shared codec for (`data`, `parity`), built on first use.
-    pub fn get(data: usize, parity: usize) -> Result<Arc<Codec>, CodecError> {
-        if let Some(codec) = table().read().get(&(data, parity)) {
+    pub fn get(&self, data: usize, parity: usize) -> Result<Arc<Codec>, CodecError> {
+        if let Some(codec) = self.codecs.read().get(&(data, parity)) {
             return Ok(codec.clone());
         }
-        let mut codecs = table().write();
+        let mut codecs = self.codecs.write();
         if let Some(codec) = codecs.get(&(data, parity)) {
             return Ok(codec.clone());
         }
-        let rs =
-            ReedSolomon::new(data, parity).map_err(|_| CodecError::Unsupported { data, parity })?;
-        let codec = Arc::new(Codec { data, parity, rs });
+        let codec = Arc::new(Codec::new(data, parity)?);
         codecs.insert((data, parity), codec.clone());
         Ok(codec)
+    }
+}
+
+impl Codec {
+    /// A codec for (`data`, `parity`); prefer a [`CodecTable`]'s shared one.
+    pub fn new(data: usize, parity: usize) -> Result<Codec, CodecError> {
+        let rs =
+            ReedSolomon::new(data, parity).map_err(|_| CodecError::Unsupported { data, parity })?;
+        Ok(Codec { data, parity, rs })
     }
 
     /// Number of data cells per stripe.
@@ -201,7 +208,7 @@ mod tests {
     }
 
     fn check_every_loss(data: usize, parity: usize) {
-        let codec = Codec::get(data, parity).unwrap();
+        let codec = Codec::new(data, parity).unwrap();
         let stripe = random_stripe(&codec, 1000, (data * 31 + parity) as u64);
         let width = data + parity;
         for lost in subsets(width, parity) {
@@ -253,23 +260,24 @@ mod tests {
 
     #[test]
     fn encoders_are_shared() {
-        let a = Codec::get(3, 2).unwrap();
-        let b = Codec::get(3, 2).unwrap();
+        let table = CodecTable::default();
+        let a = table.get(3, 2).unwrap();
+        let b = table.get(3, 2).unwrap();
         assert!(Arc::ptr_eq(&a, &b));
-        assert!(!Arc::ptr_eq(&a, &Codec::get(6, 3).unwrap()));
+        assert!(!Arc::ptr_eq(&a, &table.get(6, 3).unwrap()));
     }
 
     #[test]
     fn refuses_bad_shapes() {
         assert!(matches!(
-            Codec::get(0, 2),
+            Codec::new(0, 2),
             Err(CodecError::Unsupported { .. })
         ));
         assert!(matches!(
-            Codec::get(3, 0),
+            Codec::new(3, 0),
             Err(CodecError::Unsupported { .. })
         ));
-        let codec = Codec::get(3, 2).unwrap();
+        let codec = Codec::new(3, 2).unwrap();
         let mut parity = vec![vec![0u8; 4]; 2];
         assert_eq!(
             codec.encode(&[vec![0u8; 4], vec![0u8; 4]], &mut parity),
@@ -291,7 +299,7 @@ mod tests {
 
     #[test]
     fn zero_length_cells_rebuild_to_empty() {
-        let codec = Codec::get(3, 2).unwrap();
+        let codec = Codec::new(3, 2).unwrap();
         let mut cells = vec![None, Some(vec![]), Some(vec![]), Some(vec![]), None];
         codec.reconstruct_data(&mut cells).unwrap();
         assert_eq!(cells[0], Some(vec![]));

@@ -12,6 +12,7 @@ pub mod checksum;
 pub mod ids;
 pub mod layout;
 pub mod page_cache;
+pub mod recycled;
 pub mod wire;
 
 pub use ids::{BlockId, BlockKey, DatanodeId, ObjectId};

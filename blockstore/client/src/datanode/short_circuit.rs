@@ -20,7 +20,7 @@
 //! revoked replica) makes the caller fall back to TCP; a datanode whose
 //! socket cannot be used is not asked again for [`RETRY_AFTER`].
 
-use super::read_buffers::ReadBuffer;
+use super::read_buffers;
 use super::replica_cache::ReplicaCache;
 use super::DatanodePool;
 use crate::{ClientConfig, ClientError};
@@ -29,6 +29,7 @@ use parking_lot::Mutex;
 use proto::checksum::{self, ChecksumError};
 use proto::ids::BlockKey;
 use proto::page_cache;
+use proto::recycled::BufferRecycler;
 use proto::wire::local::{self, LocalReply, LocalRequest};
 use proto::wire::ProtocolError;
 use std::collections::HashMap;
@@ -151,6 +152,8 @@ struct Inner {
     peers: Mutex<HashMap<String, Peer>>,
     reads: AtomicU64,
     fallbacks: AtomicU64,
+    /// Buffers of reads served from cached pages, reused once dropped.
+    read_buffers: BufferRecycler,
 }
 
 /// The short-circuit read path of one [`DatanodePool`].
@@ -187,6 +190,7 @@ impl ShortCircuit {
                 peers: Mutex::new(HashMap::new()),
                 reads: AtomicU64::new(0),
                 fallbacks: AtomicU64::new(0),
+                read_buffers: BufferRecycler::new(read_buffers::MAX_IDLE),
             }),
         }
     }
@@ -352,7 +356,7 @@ impl Inner {
         len: u64,
     ) -> Result<Bytes, ShortCircuitError> {
         let replica = self.replica(datanode, addr, key).await?;
-        let read = match read_verified_cached(&replica, offset, len) {
+        let read = match read_verified_cached(&self.read_buffers, &replica, offset, len) {
             Some(read) => {
                 // Done without awaiting anything: count it against the
                 // task's budget, or a task reading cached data in a loop
@@ -476,6 +480,7 @@ fn read_verified(
 /// [`read_verified`] for a small span wholly in the page cache, without
 /// blocking: None when some of it would have to come from the disk.
 fn read_verified_cached(
+    buffers: &BufferRecycler,
     replica: &LocalReplica,
     offset: u64,
     len: u64,
@@ -488,8 +493,8 @@ fn read_verified_cached(
         return None;
     }
     let span = (end - start) as usize;
-    let mut buf = ReadBuffer::take(span);
-    if page_cache::read_cached(&replica.file, buf.as_mut_slice(), start) < span {
+    let mut buf = read_buffers::take(buffers, span);
+    if page_cache::read_cached(&replica.file, buf.window_mut(), start) < span {
         return None;
     }
     Some(verified(replica, buf.into_bytes(), start, offset, len))

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The busy fraction of all cores over SECONDS, from /proc/stat.
-#   docs/bench-scripts/cpu-busy.sh SECONDS
+#   scripts/bench/cpu-busy.sh SECONDS
 read -r _ u n s i w x y z _ < /proc/stat; t1=$((u+n+s+i+w+x+y+z)); i1=$((i+w))
 sleep $1
 read -r _ u n s i w x y z _ < /proc/stat; t2=$((u+n+s+i+w+x+y+z)); i2=$((i+w))

@@ -1,14 +1,15 @@
 #!/bin/bash
-# Third session's measurements behind docs/benchmarks.md (client-library and
-# `tessera bench` rows, on a cluster of separate processes). Results: one JSON
+# The client-library rows of docs/benchmarks.md: `tessera bench` against a
+# cluster of separate processes (scripts/bench-cluster.sh). Results: one JSON
 # per run in $OUT (default /tmp/bm/out4), one summary line each on stdout.
-#   docs/bench-scripts/run4.sh [section...]   sections: stream degraded pread writers put1g
+# TESSERA_BIN picks the binary (default target/release/tessera).
+#   scripts/bench/client-paths.sh [section...]   sections: stream degraded pread writers put1g
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 B=${TESSERA_BIN:-$HERE/../../target/release/tessera}
 OUT=${OUT:-/tmp/bm/out4}; mkdir -p "$OUT"; cd "$HERE/../.."
 SECTIONS=${*:-stream degraded pread writers put1g}
-summ() { OUTDIR=$OUT python3 "$HERE/summ.py" "$@"; }
+summ() { OUTDIR=$OUT python3 "$HERE/summarize.py" "$@"; }
 start_cluster() { # name [bench-cluster args...]
   local name=$1; shift
   rm -rf /tmp/bm/$name

@@ -4,7 +4,7 @@
 # --max-disk-writes set per row. While a row runs, the busy fraction of all
 # cores over 4 s is printed (or, with PERF=1, a whole-system perf profile is
 # written to /tmp/bm/perf-DW-W.data).
-#   docs/bench-scripts/writers-sweep.sh DW:W [DW:W...]   e.g. 4:1 4:16 2:16
+#   scripts/bench/writers-sweep.sh DW:W [DW:W...]   e.g. 4:1 4:16 2:16
 HERE=$(cd "$(dirname "$0")" && pwd)
 cd "$HERE/../.."
 export TESSERA_BIN=${TESSERA_BIN:-$PWD/target/release/tessera}

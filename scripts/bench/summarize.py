@@ -1,3 +1,5 @@
+"""One summary line per `tessera bench --json` result in $OUTDIR (default
+/tmp/bm/out): python3 scripts/bench/summarize.py TAG reads OUTDIR/TAG.json."""
 import json, os, sys
 tag = sys.argv[1]
 out = os.environ.get('OUTDIR', '/tmp/bm/out')

@@ -2,7 +2,7 @@
 # 1 KiB GETs through S3 (`tessera bench get`, 16 clients) against `tessera
 # server` with short-circuit reads (the default) and with --no-short-circuit,
 # alternated RUNS times; one summary line per run.
-#   docs/bench-scripts/get-sc.sh [RUNS]
+#   scripts/bench/get-short-circuit.sh [RUNS]
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$HERE/../..
 B=${TESSERA_BIN:-$ROOT/target/release/tessera}
