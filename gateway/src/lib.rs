@@ -2,8 +2,10 @@
 //! endpoint, checks its SigV4 signature and the caller's access, and serves it
 //! from the metadata service and the block store client.
 //!
-//! Request path: `telemetry` (request id, span, metrics) -> `router` (endpoint)
-//! -> `auth` (signature) -> access check -> `handlers` -> blockstore client.
+//! Request path: `telemetry` (request id, span, metrics) -> `endpoint` (the
+//! table of endpoints, routed with `router`) -> `auth` (signature) -> the
+//! endpoint's access check (`handlers::access`) -> its handler -> the block
+//! client and meta.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
