@@ -4,7 +4,8 @@
 A module depends on a sibling when it (or a module inside it) names that
 sibling (or a module inside it) by a `crate::`, `super::` or `self::` path.
 Only siblings count: a module reaching into its parent or a child is how
-Rust modules nest, not a cycle. Exits 1 when any crate has a cycle.
+Rust modules nest, not a cycle. A name a module re-exports (`pub use`)
+counts as the module it comes from. Exits 1 when any crate has a cycle.
 
 Usage: scripts/module-cycles.py [CRATE_SRC_DIR ...]  (default: every crate)
 """
@@ -56,7 +57,41 @@ def strip(text):
     return text
 
 
-def referenced(path, text, modules):
+def reexports(modules):
+    """(module, name) -> the module path the name is re-exported from."""
+    out = {}
+    for path, file in modules.items():
+        text = strip(open(file).read())
+        for m in re.finditer(r"\bpub(?:\([^)]*\))?\s+use\s+((?:crate|self|super)(?:::\w+)*|\w+(?:::\w+)*)::(\{[^}]*\}|\w+)\s*;", text):
+            base_text, names = m.group(1), m.group(2)
+            parts = base_text.split("::")
+            if parts[0] == "crate":
+                base, parts = (), parts[1:]
+            elif parts[0] == "super":
+                base = path[:-1]
+                parts = parts[1:]
+                while parts and parts[0] == "super":
+                    base, parts = base[:-1], parts[1:]
+            elif parts[0] == "self":
+                base, parts = path, parts[1:]
+            else:
+                base = path
+            target = base
+            for part in parts:
+                if target + (part,) in modules:
+                    target = target + (part,)
+                else:
+                    break
+            if target == path or target not in modules:
+                continue
+            for name in re.split(r"[{},\s]+", names):
+                name = name.split(" as ")[-1].strip()
+                if name and name != "*":
+                    out[(path, name)] = target
+    return out
+
+
+def referenced(path, text, modules, exported):
     """Module paths a file names."""
     refs = set()
     for m in re.finditer(r"\b(crate|super|self)((?:::\w+)+)", text):
@@ -75,6 +110,10 @@ def referenced(path, text, modules):
             if target + (part,) in modules:
                 target = target + (part,)
             else:
+                seen = set()
+                while (target, part) in exported and (target, part) not in seen:
+                    seen.add((target, part))
+                    target = exported[(target, part)]
                 break
         refs.add(target)
     # groups: `use crate::{a, b::c}`, `use super::{x, y}`
@@ -96,14 +135,17 @@ def referenced(path, text, modules):
             name = item.split("::")[0]
             if name and base + (name,) in modules:
                 refs.add(base + (name,))
+            elif name and (base, name) in exported:
+                refs.add(exported[(base, name)])
     return refs
 
 
 def cycles(src):
     modules = module_files(src)
+    exported = reexports(modules)
     edges = {}
     for path, file in modules.items():
-        for ref in referenced(path, strip(open(file).read()), modules):
+        for ref in referenced(path, strip(open(file).read()), modules, exported):
             # the sibling pair under their nearest common parent
             common = 0
             while common < min(len(path), len(ref)) and path[common] == ref[common]:

@@ -13,6 +13,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tempfile::TempDir;
+use test_support::data::eventually;
 use test_support::node::{data, key, BPC};
 
 /// Meta stand-in: accepts every heartbeat, never asks for deletions.
@@ -75,18 +76,6 @@ fn counter(recorder: &PrometheusRecorder, series: &str) -> u64 {
 const SC_READS: &str = "tessera_client_short_circuit_reads_total";
 const SC_FALLBACKS: &str = "tessera_client_short_circuit_fallbacks_total";
 const OPENS: &str = "tessera_datanode_requests_total{op=\"short_circuit_open\",outcome=\"ok\"}";
-
-/// Waits (bounded) until `pred` holds; the bound only keeps a broken build
-/// from hanging, it asserts nothing about speed.
-async fn eventually(what: &str, pred: impl Fn() -> bool) {
-    for _ in 0..1000 {
-        if pred() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("never happened: {what}");
-}
 
 #[tokio::test]
 async fn short_circuit_reads_return_the_same_bytes_as_tcp() {

@@ -10,13 +10,6 @@ use time::OffsetDateTime;
 const ISO8601_MILLIS: &[FormatItem<'static>] =
     format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
 
-/// Milliseconds since the epoch, now.
-pub fn now_millis() -> UnixMillis {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as UnixMillis)
-}
-
 fn system_time(ms: UnixMillis) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64)
 }

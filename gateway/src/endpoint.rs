@@ -10,6 +10,7 @@
 
 use crate::auth::{self, VerifiedRequest};
 use crate::error::S3Error;
+use crate::handlers::cors::with_cors;
 use crate::handlers::{
     acl, attributes, bucket, copy, cors, list, multipart, object, post_object, tagging, versions,
     RequestContext,

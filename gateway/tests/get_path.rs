@@ -7,10 +7,10 @@ use bytes::Bytes;
 use http::StatusCode;
 use metrics::{Counter, CounterFn, Gauge, Histogram, Key, KeyName, Metadata, SharedString, Unit};
 use parking_lot::Mutex;
-use rand::RngCore;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
+use test_support::data::random_bytes;
 use test_support::s3::ROOT;
 
 /// Meta requests served in this process, by kind (from `tessera_meta_requests_total`).
@@ -91,12 +91,6 @@ impl Cluster {
     }
 }
 
-fn random_bytes(len: usize) -> Vec<u8> {
-    let mut data = vec![0u8; len];
-    rand::thread_rng().fill_bytes(&mut data);
-    data
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gets_share_readers_stay_exact_across_overwrites_and_skip_credential_lookups() {
     let calls = MetaCalls::default();
@@ -106,7 +100,7 @@ async fn gets_share_readers_stay_exact_across_overwrites_and_skip_credential_loo
     assert_eq!(status, StatusCode::OK);
 
     // Larger than one small range: streamed by a sequential reader.
-    let v1 = Arc::new(random_bytes(7 * 1024 * 1024 + 3));
+    let v1 = Arc::new(random_bytes(7 * 1024 * 1024 + 3, 1));
     cluster.put("/media/clip", &v1).await;
     let gets: Vec<_> = (0..6usize)
         .map(|i| {
@@ -153,7 +147,7 @@ async fn gets_share_readers_stay_exact_across_overwrites_and_skip_credential_loo
     println!("meta requests per warm GET: {}", total as f64 / WARM as f64);
 
     // Overwrite: the next GET sees the new bytes at once.
-    let v2 = random_bytes(5 * 1024 * 1024 + 11);
+    let v2 = random_bytes(5 * 1024 * 1024 + 11, 2);
     cluster.put("/media/clip", &v2).await;
     let (_, body) = cluster.get("/media/clip", None).await;
     assert!(body == v2[..], "GET after overwrite");
@@ -165,7 +159,7 @@ async fn gets_share_readers_stay_exact_across_overwrites_and_skip_credential_loo
     assert_eq!(status, StatusCode::NO_CONTENT);
     let (status, _) = cluster.get("/media/clip", None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
-    let v3 = random_bytes(1000);
+    let v3 = random_bytes(1000, 3);
     cluster.put("/media/clip", &v3).await;
     let (_, body) = cluster.get("/media/clip", None).await;
     assert_eq!(body, v3[..]);

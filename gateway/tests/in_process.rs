@@ -5,25 +5,15 @@ use base64::Engine;
 use http::StatusCode;
 use md5::{Digest, Md5};
 use meta_api::{BucketGrant, BucketRight, LimitKey};
-use rand::RngCore;
 use std::time::Duration;
+use test_support::data::{md5_hex, random_bytes};
 use test_support::s3::{Cluster, Reply, ROOT};
 
 /// Heartbeats of the datanodes.
 const HEARTBEAT: Duration = Duration::from_millis(500);
 
-fn random_bytes(len: usize) -> Vec<u8> {
-    let mut data = vec![0u8; len];
-    rand::thread_rng().fill_bytes(&mut data);
-    data
-}
-
 fn md5_b64(data: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(Md5::digest(data))
-}
-
-fn md5_hex(data: &[u8]) -> String {
-    hex::encode(Md5::digest(data))
 }
 
 fn assert_error(reply: &Reply, status: u16, code: &str) {
@@ -53,7 +43,7 @@ async fn put_get_range_list_delete_round_trip() {
     assert_error(&bad_name, 400, "InvalidBucketName");
 
     // More than one stripe and more than one block group.
-    let data = random_bytes(9 * 1024 * 1024 + 12345);
+    let data = random_bytes(9 * 1024 * 1024 + 12345, 1);
     let md5 = md5_b64(&data);
     let put = cluster
         .send(
@@ -334,7 +324,7 @@ async fn aws_chunked_put_with_checksum_trailer() {
         cluster.send(ROOT, "PUT", "/chunks", &[], b"").await.status,
         StatusCode::OK
     );
-    let data = random_bytes(200_000);
+    let data = random_bytes(200_000, 2);
     let crc =
         base64::engine::general_purpose::STANDARD.encode(crc32fast::hash(&data).to_be_bytes());
     let frame = |crc: &str| {
@@ -418,8 +408,8 @@ async fn multipart_upload_round_trip() {
         "NoSuchUpload",
     );
 
-    let part1 = random_bytes(5 * 1024 * 1024);
-    let part2 = random_bytes(1000);
+    let part1 = random_bytes(5 * 1024 * 1024, 3);
+    let part2 = random_bytes(1000, 4);
     let mut etags = Vec::new();
     for (number, data) in [(1, &part1), (2, &part2)] {
         let path = format!("/mpu/big?partNumber={number}&uploadId={upload_id}");
@@ -532,7 +522,7 @@ async fn copies_need_read_access_to_the_source() {
         .await;
     cluster.send(ROOT, "PUT", "/rootb", &[], b"").await;
     cluster.send(ROOT, "PUT", "/rootb/k", &[], b"root's").await;
-    cluster.meta.call(limit).await.unwrap();
+    cluster.cluster.admin.call(limit).await.unwrap();
     let limited = Some((key.as_str(), secret.as_str()));
 
     for (who, source) in [(limited, "carol-secret/k"), (carol, "rootb/k")] {
@@ -584,7 +574,9 @@ async fn puts_past_the_upload_bound_wait_and_all_land() {
     let cluster = Cluster::start_with(HEARTBEAT, config).await;
     let created = cluster.send(ROOT, "PUT", "/queued", &[], b"").await;
     assert_eq!(created.status, StatusCode::OK, "{}", created.text());
-    let bodies: Vec<Vec<u8>> = (0..6).map(|_| random_bytes(3 * 1024 * 1024 + 7)).collect();
+    let bodies: Vec<Vec<u8>> = (0..6)
+        .map(|i| random_bytes(3 * 1024 * 1024 + 7, 10 + i))
+        .collect();
     let puts = bodies.iter().enumerate().map(|(i, body)| {
         let cluster = &cluster;
         async move {

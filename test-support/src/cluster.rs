@@ -83,8 +83,11 @@ pub struct TestCluster {
     pub dir: TempDir,
     /// The metadata service.
     pub service: Arc<MetaService>,
-    /// A client of `service`, in process, with the admin role.
+    /// A client of `service`, in process, with the cluster role: what the
+    /// datanodes, the block client and a gateway get.
     pub meta: MetaClient,
+    /// A client of `service` with the admin role, for `tessera admin`'s requests.
+    pub admin: MetaClient,
     /// The datanodes by index; None while stopped.
     pub datanodes: Vec<Option<RunningDatanode>>,
     configs: Vec<DatanodeConfig>,
@@ -107,7 +110,8 @@ impl TestCluster {
             tweak(&mut meta_config);
         }
         let service = MetaService::open(meta_config).unwrap();
-        let meta = service.client(Role::Admin);
+        let meta = service.client(Role::Cluster);
+        let admin = service.client(Role::Admin);
         let configs: Vec<DatanodeConfig> = (0..count)
             .map(|i| {
                 let mut dn = config.datanode.clone();
@@ -131,6 +135,7 @@ impl TestCluster {
             dir,
             service,
             meta,
+            admin,
             datanodes,
             configs,
         };
@@ -183,7 +188,7 @@ impl TestCluster {
     /// Waits until meta counts at least `count` healthy datanodes.
     pub async fn wait_healthy(&self, count: usize) {
         for _ in 0..400 {
-            let status = self.meta.call(GetClusterStatus).await.unwrap();
+            let status = self.admin.call(GetClusterStatus).await.unwrap();
             let healthy = status
                 .datanodes
                 .iter()

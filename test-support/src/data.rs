@@ -1,6 +1,7 @@
-//! Test data and waiting: bytes that differ by seed and position, and polling
-//! until a condition holds.
+//! Test data and waiting: bytes that differ by seed and position, their
+//! ETag, and polling until a condition holds.
 
+use md5::{Digest, Md5};
 use rand::{Rng, SeedableRng};
 use std::time::Duration;
 
@@ -10,6 +11,11 @@ pub fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
     let mut out = vec![0u8; len];
     rng.fill(&mut out[..]);
     out
+}
+
+/// The hex MD5 of `data`: the ETag S3 gives a single-part object.
+pub fn md5_hex(data: &[u8]) -> String {
+    hex::encode(Md5::digest(data))
 }
 
 /// Waits (polling every 10 ms, up to 10 s) until `condition` holds; panics

@@ -33,7 +33,7 @@ pub const BLOCK_SIZE: u64 = 4 * 1024 * 1024;
 pub struct Cluster {
     /// Where the S3 router listens.
     pub addr: SocketAddr,
-    /// A client of meta.
+    /// A client of meta with the cluster role, as the gateway has.
     pub meta: MetaClient,
     /// Meta and the datanodes.
     pub cluster: TestCluster,
@@ -110,17 +110,14 @@ impl Cluster {
     /// A new user with its own access key.
     pub async fn user(&self, name: &str) -> (String, String) {
         let create = CreateUser { name: name.into() };
-        self.meta.call(create).await.unwrap();
+        self.cluster.admin.call(create).await.unwrap();
         self.user_key(name).await
     }
 
     /// Another access key of an existing user.
     pub async fn user_key(&self, name: &str) -> (String, String) {
-        let key = self
-            .meta
-            .call(CreateKey { user: name.into() })
-            .await
-            .unwrap();
+        let create = CreateKey { user: name.into() };
+        let key = self.cluster.admin.call(create).await.unwrap();
         (key.access_key, key.secret_key)
     }
 

@@ -6,6 +6,7 @@ pub mod buffer_pool;
 pub mod datanode;
 pub mod error;
 mod failover;
+mod positioned;
 pub mod reader;
 pub mod sequential;
 mod stripe;
@@ -97,7 +98,7 @@ pub struct StoreClient {
     /// Reed-Solomon codecs, built once per (data, parity).
     codecs: Arc<CodecTable>,
     /// Positioned reads per object, which its sequential streams yield to.
-    positioned: Arc<sequential::PositionedActivities>,
+    positioned: Arc<positioned::PositionedActivities>,
 }
 
 impl StoreClient {
@@ -118,7 +119,7 @@ impl StoreClient {
     }
 
     /// Positioned reads of each object this client reads.
-    pub(crate) fn positioned_activities(&self) -> &sequential::PositionedActivities {
+    pub(crate) fn positioned_activities(&self) -> &positioned::PositionedActivities {
         &self.positioned
     }
 

@@ -46,7 +46,7 @@ pub struct KeyReader {
     copied: AtomicU64,
     /// Positioned reads in flight and lately: sequential streams of this
     /// reader shrink their read-ahead while there are any.
-    pub(crate) positioned: Arc<super::sequential::PositionedActivity>,
+    pub(crate) positioned: Arc<crate::positioned::PositionedActivity>,
 }
 
 /// How the object's groups are laid out, checked once at construction.

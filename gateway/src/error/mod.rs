@@ -153,15 +153,25 @@ impl S3Error {
         w.finish()
     }
 
-    /// The HTTP response: the XML body, or no body at all for HEAD.
-    pub fn into_response(self, resource: &str, request_id: &RequestId, head: bool) -> Response {
+    /// Logs the error and its cause, by how bad it is: an internal error at
+    /// `error`, another server error at `warn`, a refusal at `debug`. Called
+    /// once per error, where it is answered.
+    pub fn log(&self, resource: &str) {
         let status = self.code.status();
         let (code, cause) = (self.code.as_str(), self.cause_chain());
-        if status.is_server_error() {
+        if self.code == S3Code::InternalError {
+            tracing::error!(code, message = %self.message, cause, resource, "request failed");
+        } else if status.is_server_error() {
             tracing::warn!(code, message = %self.message, cause, resource, "request failed");
         } else {
             tracing::debug!(code, message = %self.message, cause, resource, "request refused");
         }
+    }
+
+    /// The HTTP response: the XML body, or no body at all for HEAD.
+    pub fn into_response(self, resource: &str, request_id: &RequestId, head: bool) -> Response {
+        self.log(resource);
+        let status = self.code.status();
         let body = if head {
             Body::empty()
         } else {

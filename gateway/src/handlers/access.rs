@@ -2,12 +2,10 @@
 //! endpoint table runs before a handler: a handler of a bucket endpoint
 //! receives an [`AuthorizedBucket`], which only these checks make.
 
-use super::cors;
 use crate::auth::{Identity, VerifiedRequest};
 use crate::error::{S3Code, S3Error};
 use crate::router::Right;
 use crate::state::AppState;
-use axum::response::Response;
 use http::request::Parts;
 use meta_api::{BucketRecord, BucketRight, GetBucket, GetObject, ObjectRecord};
 use std::ops::Deref;
@@ -101,26 +99,6 @@ impl RequestContext<'_> {
             Err(S3Error::new(S3Code::AccessDenied))
         } else {
             Ok(())
-        }
-    }
-
-    /// `result` with the CORS headers `bucket`'s rules give the request's
-    /// origin, when it has one.
-    pub fn with_cors(
-        &self,
-        bucket: &BucketRecord,
-        result: Result<Response, S3Error>,
-    ) -> Result<Response, S3Error> {
-        let Some(origin) = cors::request_origin(self.parts) else {
-            return result;
-        };
-        let method = &self.parts.method;
-        match result {
-            Ok(mut response) => {
-                cors::decorate(&mut response, bucket, method, &origin);
-                Ok(response)
-            }
-            Err(error) => Err(cors::decorate_error(error, bucket, method, &origin)),
         }
     }
 }

@@ -340,6 +340,26 @@ pub async fn delete_bucket_cors(
     Ok(empty_response(StatusCode::NO_CONTENT))
 }
 
+/// `result` with the CORS headers `bucket`'s rules give the request's
+/// origin, when it has one.
+pub fn with_cors(
+    ctx: &RequestContext<'_>,
+    bucket: &BucketRecord,
+    result: Result<Response, S3Error>,
+) -> Result<Response, S3Error> {
+    let Some(origin) = request_origin(ctx.parts) else {
+        return result;
+    };
+    let method = &ctx.parts.method;
+    match result {
+        Ok(mut response) => {
+            decorate(&mut response, bucket, method, &origin);
+            Ok(response)
+        }
+        Err(error) => Err(decorate_error(error, bucket, method, &origin)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

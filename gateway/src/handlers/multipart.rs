@@ -9,7 +9,6 @@ use super::object::{
 use super::tagging::tags_from_header;
 use super::{empty_response, xml_response, AuthorizedBucket, RequestContext};
 use crate::auth::ChecksumAlgorithm;
-use crate::dates::now_millis;
 use crate::error::S3Code;
 use crate::error::S3Error;
 use crate::headers::{etag_value, ObjectMetadata};
@@ -26,6 +25,7 @@ use base64::Engine;
 use http::header::HeaderValue;
 use http::header::{ETAG, HOST};
 use http::StatusCode;
+use meta_api::now_millis;
 use meta_api::ObjectAttributes;
 use meta_api::{BucketRecord, PartRecord, PartsPage, UploadQuery, UploadRecord};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};

@@ -6,7 +6,6 @@ use super::tagging::{tags_from_header, TAG_COUNT_HEADER};
 use super::{empty_response, xml_response, AuthorizedBucket, RequestContext};
 use crate::conditional::WriteConditionError;
 use crate::conditional::{self, Precondition};
-use crate::dates::now_millis;
 use crate::download;
 use crate::error::{S3Code, S3Error};
 use crate::headers::{self, etag_value, object_headers, ObjectMetadata};
@@ -25,6 +24,7 @@ use futures::{stream, StreamExt};
 use http::header::{HeaderValue, CONTENT_LENGTH, CONTENT_RANGE, ETAG, LAST_MODIFIED, RANGE};
 use http::StatusCode;
 use md5::{Digest, Md5};
+use meta_api::now_millis;
 use meta_api::{BucketRecord, ObjectAttributes, ObjectRecord, StoredChecksum, WriteCondition};
 use proto::{ObjectId, ReplicationConfig};
 
@@ -339,28 +339,29 @@ pub async fn delete_objects(
                 if key.len() > MAX_KEY_LEN {
                     return Err(S3Error::new(S3Code::KeyTooLongError));
                 }
-                meta.call(meta_api::DeleteObject {
-                    bucket: bucket.to_string(),
-                    key: key.to_string(),
-                })
-                .await?;
+                meta.call(meta_api::DeleteObject { bucket, key }).await?;
                 Ok(())
             }
         })
         .buffered(DELETES_IN_FLIGHT)
         .collect()
         .await;
+
     let outcomes: Vec<DeleteOutcome<'_>> = request
         .keys
         .iter()
         .zip(&results)
         .map(|(key, result)| match result {
             Ok(()) => DeleteOutcome::Deleted(key),
-            Err(e) => DeleteOutcome::Failed {
-                key,
-                code: e.code().as_str(),
-                message: e.message(),
-            },
+            Err(e) => {
+                // Answered inside the document, not as the response: logged here.
+                e.log(&format!("/{}/{key}", bucket.name));
+                DeleteOutcome::Failed {
+                    key,
+                    code: e.code().as_str(),
+                    message: e.message(),
+                }
+            }
         })
         .collect();
     Ok(xml_response(documents::delete_result(

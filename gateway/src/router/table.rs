@@ -12,6 +12,10 @@
 //! handler gets its name) and `service` (no bucket). Rows are routed in table
 //! order, bucket section first: the first rule that holds wins, so a row with
 //! a more specific rule comes before a row with a more general one.
+//!
+//! The expansion names `RequestContext`, `S3Error` and `with_cors` (the CORS
+//! headers of bucket answers) as the invoking module imports them, so this
+//! module depends on no handler.
 
 /// See the module documentation.
 macro_rules! s3_endpoints {
@@ -165,12 +169,12 @@ macro_rules! s3_endpoints {
                         .authorize_bucket(&name, Right::$b_right, s3_endpoints!(@public $($b_public)?))
                         .await?;
                     let result = $b_handler;
-                    $ctx.with_cors(&$bucket, result)
+                    with_cors($ctx, &$bucket, result)
                 })*
                 $(Endpoint::$u_name { bucket: name, $($u_field,)* } => {
                     let $bucket = $ctx.existing_bucket(&name).await?;
                     let result = $u_handler;
-                    $ctx.with_cors(&$bucket, result)
+                    with_cors($ctx, &$bucket, result)
                 })*
                 $(Endpoint::$n_name { bucket: $bucket, $($n_field,)* } => {
                     $ctx.refuse_limited_keys()?;

@@ -55,8 +55,11 @@ pub enum MetaError {
     /// The access key does not exist.
     #[error("no such access key {0}")]
     NoSuchAccessKey(String),
-    /// The admin token is missing or wrong.
-    #[error("admin token missing or wrong")]
+    /// The caller's role may not send this request (an admin request on a
+    /// connection opened with the cluster token).
+    #[error(
+        "this connection's role may not send this request; admin requests need the admin token"
+    )]
     Unauthorized,
     /// The connection did not present the cluster token (or presented a wrong one).
     #[error("meta refused the connection: {0}")]

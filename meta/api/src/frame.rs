@@ -17,11 +17,22 @@ pub const MAX_FRAME: u32 = 64 * 1024 * 1024;
 /// Largest handshake frame: an unauthenticated peer gets no bigger buffer.
 pub const MAX_HANDSHAKE_FRAME: u32 = 4096;
 
+/// The version of the RPC this code speaks: requests and answers as the
+/// typed envelopes of [`crate::requests`], the handshake answered with a role.
+pub const RPC_VERSION: u32 = 2;
+
 /// The first frame of every connection.
 #[derive(Serialize, Deserialize)]
 pub struct Handshake {
     /// The cluster token or the admin token.
     pub token: String,
+    /// The client's [`RPC_VERSION`]; absent (1) from clients before versions.
+    #[serde(default = "first_version")]
+    pub version: u32,
+}
+
+fn first_version() -> u32 {
+    1
 }
 
 /// Why one exchange on a connection failed.
@@ -30,9 +41,9 @@ pub enum FrameError {
     /// The connection failed.
     #[error("{0}")]
     Io(#[from] std::io::Error),
-    /// The peer announced a frame over the limit.
-    #[error("frame of {0} bytes exceeds the {limit} byte limit", limit = MAX_FRAME)]
-    TooLarge(u64),
+    /// The peer announced a frame over the limit (the frame's length, the limit).
+    #[error("frame of {0} bytes exceeds the {1} byte limit")]
+    TooLarge(u64, u32),
     /// The payload is not the JSON expected.
     #[error("undecodable frame: {0}")]
     Decode(serde_json::Error),
@@ -47,7 +58,7 @@ pub fn encode_frame(value: &impl Serialize) -> Result<Vec<u8>, FrameError> {
     serde_json::to_writer(&mut frame, value).map_err(FrameError::Decode)?;
     let len = (frame.len() - 4) as u64;
     if len > u64::from(MAX_FRAME) {
-        return Err(FrameError::TooLarge(len));
+        return Err(FrameError::TooLarge(len, MAX_FRAME));
     }
     frame[..4].copy_from_slice(&(len as u32).to_be_bytes());
     Ok(frame)
@@ -60,7 +71,7 @@ pub async fn read_payload(
     limit: u32,
 ) -> Result<Vec<u8>, FrameError> {
     if len > limit {
-        return Err(FrameError::TooLarge(u64::from(len)));
+        return Err(FrameError::TooLarge(u64::from(len), limit));
     }
     let mut payload = vec![0u8; len as usize];
     stream.read_exact(&mut payload).await?;
@@ -87,7 +98,11 @@ mod tests {
 
     #[tokio::test]
     async fn frames_round_trip_and_oversized_ones_are_refused_before_reading() {
-        let frame = encode_frame(&Handshake { token: "t".into() }).unwrap();
+        let hello = Handshake {
+            token: "t".into(),
+            version: RPC_VERSION,
+        };
+        let frame = encode_frame(&hello).unwrap();
         let mut reader = &frame[..];
         let payload = read_frame(&mut reader, MAX_HANDSHAKE_FRAME).await.unwrap();
         assert_eq!(decode::<Handshake>(&payload).unwrap().token, "t");
@@ -97,7 +112,7 @@ mod tests {
         let mut reader = &huge[..];
         assert!(matches!(
             read_frame(&mut reader, MAX_FRAME).await,
-            Err(FrameError::TooLarge(n)) if n == u64::from(MAX_FRAME) + 1
+            Err(FrameError::TooLarge(n, MAX_FRAME)) if n == u64::from(MAX_FRAME) + 1
         ));
     }
 }

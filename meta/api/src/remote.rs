@@ -3,7 +3,7 @@
 //! idle connections, and reconnects when one broke.
 
 use crate::error::MetaError;
-use crate::frame::{self, FrameError, Handshake, MAX_FRAME, MAX_HANDSHAKE_FRAME};
+use crate::frame::{self, FrameError, Handshake, MAX_FRAME, MAX_HANDSHAKE_FRAME, RPC_VERSION};
 use crate::requests::{AnyRequest, AnyResponse, Role};
 use crate::transport::MetaTransport;
 use futures::future::BoxFuture;
@@ -80,6 +80,7 @@ impl RemoteMeta {
     async fn handshake(&self, stream: &mut TcpStream) -> Result<Role, MetaError> {
         let hello = Handshake {
             token: self.token.clone(),
+            version: RPC_VERSION,
         };
         let frame = frame::encode_frame(&hello).map_err(|e| MetaError::Protocol(e.to_string()))?;
         let reply = tokio::time::timeout(REPLY_TIMEOUT, async {

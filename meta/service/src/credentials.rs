@@ -74,7 +74,7 @@ fn generate_admin_token() -> String {
 }
 
 fn io_error(what: &str, path: &Path, e: std::io::Error) -> StoreError {
-    StoreError::Corrupt(format!("{what} {}: {e}", path.display()))
+    StoreError::Io(format!("{what} {}: {e}", path.display()))
 }
 
 /// Writes `contents` to `path` readable by the owner only, atomically

@@ -3,7 +3,7 @@
 //! request on it, then carries one request at a time.
 
 use crate::service::MetaService;
-use meta_api::frame::{self, FrameError, Handshake, MAX_FRAME, MAX_HANDSHAKE_FRAME};
+use meta_api::frame::{self, FrameError, Handshake, MAX_FRAME, MAX_HANDSHAKE_FRAME, RPC_VERSION};
 use meta_api::{AnyRequest, AnyResponse, MetaError, Role};
 use std::future::Future;
 use std::sync::Arc;
@@ -62,10 +62,15 @@ async fn authenticate(stream: &mut TcpStream, service: &MetaService) -> Option<R
     );
     let payload = match read.await {
         Ok(Ok(payload)) => payload,
-        Ok(Err(FrameError::TooLarge(_))) => Vec::new(),
+        Ok(Err(FrameError::TooLarge(..))) => Vec::new(),
         Ok(Err(_)) | Err(_) => return None,
     };
     let verdict = match frame::decode::<Handshake>(&payload) {
+        Ok(h) if h.version != RPC_VERSION => Err(if h.version < RPC_VERSION {
+            "the client speaks an older meta RPC version: upgrade it to this meta's release"
+        } else {
+            "the client speaks a newer meta RPC version: upgrade meta first"
+        }),
         Ok(h) if h.token.is_empty() => {
             Err("no cluster token given (--cluster-token or TESSERA_CLUSTER_TOKEN)")
         }
@@ -110,7 +115,7 @@ async fn serve_connection(
         let read = frame::read_payload(&mut stream, len, MAX_FRAME);
         let payload = match tokio::time::timeout(FRAME_TIMEOUT, read).await {
             Ok(Ok(payload)) => payload,
-            Ok(Err(e @ FrameError::TooLarge(_))) => {
+            Ok(Err(e @ FrameError::TooLarge(..))) => {
                 let reply: Result<AnyResponse, MetaError> = Err(MetaError::Protocol(e.to_string()));
                 if let Ok(frame) = frame::encode_frame(&reply) {
                     let _ = stream.write_all(&frame).await;

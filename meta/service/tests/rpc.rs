@@ -78,6 +78,7 @@ async fn authenticated(addr: &str, token: &str) -> (TcpStream, Role) {
     let mut stream = TcpStream::connect(addr).await.unwrap();
     let hello = encode_frame(&Handshake {
         token: token.to_string(),
+        version: meta_api::frame::RPC_VERSION,
     })
     .unwrap();
     stream.write_all(&hello).await.unwrap();
@@ -185,6 +186,24 @@ async fn the_handshake_token_sets_the_role() {
         name: "sneaky".into(),
     });
     assert_eq!(sneaky.await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn a_client_of_another_rpc_version_is_refused_clearly() {
+    let meta = MetaUnderTest::open(Transport::Remote).await;
+    let addr = meta.rpc_addr().unwrap();
+    // A handshake of the first version has no version field.
+    let old = format!(r#"{{"token":"{}"}}"#, meta.service.cluster_token());
+    let mut frame = (old.len() as u32).to_be_bytes().to_vec();
+    frame.extend_from_slice(old.as_bytes());
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(&frame).await.unwrap();
+    let payload = read_frame(&mut stream, MAX_FRAME).await.unwrap();
+    let refused: Result<Role, MetaError> = decode(&payload).unwrap();
+    assert!(
+        matches!(&refused, Err(MetaError::Unauthenticated(m)) if m.contains("older meta RPC version")),
+        "{refused:?}"
+    );
 }
 
 #[tokio::test]

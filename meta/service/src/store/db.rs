@@ -20,6 +20,9 @@ pub(crate) enum StoreError {
     /// A stored record or key does not decode.
     #[error("{0}")]
     Corrupt(String),
+    /// A file beside the database (the credentials) could not be read or written.
+    #[error("{0}")]
+    Io(String),
     /// The operation refused the request.
     #[error(transparent)]
     Refused(#[from] MetaError),
@@ -28,7 +31,9 @@ pub(crate) enum StoreError {
 impl From<StoreError> for MetaError {
     fn from(e: StoreError) -> Self {
         match e {
-            StoreError::Database(text) | StoreError::Corrupt(text) => MetaError::Store(text),
+            StoreError::Database(text) | StoreError::Corrupt(text) | StoreError::Io(text) => {
+                MetaError::Store(text)
+            }
             StoreError::Refused(e) => e,
         }
     }

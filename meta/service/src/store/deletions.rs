@@ -259,6 +259,13 @@ mod tests {
     use super::*;
     use meta_api::ReplicaLocation;
 
+    /// A store at `path` with the queue's tables prepared, as opening does.
+    fn opened(path: &std::path::Path) -> super::super::Store {
+        let store = super::super::Store::open_database(path).unwrap();
+        store.write(prepare_tables).unwrap();
+        store
+    }
+
     fn dn(name: &str) -> DatanodeId {
         DatanodeId(name.into())
     }
@@ -297,7 +304,7 @@ mod tests {
     #[test]
     fn only_due_entries_go_out_and_requeue_keeps_the_later_time() {
         let dir = tempfile::tempdir().unwrap();
-        let store = crate::store::open(&dir.path().join("m.redb")).unwrap();
+        let store = opened(&dir.path().join("m.redb"));
         let none = HashSet::new();
         store
             .write(|txn| {
@@ -339,7 +346,7 @@ mod tests {
             }
             txn.commit().unwrap();
         }
-        let store = crate::store::open(&path).unwrap();
+        let store = opened(&path);
         assert_eq!(store.read(pending_count), Ok(3));
         store
             .write(|txn| {

@@ -5,14 +5,11 @@ use md5::{Digest, Md5};
 use meta_api::*;
 use proto::{BlockKey, ReplicationConfig};
 use std::collections::BTreeMap;
+use test_support::data::md5_hex;
 use test_support::meta::*;
 
 const MIB: u64 = 1024 * 1024;
 const UPLOAD: &str = "upload-1";
-
-fn md5_hex(data: &[u8]) -> String {
-    hex::encode(Md5::digest(data))
-}
 
 async fn start(meta: &MetaUnderTest) {
     meta.register(3).await;
