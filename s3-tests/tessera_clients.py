@@ -4,6 +4,7 @@ tests can run against any S3 server."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import shutil
@@ -222,3 +223,38 @@ def sha256_hex(data: bytes) -> str:
 
 def md5_hex(data: bytes) -> str:
     return hashlib.md5(data).hexdigest()
+
+
+def metric_total(ops: str, name: str) -> float:
+    """The sum of every sample of the Prometheus metric `name` at `ops`/metrics
+    (0 while the metric has no sample yet, as a counter never incremented)."""
+    response = requests.get(f"{ops.rstrip('/')}/metrics", timeout=10)
+    response.raise_for_status()
+    total = 0.0
+    for line in response.text.splitlines():
+        if line.startswith("#"):
+            continue
+        sample, _, value = line.rpartition(" ")
+        if sample == name or sample.startswith(name + "{"):
+            total += float(value)
+    return total
+
+
+def signed_headers(
+    raw: RawS3, method: str, path: str, *, query: str = "", headers: dict[str, str] | None = None, body: bytes = b""
+) -> dict[str, str]:
+    """The headers `raw` would sign for `method path?query` with `body` (its
+    SHA-256 in x-amz-content-sha256), to send with another body or by hand."""
+    if raw.access_key is None or raw.secret_key is None:
+        raise ValueError("signing needs a key pair")
+    aws_request = botocore.awsrequest.AWSRequest(
+        method=method, url=raw.url(path, query), data=body, headers=dict(headers or {})
+    )
+    creds = botocore.credentials.Credentials(raw.access_key, raw.secret_key)
+    botocore.auth.S3SigV4Auth(creds, "s3", REGION).add_auth(aws_request)
+    return dict(aws_request.headers.items())
+
+
+def md5_b64(data: bytes) -> str:
+    """Content-MD5 of `data`: base64 of the binary digest."""
+    return base64.b64encode(hashlib.md5(data).digest()).decode()

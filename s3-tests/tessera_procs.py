@@ -233,13 +233,16 @@ def start_server(
     name: str = "server",
     extra_args: tuple[str, ...] = (),
     creds: Credentials | None = None,
+    data_dir: Path | None = None,
 ) -> Server:
     """Start `tessera server` on port 0 everywhere and wait for READY.
 
     `creds=None` gives fresh random credentials; pass the same ones (and name)
-    to restart a server over its data folder."""
+    to restart a server over its data folder. The data folder is
+    `work_dir/<name>-data` unless `data_dir` says otherwise; logs stay in
+    `work_dir`."""
     creds = creds or Credentials.random()
-    data_dir = work_dir / f"{name}-data"
+    data_dir = data_dir or work_dir / f"{name}-data"
     data_dir.mkdir(parents=True, exist_ok=True)
     argv = [
         str(binary),
@@ -366,8 +369,17 @@ class Cluster:
         return problems
 
 
-def start_cluster(binary: Path, work_dir: Path, datanodes: int = 5) -> Cluster:
-    """Start meta, `datanodes` datanodes and a gateway as separate processes."""
+def start_cluster(
+    binary: Path,
+    work_dir: Path,
+    datanodes: int = 5,
+    *,
+    meta_args: tuple[str, ...] = (),
+    datanode_args: tuple[str, ...] = (),
+    gateway_args: tuple[str, ...] = (),
+) -> Cluster:
+    """Start meta, `datanodes` datanodes and a gateway as separate processes;
+    `*_args` are appended to each role's command line."""
     creds = Credentials.random()
     env = process_env(creds.env())
     started: list[Proc] = []
@@ -376,7 +388,17 @@ def start_cluster(binary: Path, work_dir: Path, datanodes: int = 5) -> Cluster:
         meta_dir.mkdir(parents=True, exist_ok=True)
         meta_proc = Proc(
             "cluster-meta",
-            [str(binary), "meta", "--data", str(meta_dir), "--listen", "127.0.0.1:0", "--ops-listen", "127.0.0.1:0"],
+            [
+                str(binary),
+                "meta",
+                "--data",
+                str(meta_dir),
+                "--listen",
+                "127.0.0.1:0",
+                "--ops-listen",
+                "127.0.0.1:0",
+                *meta_args,
+            ],
             env,
             work_dir,
         )
@@ -402,6 +424,7 @@ def start_cluster(binary: Path, work_dir: Path, datanodes: int = 5) -> Cluster:
                     "127.0.0.1:0",
                     "--ops-listen",
                     "127.0.0.1:0",
+                    *datanode_args,
                 ],
                 env,
                 work_dir,
@@ -413,7 +436,17 @@ def start_cluster(binary: Path, work_dir: Path, datanodes: int = 5) -> Cluster:
 
         gateway = Proc(
             "cluster-gateway",
-            [str(binary), "gateway", "--meta", meta, "--listen", "127.0.0.1:0", "--ops-listen", "127.0.0.1:0"],
+            [
+                str(binary),
+                "gateway",
+                "--meta",
+                meta,
+                "--listen",
+                "127.0.0.1:0",
+                "--ops-listen",
+                "127.0.0.1:0",
+                *gateway_args,
+            ],
             env,
             work_dir,
         )

@@ -8,8 +8,10 @@ import os
 import zlib
 
 import pytest
+import requests
+from botocore.exceptions import ClientError
 
-from tessera_clients import MIB
+from tessera_clients import MIB, error_code, http_status, md5_b64, s3_error_code, signed_headers
 
 
 def b64(data: bytes) -> str:
@@ -52,9 +54,36 @@ def crc64nvme_b64(data: bytes) -> str:
     return b64(reflected_crc(data, _CRC64NVME, 64))
 
 
+def sha1_b64(data: bytes) -> str:
+    return b64(hashlib.sha1(data).digest())
+
+
+def sha256_b64(data: bytes) -> str:
+    return b64(hashlib.sha256(data).digest())
+
+
+# x-amz-checksum-<name>, the name S3's messages use, and the value in Python.
+CHECKSUMS = [
+    ("crc32", "CRC32", crc32_b64),
+    ("crc32c", "CRC32C", crc32c_b64),
+    ("crc64nvme", "CRC64NVME", crc64nvme_b64),
+    ("sha1", "SHA1", sha1_b64),
+    ("sha256", "SHA256", sha256_b64),
+]
+
+
+def assert_bad_checksum(response: requests.Response, name: str) -> None:
+    """400 BadDigest with S3's message naming the algorithm."""
+    assert response.status_code == 400, response.text
+    assert s3_error_code(response) == "BadDigest", response.text
+    message = f"The {name} you specified did not match the calculated checksum."
+    assert f"<Message>{message}</Message>" in response.text, response.text
+
+
 def test_python_crcs_match_the_catalogue():
     assert reflected_crc(b"123456789", _CRC32C, 32).hex() == "e3069283"
     assert reflected_crc(b"123456789", _CRC64NVME, 64).hex() == "ae8b14860a799888"
+    assert zlib.crc32(b"123456789").to_bytes(4, "big").hex() == "cbf43926"
 
 
 def test_put_checksums_are_returned(s3, bucket):
@@ -74,18 +103,21 @@ def test_put_checksums_are_returned(s3, bucket):
     assert "ChecksumSHA256" not in ranged
 
 
-@pytest.mark.parametrize("algorithm", ["CRC32", "SHA1", "SHA256"])
-def test_sdk_checksum_is_kept(s3, bucket, algorithm):
+@pytest.mark.parametrize("algorithm,compute", [("CRC32", crc32_b64), ("SHA1", sha1_b64), ("SHA256", sha256_b64)])
+def test_sdk_checksum_is_kept(s3, bucket, algorithm, compute):
     data = os.urandom(10_000)
-    s3.put_object(Bucket=bucket, Key="k", Body=data, ChecksumAlgorithm=algorithm)
+    expected = compute(data)
+    put = s3.put_object(Bucket=bucket, Key="k", Body=data, ChecksumAlgorithm=algorithm)
+    assert put[f"Checksum{algorithm}"] == expected
     head = s3.head_object(Bucket=bucket, Key="k", ChecksumMode="ENABLED")
-    assert head.get(f"Checksum{algorithm}"), head
-    if algorithm == "CRC32":
-        assert head["ChecksumCRC32"] == crc32_b64(data)
+    assert head[f"Checksum{algorithm}"] == expected
+    got = s3.get_object(Bucket=bucket, Key="k", ChecksumMode="ENABLED")
+    assert got[f"Checksum{algorithm}"] == expected
+    assert got["Body"].read() == data
     attributes = s3.get_object_attributes(
         Bucket=bucket, Key="k", ObjectAttributes=["ETag", "Checksum", "ObjectSize", "StorageClass"]
     )
-    assert attributes["Checksum"][f"Checksum{algorithm}"] == head[f"Checksum{algorithm}"]
+    assert attributes["Checksum"][f"Checksum{algorithm}"] == expected
     assert attributes["ObjectSize"] == len(data)
     assert attributes["StorageClass"] == "STANDARD"
     assert f'"{attributes["ETag"]}"' == head["ETag"]
@@ -102,7 +134,92 @@ def test_crc32c_and_crc64nvme_are_kept(raw, s3, bucket, algorithm, compute):
     assert head.headers[f"x-amz-checksum-{algorithm}"] == value
     assert head.headers["x-amz-checksum-type"] == "FULL_OBJECT"
     bad = raw.request("PUT", f"/{bucket}/k2", headers={f"x-amz-checksum-{algorithm}": value}, body=data + b"!")
-    assert bad.status_code == 400
+    assert_bad_checksum(bad, algorithm.upper())
+    assert raw.request("HEAD", f"/{bucket}/k2").status_code == 404
+
+
+@pytest.mark.parametrize("header,name,compute", CHECKSUMS, ids=[c[0] for c in CHECKSUMS])
+def test_wrong_checksum_header_is_bad_digest(raw, s3, bucket, header, name, compute):
+    """A well-formed x-amz-checksum-* value of other bytes: 400 BadDigest,
+    and the earlier version stays."""
+    s3.put_object(Bucket=bucket, Key="k", Body=b"previous version")
+    data = os.urandom(5000)
+    wrong = compute(data[:-1])
+    bad = raw.request("PUT", f"/{bucket}/k", headers={f"x-amz-checksum-{header}": wrong}, body=data)
+    assert_bad_checksum(bad, name)
+    assert s3.get_object(Bucket=bucket, Key="k")["Body"].read() == b"previous version"
+    good = raw.request("PUT", f"/{bucket}/k", headers={f"x-amz-checksum-{header}": compute(data)}, body=data)
+    assert good.status_code == 200, good.text
+    assert good.headers[f"x-amz-checksum-{header}"] == compute(data)
+
+
+def test_upload_part_with_wrong_content_md5_is_bad_digest(raw, s3, bucket):
+    upload = s3.create_multipart_upload(Bucket=bucket, Key="mp")["UploadId"]
+    data = os.urandom(1000)
+    query = f"partNumber=1&uploadId={upload}"
+    bad = raw.request("PUT", f"/{bucket}/mp", query=query, headers={"Content-MD5": md5_b64(b"other")}, body=data)
+    assert bad.status_code == 400, bad.text
+    assert s3_error_code(bad) == "BadDigest", bad.text
+    assert s3.list_parts(Bucket=bucket, Key="mp", UploadId=upload).get("Parts", []) == []
+    s3.abort_multipart_upload(Bucket=bucket, Key="mp", UploadId=upload)
+
+
+def test_delete_objects_with_wrong_content_md5_is_bad_digest(raw, s3, bucket):
+    s3.put_object(Bucket=bucket, Key="a", Body=b"kept")
+    document = b"<Delete><Object><Key>a</Key></Object></Delete>"
+    bad = raw.request(
+        "POST", f"/{bucket}", query="delete", headers={"Content-MD5": md5_b64(document + b" ")}, body=document
+    )
+    assert bad.status_code == 400, bad.text
+    assert s3_error_code(bad) == "BadDigest", bad.text
+    assert s3.get_object(Bucket=bucket, Key="a")["Body"].read() == b"kept"
+    good = raw.request("POST", f"/{bucket}", query="delete", headers={"Content-MD5": md5_b64(document)}, body=document)
+    assert good.status_code == 200, good.text
+    assert "Contents" not in s3.list_objects_v2(Bucket=bucket)
+
+
+def test_upload_part_with_wrong_checksum_is_bad_digest(raw, s3, bucket):
+    upload = s3.create_multipart_upload(Bucket=bucket, Key="mp", ChecksumAlgorithm="CRC32")["UploadId"]
+    data = os.urandom(1000)
+    query = f"partNumber=1&uploadId={upload}"
+    bad = raw.request(
+        "PUT", f"/{bucket}/mp", query=query, headers={"x-amz-checksum-crc32": crc32_b64(b"other")}, body=data
+    )
+    assert_bad_checksum(bad, "CRC32")
+    assert s3.list_parts(Bucket=bucket, Key="mp", UploadId=upload).get("Parts", []) == []
+    s3.abort_multipart_upload(Bucket=bucket, Key="mp", UploadId=upload)
+
+
+def test_complete_with_a_part_checksum_that_differs_is_invalid_part(s3, bucket):
+    """CompleteMultipartUpload naming a part by its ETag but with a
+    ChecksumCRC32 other than the uploaded part's: 400 InvalidPart, nothing
+    is committed and the upload can still complete."""
+    upload = s3.create_multipart_upload(Bucket=bucket, Key="mp", ChecksumAlgorithm="CRC32")["UploadId"]
+    data = os.urandom(1000)
+    reply = s3.upload_part(Bucket=bucket, Key="mp", UploadId=upload, PartNumber=1, Body=data, ChecksumAlgorithm="CRC32")
+    assert reply["ChecksumCRC32"] == crc32_b64(data)
+    wrong = {"PartNumber": 1, "ETag": reply["ETag"], "ChecksumCRC32": crc32_b64(data + b"!")}
+    with pytest.raises(ClientError) as refused:
+        s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=upload, MultipartUpload={"Parts": [wrong]})
+    assert (http_status(refused.value), error_code(refused.value)) == (400, "InvalidPart")
+    with pytest.raises(ClientError) as missing:
+        s3.head_object(Bucket=bucket, Key="mp")
+    assert http_status(missing.value) == 404
+    right = {"PartNumber": 1, "ETag": reply["ETag"], "ChecksumCRC32": reply["ChecksumCRC32"]}
+    s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=upload, MultipartUpload={"Parts": [right]})
+    assert s3.get_object(Bucket=bucket, Key="mp")["Body"].read() == data
+
+
+def test_payload_hash_mismatch_is_xamz_content_sha256_mismatch(raw, s3, bucket):
+    """A request signed for one body (x-amz-content-sha256 its SHA-256)
+    carrying another of the same length: 400 XAmzContentSHA256Mismatch."""
+    s3.put_object(Bucket=bucket, Key="k", Body=b"previous version")
+    signed_for, sent = b"a" * 1000, b"b" * 1000
+    headers = signed_headers(raw, "PUT", f"/{bucket}/k", body=signed_for)
+    bad = requests.put(raw.url(f"/{bucket}/k"), headers=headers, data=sent, timeout=60)
+    assert bad.status_code == 400, bad.text
+    assert s3_error_code(bad) == "XAmzContentSHA256Mismatch", bad.text
+    assert s3.get_object(Bucket=bucket, Key="k")["Body"].read() == b"previous version"
 
 
 def multipart(s3, bucket, key, parts, algorithm, kind=None):
@@ -163,14 +280,17 @@ def test_multipart_crc_full_object_without_reading_data(raw, s3, bucket, algorit
     full-object by default)."""
     parts = [bytes(range(256)) * (5 * MIB // 256), os.urandom(777)]
     extra = {"ChecksumType": kind} if kind else {}
-    upload = s3.create_multipart_upload(
-        Bucket=bucket, Key="mp", ChecksumAlgorithm=algorithm.upper(), **extra
-    )["UploadId"]
+    upload = s3.create_multipart_upload(Bucket=bucket, Key="mp", ChecksumAlgorithm=algorithm.upper(), **extra)[
+        "UploadId"
+    ]
     done = []
     for number, data in enumerate(parts, 1):
         reply = raw.request(
-            "PUT", f"/{bucket}/mp", query=f"partNumber={number}&uploadId={upload}",
-            headers={f"x-amz-checksum-{algorithm}": compute(data)}, body=data,
+            "PUT",
+            f"/{bucket}/mp",
+            query=f"partNumber={number}&uploadId={upload}",
+            headers={f"x-amz-checksum-{algorithm}": compute(data)},
+            body=data,
         )
         assert reply.status_code == 200, reply.text
         done.append({"PartNumber": number, "ETag": reply.headers["ETag"]})
@@ -186,8 +306,17 @@ def test_aws_cli_reads_checksums(aws, s3, bucket):
     data = os.urandom(1000)
     s3.put_object(Bucket=bucket, Key="cli", Body=data, ChecksumAlgorithm="CRC32")
     out = json.loads(
-        aws("s3api", "get-object-attributes", "--bucket", bucket, "--key", "cli",
-            "--object-attributes", "Checksum", "ObjectSize").stdout
+        aws(
+            "s3api",
+            "get-object-attributes",
+            "--bucket",
+            bucket,
+            "--key",
+            "cli",
+            "--object-attributes",
+            "Checksum",
+            "ObjectSize",
+        ).stdout
     )
     assert out["Checksum"]["ChecksumCRC32"] == crc32_b64(data)
     assert out["ObjectSize"] == 1000

@@ -2,10 +2,11 @@
 replicated objects stay readable after a datanode is SIGKILLed."""
 
 import os
+import time
 
 import pytest
 
-from tessera_clients import MIB, RawS3, empty_and_delete, new_bucket_name, quote_key, s3_client
+from tessera_clients import MIB, RawS3, empty_and_delete, metric_total, new_bucket_name, quote_key, s3_client
 from tessera_procs import find_key, healthy_datanodes
 
 REPLICATION_HEADER = "x-tessera-replication"
@@ -73,45 +74,104 @@ def test_replication_header_decides_block_placement(cluster, cluster_client):
         empty_and_delete(cluster_client, bucket)
 
 
+DEGRADED_READS = "tessera_client_degraded_reads_total"
+# rs-3-2-1024k: internal blocks 0..2 hold data cells, 3 and 4 parity.
+DATA_BLOCKS = 3
+
+
+def block_sizes(cluster):
+    """{(datanode index, block file name): size} of every committed block file."""
+    sizes = {}
+    for i in range(len(cluster.datanodes)):
+        for path in (cluster.work_dir / f"dn{i}" / "blocks").glob("*/*.data"):
+            sizes[(i, path.name)] = path.stat().st_size
+    return sizes
+
+
+def put_placed(cluster, put, wanted, what):
+    """Runs `put()` until `wanted(placed)` holds for the block files it added
+    (placement ties are broken at random; an overwrite places anew), where
+    `placed` maps datanode index -> [(internal index, size)] of those files."""
+    for _ in range(40):
+        before = block_sizes(cluster)
+        put()
+        placed = {}
+        for (node, name), size in block_sizes(cluster).items():
+            if (node, name) not in before:
+                internal = int(name.removesuffix(".data").rsplit("_", 1)[1])
+                placed.setdefault(node, []).append((internal, size))
+        if wanted(placed):
+            return placed
+        time.sleep(0.25)
+    raise AssertionError(f"no placement of {what} in 40 PUTs was the one the test needs")
+
+
+def holds_data(placed, node):
+    """Whether `node` holds a data cell with bytes of the object."""
+    return any(internal < DATA_BLOCKS and size > 0 for internal, size in placed.get(node, []))
+
+
 def test_objects_survive_a_killed_datanode(cluster, cluster_client):
+    """SIGKILL the datanode holding a data cell of every EC object (found from
+    its block files: `<block>_<internal index>.data`): each EC read is then a
+    degraded read (the gateway's degraded-read counter rises on every one),
+    a replicated read goes to another replica, and every byte is right."""
     client = cluster_client
     bucket = new_bucket_name("cluster")
     client.create_bucket(Bucket=bucket)
-
+    raw = RawS3(cluster.endpoint, cluster.access_key, cluster.secret_key)
     # Sizes cross cell (1 MiB) and stripe (3 MiB) boundaries and end in a partial stripe.
     objects = {
+        "small-ec": os.urandom(100),
         "default-ec": os.urandom(10 * MIB + 12345),
         "explicit-ec": os.urandom(7 * MIB + 1),
         "replicated": os.urandom(2 * MIB + 3),
-        "small-ec": os.urandom(100),
     }
-    client.put_object(Bucket=bucket, Key="default-ec", Body=objects["default-ec"])
-    client.put_object(Bucket=bucket, Key="small-ec", Body=objects["small-ec"])
-    put_with_replication(client, bucket, "explicit-ec", objects["explicit-ec"], "rs-3-2-1024k")
-    # The same header through a hand-signed request, so it is surely on the wire.
-    raw = RawS3(cluster.endpoint, cluster.access_key, cluster.secret_key)
-    response = raw.request(
-        "PUT",
-        f"/{bucket}/{quote_key('replicated')}",
-        headers={REPLICATION_HEADER: "replicated-3"},
-        body=objects["replicated"],
-    )
-    assert response.status_code == 200, response.text
 
-    def check_all(when):
+    def put(key, replication=None):
+        if replication is None:
+            return lambda: client.put_object(Bucket=bucket, Key=key, Body=objects[key])
+        if key == "replicated":
+            # The header through a hand-signed request, so it is surely on the wire.
+            def put_raw():
+                path = f"/{bucket}/{quote_key(key)}"
+                response = raw.request("PUT", path, headers={REPLICATION_HEADER: replication}, body=objects[key])
+                assert response.status_code == 200, response.text
+
+            return put_raw
+        return lambda: put_with_replication(client, bucket, key, objects[key], replication)
+
+    # A 100-byte object has one data cell with bytes: its datanode is the victim.
+    small = put_placed(cluster, put("small-ec"), lambda placed: len(placed) == 5, "small-ec")
+    (victim,) = [node for node in small if holds_data(small, node)]
+    put_placed(cluster, put("default-ec"), lambda placed: holds_data(placed, victim), "default-ec")
+    put_placed(cluster, put("explicit-ec", "rs-3-2-1024k"), lambda placed: holds_data(placed, victim), "explicit-ec")
+    put_placed(cluster, put("replicated", "replicated-3"), lambda placed: victim in placed, "replicated")
+    ec_keys = ["small-ec", "default-ec", "explicit-ec"]
+
+    def degraded():
+        return metric_total(cluster.gateway_ops, DEGRADED_READS)
+
+    def check_all(when, expect_degraded):
         for key, data in objects.items():
+            was = degraded()
             got = client.get_object(Bucket=bucket, Key=key)["Body"].read()
             assert got == data, f"{key} differs {when}"
+            rebuilt = degraded() - was
+            if expect_degraded and key in ec_keys:
+                assert rebuilt >= 1, f"{key} read {when} without a degraded read, though a data cell is lost"
+            elif not expect_degraded:
+                assert rebuilt == 0, f"{key} read {when}: {rebuilt} degraded reads with every datanode up"
         big = objects["default-ec"]
         start, end = 3 * MIB - 10, 4 * MIB + 10
         ranged = client.get_object(Bucket=bucket, Key="default-ec", Range=f"bytes={start}-{end}")
         assert ranged["Body"].read() == big[start : end + 1], f"range differs {when}"
 
-    check_all("before the kill")
-    cluster.kill_datanode(2)
-    check_all("after SIGKILL of one datanode")
+    check_all("before the kill", expect_degraded=False)
+    cluster.kill_datanode(victim)
+    check_all(f"after SIGKILL of datanode {victim}", expect_degraded=True)
     # A second read of everything: the dead node is not cached as good.
-    check_all("on the second read after the kill")
+    check_all("on the second read after the kill", expect_degraded=True)
 
     empty_and_delete(client, bucket)
 

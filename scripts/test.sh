@@ -4,6 +4,7 @@
 #   2. lint       cargo fmt --check, cargo clippy --all-targets -D warnings, no module cycles
 #   3. cargo test the workspace's unit and integration tests (debug build)
 #   4. release    the static release binary (target/x86_64-unknown-linux-gnu/release/tessera)
+#                 and powercut-fs, the FUSE filesystem of the power-loss test
 #   5. s3-tests   the Python conformance suite (pytest) against that binary
 #   6. compose    scripts/compose-smoke.sh, when a Docker engine answers
 # Environment: TESSERA_SKIP_COMPOSE=1 skips stage 6; PYTEST_TIMEOUT (seconds per
@@ -57,8 +58,9 @@ stage() {
 
 tools() {
     command -v cargo >/dev/null 2>&1 || die "cargo not found: install a Rust toolchain (rustup)"
-    # S3 clients the smoke tests drive (s3-tests/test_tools.py).
-    apt_install rclone s3cmd
+    # S3 clients the smoke tests drive (s3-tests/test_tools.py); FUSE for
+    # the power-loss test (s3-tests/test_power_loss.py).
+    apt_install rclone s3cmd fuse3
     ensure_venv
     "$TESSERA_VENV/bin/python" -c 'import boto3, pytest, pytest_timeout, requests'
     "$TESSERA_VENV/bin/aws" --version >&2
@@ -81,6 +83,7 @@ release_build() {
     else
         log "WARNING: $TESSERA_RELEASE_BIN is dynamically linked; the image will carry its shared libraries"
     fi
+    cargo build --release --locked -p powercut-fs
 }
 
 s3_tests() {
@@ -88,7 +91,8 @@ s3_tests() {
     if [ -n "${PYTEST_ARGS:-}" ]; then
         read -r -a args <<<"$PYTEST_ARGS"
     fi
-    TESSERA_BIN=$TESSERA_RELEASE_BIN "$TESSERA_VENV/bin/python" -m pytest s3-tests \
+    TESSERA_BIN=$TESSERA_RELEASE_BIN POWERCUT_FS_BIN=$TESSERA_ROOT/target/release/powercut-fs \
+        "$TESSERA_VENV/bin/python" -m pytest s3-tests \
         -v --timeout="${PYTEST_TIMEOUT:-300}" --durations=10 "${args[@]}"
 }
 
@@ -105,6 +109,6 @@ compose_smoke() {
 stage tools "Python venv with boto3, aws-cli v1, pytest" tools
 stage lint "rustfmt, clippy, module cycles" lint
 stage cargo "cargo test --workspace (debug)" cargo_tests
-stage release "static release build of tessera" release_build
+stage release "static release build of tessera, powercut-fs" release_build
 stage s3-tests "pytest s3-tests against the release binary" s3_tests
 stage compose "docker compose cluster smoke test" compose_smoke

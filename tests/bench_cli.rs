@@ -271,8 +271,10 @@ fn bench_workloads_against_a_process_cluster() {
         svg.to_str().unwrap(),
         "--datanode-pids",
         &pids,
+        "--verify",
     ]);
     assert_clean_run(&pread, "pread");
+    assert_eq!(pread["settings"]["verify"], true);
     assert_eq!(pread["workloads"][0]["name"], "positioned");
     assert_eq!(pread["workloads"][1]["name"], "sequential");
     assert_eq!(pread["settings"]["size"], 4 << 20);
@@ -295,14 +297,18 @@ fn bench_workloads_against_a_process_cluster() {
         &cluster.s3,
         "--key",
         "pread-4m",
+        "--size",
+        "4MiB",
         "--threads",
         "2",
         "--seq-readers",
         "1",
         "--duration",
         "1s",
+        "--verify",
     ]);
     assert_clean_run(&pread_s3, "pread via s3");
+    assert_eq!(pread_s3["settings"]["verify"], true);
     assert_eq!(pread_s3["settings"]["size"], 4 << 20);
 
     let get = cluster.bench(&[
@@ -317,6 +323,7 @@ fn bench_workloads_against_a_process_cluster() {
         "3",
         "--duration",
         "1s",
+        "--verify",
     ]);
     assert_clean_run(&get, "get");
     assert_eq!(

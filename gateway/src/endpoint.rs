@@ -216,6 +216,7 @@ async fn run(
     // granted (public-read buckets, CORS preflights, form uploads); the body
     // is not touched before this point, so `Expect: 100-continue` is only
     // answered once the request is authorised.
+    crate::headers::check_header_section(&parts.headers)?;
     let anonymous_allowed = endpoint
         .as_ref()
         .is_ok_and(|e| e.access().allows_anonymous());

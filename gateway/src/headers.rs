@@ -39,6 +39,24 @@ pub struct ObjectMetadata {
     pub user_metadata: BTreeMap<String, String>,
 }
 
+/// The most a request's header section may hold: S3 documents 8 KB.
+pub const MAX_HEADER_SECTION: usize = 8 * 1024;
+
+/// RequestHeaderSectionTooLarge when the headers, each counted as
+/// `name: value` and its line end, exceed [`MAX_HEADER_SECTION`].
+pub fn check_header_section(headers: &HeaderMap) -> Result<(), S3Error> {
+    let size: usize = headers
+        .iter()
+        .map(|(n, v)| n.as_str().len() + v.len() + 4)
+        .sum();
+    if size > MAX_HEADER_SECTION {
+        return Err(S3Error::new(S3Code::RequestHeaderSectionTooLarge)
+            .detail("Size", size.to_string())
+            .detail("MaxSizeAllowed", MAX_HEADER_SECTION.to_string()));
+    }
+    Ok(())
+}
+
 fn header_text(name: &str, value: &HeaderValue) -> Result<String, S3Error> {
     String::from_utf8(value.as_bytes().to_vec()).map_err(|_| {
         S3Error::invalid_argument(format!("Header {name} is not valid UTF-8"))
@@ -212,6 +230,15 @@ mod tests {
             );
         }
         map
+    }
+
+    #[test]
+    fn a_header_section_over_8_kb_is_refused() {
+        let near = "v".repeat(MAX_HEADER_SECTION - "x-big".len() - 4);
+        assert!(check_header_section(&headers(&[("x-big", &near)])).is_ok());
+        let over = format!("{near}v");
+        let err = check_header_section(&headers(&[("x-big", &over)])).unwrap_err();
+        assert_eq!(err.code(), S3Code::RequestHeaderSectionTooLarge);
     }
 
     #[test]

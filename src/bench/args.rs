@@ -212,6 +212,11 @@ pub struct PreadArgs {
     /// How long to read.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub duration: Duration,
+    /// Check every byte read against what the bench wrote, counting a
+    /// difference as an error (the key is written anew first, so that its
+    /// contents are known).
+    #[arg(long)]
+    pub verify: bool,
     /// Output settings.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -241,6 +246,11 @@ pub struct GetArgs {
     /// How long to read.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub duration: Duration,
+    /// Check every byte read against what the bench wrote, counting a
+    /// difference as an error (the key is written anew first, so that its
+    /// contents are known).
+    #[arg(long)]
+    pub verify: bool,
     /// Output settings.
     #[command(flatten)]
     pub output: OutputArgs,

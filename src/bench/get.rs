@@ -20,18 +20,17 @@ pub fn object_key(object_size: u64, i: u64) -> String {
 }
 
 /// Writes the objects of the set that are absent or of another size.
-async fn ensure_objects(client: &S3Client, args: &GetArgs) -> Result<()> {
+/// With `--verify`, every object is written anew, so that each holds the
+/// payload GETs are checked against.
+async fn ensure_objects(client: &S3Client, args: &GetArgs, payload: &Payload) -> Result<()> {
     client.create_bucket(&args.bucket).await?;
-    let mut payload: Option<Payload> = None;
     for i in 0..args.objects {
         let key = object_key(args.object_size, i);
-        if client.head_object(&args.bucket, &key).await? == Some(args.object_size) {
+        let found = client.head_object(&args.bucket, &key).await?;
+        if !args.verify && found == Some(args.object_size) {
             continue;
         }
-        if payload.is_none() {
-            payload = Some(Payload::random(args.object_size)?);
-        }
-        let data = payload.as_ref().map(|p| p.data.clone()).unwrap_or_default();
+        let data = payload.data.clone();
         client
             .put_object(&args.bucket, &key, data, args.replication)
             .await
@@ -47,7 +46,9 @@ pub async fn run(args: GetArgs) -> Result<RunOutcome> {
     }
     let s3 = &args.s3;
     let client = S3Client::new(&s3.endpoint, &s3.access_key, &s3.secret_key, &s3.region)?;
-    ensure_objects(&client, &args).await?;
+    let payload = Payload::pattern(args.object_size)?;
+    ensure_objects(&client, &args, &payload).await?;
+    let expected = args.verify.then_some(payload.data);
     let counters = Arc::new(Counters::default());
     let phase = Phase::begin(
         &args.output,
@@ -59,14 +60,17 @@ pub async fn run(args: GetArgs) -> Result<RunOutcome> {
         .map(|_| {
             let client = client.clone();
             let bucket = args.bucket.clone();
+            let expected = expected.clone();
             let (size, objects) = (args.object_size, args.objects);
             tokio::spawn(run_worker(budget.clone(), counters.clone(), move |_| {
                 let client = client.clone();
                 let bucket = bucket.clone();
+                let expected = expected.clone();
                 async move {
                     let i = rand::thread_rng().gen_range(0..objects);
+                    let key = object_key(size, i);
                     client
-                        .get_object(&bucket, &object_key(size, i), None, size)
+                        .get_object(&bucket, &key, None, size, expected.as_ref())
                         .await
                 }
             }))
@@ -86,6 +90,7 @@ pub async fn run(args: GetArgs) -> Result<RunOutcome> {
         "bucket": args.bucket, "clients": args.clients, "object_size": args.object_size,
         "objects": args.objects, "duration_s": args.duration.as_secs_f64(),
         "replication": args.replication.map(|r| r.to_string()),
+        "verify": args.verify,
     });
     let report = ended.report("get", "s3", s3.endpoint.clone(), settings, &results);
     Ok(RunOutcome { report, results })

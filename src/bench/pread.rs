@@ -6,10 +6,11 @@ use super::args::{PreadArgs, Via};
 use super::live::{run_worker, Budget, Goal};
 use super::report::{Counters, WorkerTally, WorkloadResult};
 use super::s3_client::S3Client;
-use super::store_ops::{self, Payload};
+use super::store_ops::{self, check_content, Payload};
 use super::{Phase, RunOutcome};
 use anyhow::{bail, Context, Result};
 use block_client::KeyReader;
+use bytes::Bytes;
 use futures::future::join_all;
 use futures::StreamExt;
 use rand::Rng;
@@ -36,9 +37,16 @@ fn random_slot() -> u64 {
     rand::thread_rng().gen()
 }
 
-/// One source of reads: the shared client reader or the S3 gateway.
+/// One source of reads: the shared client reader or the S3 gateway, and
+/// the key's contents when reads are checked against them.
 #[derive(Clone)]
-enum Source {
+struct Source {
+    path: Path,
+    expected: Option<Bytes>,
+}
+
+#[derive(Clone)]
+enum Path {
     Client(Arc<KeyReader>),
     S3(Arc<S3Key>),
 }
@@ -51,19 +59,33 @@ struct S3Key {
 }
 
 impl Source {
+    /// Reads by `path`, checked against the key's contents with `--verify`.
+    fn new(path: Path, args: &PreadArgs) -> Result<Self> {
+        let expected = match args.verify {
+            true => Some(Payload::pattern(args.size)?.data),
+            false => None,
+        };
+        Ok(Self { path, expected })
+    }
+
     async fn read(&self, offset: u64, len: u64) -> Result<u64> {
-        match self {
-            Source::Client(reader) => {
+        match &self.path {
+            Path::Client(reader) => {
                 let bytes = reader.read_at(offset, len as usize).await?;
                 if bytes.len() as u64 != len {
                     bail!("read_at({offset}, {len}) returned {} bytes", bytes.len());
                 }
+                check_content(self.expected.as_ref(), offset, &bytes)?;
                 Ok(len)
             }
-            Source::S3(target) => Ok(target
-                .client
-                .get_object(&target.bucket, &target.key, Some((offset, len)), len)
-                .await?),
+            Path::S3(target) => {
+                let range = Some((offset, len));
+                let expected = self.expected.as_ref();
+                let client = &target.client;
+                Ok(client
+                    .get_object(&target.bucket, &target.key, range, len, expected)
+                    .await?)
+            }
         }
     }
 }
@@ -77,20 +99,29 @@ async fn open(args: &PreadArgs) -> Result<(Source, u64)> {
                 &args.target.cluster,
                 &args.target.storage,
             )?;
-            let record =
-                store_ops::ensure_key(&store, &args.bucket, &args.key, args.size, args.replication)
-                    .await?;
+            let (bucket, key) = (&args.bucket, &args.key);
+            let record = store_ops::ensure_key(
+                &store,
+                bucket,
+                key,
+                args.size,
+                args.replication,
+                args.verify,
+            )
+            .await?;
             let size = record.size;
-            Ok((Source::Client(Arc::new(store.reader(&record))), size))
+            let path = Path::Client(Arc::new(store.reader(&record)));
+            Ok((Source::new(path, args)?, size))
         }
         Via::S3 => {
             let s3 = args.target.s3()?;
             let client = S3Client::new(&s3.endpoint, &s3.access_key, &s3.secret_key, &s3.region)?;
             client.create_bucket(&args.bucket).await?;
-            let size = match client.head_object(&args.bucket, &args.key).await? {
+            let found = client.head_object(&args.bucket, &args.key).await?;
+            let size = match found.filter(|_| !args.verify) {
                 Some(size) => size,
                 None => {
-                    let payload = Payload::random(args.size)?;
+                    let payload = Payload::pattern(args.size)?;
                     client
                         .put_object(
                             &args.bucket,
@@ -103,12 +134,12 @@ async fn open(args: &PreadArgs) -> Result<(Source, u64)> {
                     args.size
                 }
             };
-            let source = Source::S3(Arc::new(S3Key {
+            let path = Path::S3(Arc::new(S3Key {
                 client,
                 bucket: args.bucket.clone(),
                 key: args.key.clone(),
             }));
-            Ok((source, size))
+            Ok((Source::new(path, args)?, size))
         }
     }
 }
@@ -125,8 +156,15 @@ async fn sequential_worker(
     budget: Arc<Budget>,
     counters: Arc<Counters>,
 ) -> WorkerTally {
-    if let Source::Client(reader) = source {
-        return stream_worker(reader, start, read_size, budget, counters).await;
+    if let Path::Client(reader) = &source.path {
+        let (reader, expected) = (reader.clone(), source.expected.clone());
+        let stream = StreamRead {
+            reader,
+            expected,
+            start,
+            read_size,
+        };
+        return stream_worker(stream, budget, counters).await;
     }
     let first = start / read_size.max(1);
     run_worker(budget, counters, move |i| {
@@ -139,15 +177,28 @@ async fn sequential_worker(
     .await
 }
 
+/// A sequential stream over the shared reader, from `start`, taken
+/// `read_size` bytes at a time.
+struct StreamRead {
+    reader: Arc<KeyReader>,
+    expected: Option<Bytes>,
+    start: u64,
+    read_size: u64,
+}
+
 /// One operation of a stream reader is taking `read_size` bytes from the
 /// stream, as a 1 MiB `read()` on a sequential input stream would.
 async fn stream_worker(
-    reader: Arc<KeyReader>,
-    start: u64,
-    read_size: u64,
+    stream_read: StreamRead,
     budget: Arc<Budget>,
     counters: Arc<Counters>,
 ) -> WorkerTally {
+    let StreamRead {
+        reader,
+        expected,
+        start,
+        read_size,
+    } = stream_read;
     let size = reader.len();
     let mut tally = WorkerTally::new();
     let mut position = start;
@@ -158,6 +209,11 @@ async fn stream_worker(
         while got < read_size {
             match stream.next().await {
                 Some(Ok(chunk)) => {
+                    if let Err(e) = check_content(expected.as_ref(), position, &chunk) {
+                        tally.error(&counters, &e);
+                        stream = reader.sequential(position, size);
+                        continue 'ops;
+                    }
                     got += chunk.len() as u64;
                     position += chunk.len() as u64;
                 }
@@ -261,6 +317,7 @@ pub async fn run(args: PreadArgs) -> Result<RunOutcome> {
         "replication": args.replication.to_string(), "threads": args.threads,
         "read_size": read_size, "seq_readers": args.seq_readers,
         "seq_read_size": seq_read_size, "duration_s": args.duration.as_secs_f64(),
+        "verify": args.verify,
     });
     let report = ended.report(
         "pread",

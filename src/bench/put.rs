@@ -61,7 +61,7 @@ pub async fn run(args: PutArgs) -> Result<RunOutcome> {
         bail!("--count must be at least 1");
     }
     let run_id = format!("{:08x}", rand::random::<u32>());
-    let payload = Payload::random(args.key_size)?;
+    let payload = Payload::pattern(args.key_size)?;
     let counters = Arc::new(Counters::default());
     let duration = args.duration.unwrap_or(DEFAULT_DURATION);
     let goal = match args.count {

@@ -2,6 +2,7 @@
 //! (aws-sigv4) over a pooled hyper HTTP/1 client. Bodies are counted as they
 //! arrive, never joined, so the client costs little next to the server.
 
+use super::store_ops::first_difference;
 use aws_credential_types::Credentials;
 use aws_sigv4::http_request::{
     sign, PayloadChecksumKind, PercentEncodingMode, SignableBody, SignableRequest, SigningSettings,
@@ -49,6 +50,14 @@ pub enum S3ClientError {
         status: StatusCode,
         /// Start of the answer's body.
         body: String,
+    },
+    /// The body differs from the bytes the caller expected.
+    #[error("{path}: content differs from what was written at byte {offset}")]
+    Mismatch {
+        /// Request path.
+        path: String,
+        /// Offset in the object of the first wrong byte.
+        offset: u64,
     },
     /// The body was not as long as asked for.
     #[error("{path}: expected {expected} bytes, got {got}")]
@@ -115,6 +124,19 @@ impl S3Client {
         headers: &[(&str, String)],
         body: Bytes,
     ) -> Result<Counted, S3ClientError> {
+        self.send_expecting(method, path, headers, body, None).await
+    }
+
+    /// [`Self::send`], checking a successful answer's body against
+    /// `expected`: the object's bytes and the offset the body starts at.
+    async fn send_expecting(
+        &self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, String)],
+        body: Bytes,
+        expected: Option<(&Bytes, u64)>,
+    ) -> Result<Counted, S3ClientError> {
         let uri = format!("{}{path}", self.endpoint);
         let mut builder = Request::builder().method(method.clone()).uri(&uri);
         for (name, value) in headers {
@@ -132,6 +154,13 @@ impl S3Client {
         let mut start = Bytes::new();
         while let Some(frame) = body.frame().await {
             if let Ok(data) = frame?.into_data() {
+                if let Some((object, offset)) = expected.filter(|_| parts.status.is_success()) {
+                    let at = offset + bytes;
+                    if let Some(offset) = first_difference(object, at, &data) {
+                        let path = path.to_string();
+                        return Err(S3ClientError::Mismatch { path, offset });
+                    }
+                }
                 bytes += data.len() as u64;
                 if start.is_empty() && !parts.status.is_success() {
                     start = data;
@@ -239,21 +268,25 @@ impl S3Client {
     }
 
     /// GETs `len` bytes of `key` from `offset` (the whole object when None)
-    /// and returns how many arrived; fewer than asked is an error.
+    /// and returns how many arrived; fewer than asked is an error, and so is
+    /// a byte that differs from `contents` (the whole object) when given.
     pub async fn get_object(
         &self,
         bucket: &str,
         key: &str,
         range: Option<(u64, u64)>,
         expected: u64,
+        contents: Option<&Bytes>,
     ) -> Result<u64, S3ClientError> {
         let path = format!("/{bucket}/{key}");
         let headers: Vec<(&str, String)> = range
             .map(|(offset, len)| ("range", format!("bytes={offset}-{}", offset + len - 1)))
             .into_iter()
             .collect();
+        let start = range.map_or(0, |(offset, _)| offset);
+        let contents = contents.map(|c| (c, start));
         let answer = self
-            .send(Method::GET, &path, &headers, Bytes::new())
+            .send_expecting(Method::GET, &path, &headers, Bytes::new(), contents)
             .await?;
         Self::check(Method::GET, &path, &answer)?;
         if answer.bytes != expected {

@@ -11,7 +11,7 @@ use meta_api::{
     now_millis, CommitObject, CreateBucket, DiscardBlocks, GetObject, MetaError, ObjectRecord,
 };
 use proto::ReplicationConfig;
-use rand::RngCore;
+use rand::{RngCore, SeedableRng};
 use std::sync::Arc;
 
 /// The bytes every written key holds, with their MD5 computed once.
@@ -27,11 +27,12 @@ pub struct Payload {
 const MD5_PROBE_BYTES: u64 = 256 * 1024 * 1024;
 
 impl Payload {
-    /// `size` random bytes.
-    pub fn random(size: u64) -> Result<Self> {
+    /// `size` pseudo-random bytes, the same for every run and process asked
+    /// for that size, so that a reader can check what it reads.
+    pub fn pattern(size: u64) -> Result<Self> {
         let len = usize::try_from(size).context("payload too large for this machine")?;
         let mut data = vec![0u8; len];
-        rand::thread_rng().fill_bytes(&mut data);
+        rand::rngs::StdRng::seed_from_u64(size).fill_bytes(&mut data);
         let md5 = hex::encode(Md5::digest(&data));
         Ok(Self {
             data: Bytes::from(data),
@@ -136,28 +137,54 @@ pub async fn write_key(
     Ok(record)
 }
 
-/// The object at `bucket/key`, written first (with `size` random bytes) when absent.
+/// Where `got`, read at `offset` of a key that holds `expected`, differs
+/// from it: the offset of its first wrong byte, or of its end when it runs
+/// past `expected`.
+pub fn first_difference(expected: &[u8], offset: u64, got: &[u8]) -> Option<u64> {
+    let start = usize::try_from(offset)
+        .unwrap_or(usize::MAX)
+        .min(expected.len());
+    let wanted = &expected[start..];
+    let at = got.iter().zip(wanted).position(|(g, w)| g != w);
+    match at {
+        Some(at) => Some(offset + at as u64),
+        None if got.len() > wanted.len() => Some(offset + wanted.len() as u64),
+        None => None,
+    }
+}
+
+/// Checks `got`, read at `offset`, against `expected` when there is one.
+pub fn check_content(expected: Option<&Bytes>, offset: u64, got: &[u8]) -> Result<()> {
+    match expected.and_then(|e| first_difference(e, offset, got)) {
+        Some(at) => anyhow::bail!("content differs from what was written at byte {at}"),
+        None => Ok(()),
+    }
+}
+
+/// The object at `bucket/key`, written first (with [`Payload::pattern`] of
+/// `size`) when absent or when `rewrite` asks for known contents.
 pub async fn ensure_key(
     store: &StoreClient,
     bucket: &str,
     key: &str,
     size: u64,
     replication: ReplicationConfig,
+    rewrite: bool,
 ) -> Result<Arc<ObjectRecord>> {
     ensure_bucket(store, bucket).await?;
     let lookup = || GetObject {
         bucket: bucket.to_string(),
         key: key.to_string(),
     };
-    if let Some(record) = store
+    let found = store
         .meta()
         .call(lookup())
         .await
-        .with_context(|| format!("looking up {bucket}/{key}"))?
-    {
+        .with_context(|| format!("looking up {bucket}/{key}"))?;
+    if let Some(record) = found.filter(|_| !rewrite) {
         return Ok(record);
     }
-    let payload = Payload::random(size)?;
+    let payload = Payload::pattern(size)?;
     write_key(store, bucket, key, &payload, 1 << 20, replication).await?;
     // Read the record back: meta fills in the datanodes' current addresses.
     store
@@ -165,4 +192,25 @@ pub async fn ensure_key(
         .call(lookup())
         .await?
         .with_context(|| format!("{bucket}/{key} vanished after its commit"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads_repeat_per_size_and_differences_are_found() {
+        let payload = Payload::pattern(1000).unwrap();
+        assert_eq!(payload.data, Payload::pattern(1000).unwrap().data);
+        assert_ne!(payload.data[..999], Payload::pattern(999).unwrap().data[..]);
+        let data = &payload.data;
+        assert_eq!(first_difference(data, 100, &data[100..200]), None);
+        let mut wrong = data[100..200].to_vec();
+        wrong[37] ^= 1;
+        assert_eq!(first_difference(data, 100, &wrong), Some(137));
+        let longer = [&data[990..], &[0u8; 5][..]].concat();
+        assert_eq!(first_difference(data, 990, &longer), Some(1000));
+        assert!(check_content(Some(&payload.data), 100, &wrong).is_err());
+        assert!(check_content(None, 100, &wrong).is_ok());
+    }
 }

@@ -218,7 +218,7 @@ pub struct GatewaySettings {
 /// Opens the metadata service in `dir`, printing the root credentials when
 /// they were generated now.
 pub fn open_meta(dir: &Path, settings: &MetaSettings, block_size: u64) -> Result<Arc<MetaService>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    proto::durable::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let service = MetaService::open(MetaConfig {
         data_dir: dir.to_path_buf(),
         stale_after: settings.stale_after,

@@ -71,7 +71,7 @@ async fn wait_for_datanodes(service: &Arc<MetaService>, count: usize) {
 pub async fn run(args: ServerArgs) -> Result<()> {
     let metrics = ops::install_recorder()?;
     let shutdown = Shutdown::on_signals();
-    std::fs::create_dir_all(&args.data)?;
+    proto::durable::create_dir_all(&args.data)?;
     let service = open_meta(&args.data.join("meta"), &args.meta, args.storage.block_size)?;
     let meta = service.client(Role::Cluster);
     let (meta_addr, meta_rpc) = serve_meta(&args.meta_listen, service.clone(), &shutdown).await?;

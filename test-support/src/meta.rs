@@ -251,7 +251,7 @@ macro_rules! conformance {
     ($($test:ident),* $(,)?) => {
         mod local {
             $(
-                #[tokio::test]
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $test() {
                     super::$test($crate::meta::Transport::Local).await
                 }
@@ -259,7 +259,7 @@ macro_rules! conformance {
         }
         mod remote {
             $(
-                #[tokio::test]
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $test() {
                     super::$test($crate::meta::Transport::Remote).await
                 }

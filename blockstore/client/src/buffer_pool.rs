@@ -28,6 +28,7 @@ pub struct BufferPool {
     takes: AtomicU64,
     returns: AtomicU64,
     in_use_bytes: AtomicU64,
+    peak_in_use_bytes: AtomicU64,
     reused: AtomicU64,
     idle: Mutex<IdleSets>,
 }
@@ -64,6 +65,8 @@ pub struct PoolStats {
     pub reused: u64,
     /// Bytes of the sets taken and not given back.
     pub in_use_bytes: u64,
+    /// The most `in_use_bytes` has been since the pool was made.
+    pub peak_in_use_bytes: u64,
     /// The bound on `in_use_bytes`.
     pub limit_bytes: u64,
 }
@@ -79,6 +82,7 @@ impl BufferPool {
             takes: AtomicU64::new(0),
             returns: AtomicU64::new(0),
             in_use_bytes: AtomicU64::new(0),
+            peak_in_use_bytes: AtomicU64::new(0),
             reused: AtomicU64::new(0),
             idle: Mutex::new(IdleSets {
                 sets: Vec::new(),
@@ -120,6 +124,7 @@ impl BufferPool {
             returns: self.returns.load(Ordering::Relaxed),
             reused: self.reused.load(Ordering::Relaxed),
             in_use_bytes: self.in_use_bytes.load(Ordering::Relaxed),
+            peak_in_use_bytes: self.peak_in_use_bytes.load(Ordering::Relaxed),
             limit_bytes: self.limit_bytes,
         }
     }
@@ -138,7 +143,8 @@ impl BufferPool {
         // a lease without a permit still counts in the stats.
         let permit = self.room.clone().acquire_many_owned(permits).await.ok();
         self.takes.fetch_add(1, Ordering::Relaxed);
-        self.in_use_bytes.fetch_add(bytes, Ordering::Relaxed);
+        let in_use = self.in_use_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        self.peak_in_use_bytes.fetch_max(in_use, Ordering::Relaxed);
         metrics::counter!("tessera_client_buffer_pool_takes_total").increment(1);
         PoolLease {
             pool: self.clone(),

@@ -1,7 +1,8 @@
 //! Types every part of Tessera shares, and the datanode wire protocol: block,
 //! object and datanode ids, replication layouts, CRC32C chunk checksums, the
 //! frames of the block protocol over TCP and of short-circuit reads over a
-//! Unix socket, and reads of cached pages that never block.
+//! Unix socket, reads of cached pages that never block, and folders created
+//! durably.
 //!
 //! Nothing here does I/O of its own beyond encoding and decoding frames on a
 //! stream the caller owns; the client, the datanode and meta build on it.
@@ -9,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod checksum;
+pub mod durable;
 pub mod ids;
 pub mod layout;
 pub mod page_cache;

@@ -55,7 +55,12 @@ impl Paths {
 
     /// The shard folder holding `key`'s files.
     pub fn shard_dir(&self, key: BlockKey) -> PathBuf {
-        self.blocks.join(format!("{:02x}", key.block.0 & 0xff))
+        self.shard((key.block.0 & 0xff) as u8)
+    }
+
+    /// Shard folder number `shard` (of 256).
+    pub fn shard(&self, shard: u8) -> PathBuf {
+        self.blocks.join(format!("{shard:02x}"))
     }
 
     /// The committed data file of `key`.

@@ -6,7 +6,7 @@ use super::paths::{parse_block_file, BlockFile, Paths};
 use super::sidecar::SidecarHeader;
 use super::BlockMeta;
 use crate::error::StoreError;
-use proto::{BlockKey, DatanodeId};
+use proto::{durable, BlockKey, DatanodeId};
 use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{ErrorKind, Write};
@@ -22,13 +22,12 @@ pub(super) struct Recovered {
 
 /// Fsyncs a folder, making renames and creations inside it durable.
 pub(super) fn sync_dir(dir: &Path) -> Result<(), StoreError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| StoreError::io(format!("fsync folder {}", dir.display()), e))
+    durable::sync_dir(dir).map_err(|e| StoreError::io(format!("fsync folder {}", dir.display()), e))
 }
 
+/// Creates `dir` (and its parents) so that its name survives a power cut.
 fn create_dir(dir: &Path) -> Result<(), StoreError> {
-    fs::create_dir_all(dir).map_err(|e| StoreError::io(format!("create {}", dir.display()), e))
+    durable::create_dir_all(dir).map_err(|e| StoreError::io(format!("create {}", dir.display()), e))
 }
 
 /// The datanode's identity, generated once and kept in the data folder.
@@ -63,11 +62,23 @@ pub(super) fn load_or_create_identity(paths: &Paths) -> Result<DatanodeId, Store
     }
 }
 
-/// Creates the folders and wipes `tmp/`.
+/// Creates the folders, every shard folder among them (so that no commit
+/// depends on a folder another commit created and has not synced yet), and
+/// wipes `tmp/`.
 pub(super) fn prepare_folders(paths: &Paths) -> Result<(), StoreError> {
     create_dir(&paths.root)?;
     create_dir(&paths.blocks)?;
     create_dir(&paths.tmp)?;
+    for shard in 0..=u8::MAX {
+        let dir = paths.shard(shard);
+        match fs::create_dir(&dir) {
+            Err(e) if e.kind() != ErrorKind::AlreadyExists => {
+                return Err(StoreError::io(format!("create {}", dir.display()), e));
+            }
+            _ => {}
+        }
+    }
+    sync_dir(&paths.blocks)?;
     let entries = fs::read_dir(&paths.tmp)
         .map_err(|e| StoreError::io(format!("list {}", paths.tmp.display()), e))?;
     let mut removed = 0usize;

@@ -269,18 +269,37 @@ mod tests {
         assert_eq!(policy.length_range(), None);
     }
 
+    /// The same policy as AWS's example sends it: lines ended by CRLF, with
+    /// the blank line before `x-amz-credential`.
+    fn aws_example_as_sent() -> String {
+        let lines: Vec<&str> = AWS_EXAMPLE.lines().collect();
+        let (head, tail) = lines.split_at(10);
+        [head, &[""], tail].concat().join("\r\n")
+    }
+
+    /// AWS's example gives the signature of its base64 policy with the
+    /// example secret on 20151229; ours must be that value, and another
+    /// secret or day must not produce it.
     #[test]
-    fn policy_signature_depends_on_the_secret() {
-        let policy_b64 = encode(AWS_EXAMPLE);
+    fn policy_signature_is_the_one_in_aws_example() {
+        let policy_b64 = encode(&aws_example_as_sent());
         let date = AmzDate::parse("20151229T000000Z").unwrap();
-        let key = SigningKey::derive(
-            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-            date.time,
-            "us-east-1",
-        );
-        let other = SigningKey::derive("other", date.time, "us-east-1");
-        assert_eq!(key.sign(&policy_b64), key.sign(&policy_b64));
-        assert_ne!(key.sign(&policy_b64), other.sign(&policy_b64));
+        let secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+        let expected = "8afdbf4008c03f22c2cd3cdb72e4afbb1f6a588f3255ac628749a66d7f09699e";
+        let signature = SigningKey::derive(secret, date.time, "us-east-1").sign(&policy_b64);
+        assert_eq!(signature, expected);
+        assert!(signature_matches(
+            &signature,
+            &expected.to_ascii_uppercase()
+        ));
+        let next_day = date.time + std::time::Duration::from_secs(86_400);
+        for other in [
+            SigningKey::derive("other", date.time, "us-east-1"),
+            SigningKey::derive(secret, next_day, "us-east-1"),
+            SigningKey::derive(secret, date.time, "eu-west-1"),
+        ] {
+            assert!(!signature_matches(&other.sign(&policy_b64), expected));
+        }
     }
 
     #[test]

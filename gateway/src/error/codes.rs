@@ -110,6 +110,8 @@ s3_codes! {
     MetadataTooLarge => BAD_REQUEST, "Your metadata headers exceed the maximum allowed metadata size.";
     /// A body was sent without a declared length.
     MissingContentLength => LENGTH_REQUIRED, "You must provide the Content-Length HTTP header.";
+    /// The request's headers together exceed S3's 8 KB limit.
+    RequestHeaderSectionTooLarge => BAD_REQUEST, "Your request header section exceeds the maximum allowed size.";
     /// A required security header is missing.
     MissingSecurityHeader => BAD_REQUEST, "Your request was missing a required header";
     /// The bucket does not exist.

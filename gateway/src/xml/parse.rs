@@ -3,7 +3,7 @@
 //! operation's schema allows; anything else is MalformedXML.
 
 use super::MalformedXml;
-use meta_api::CompletedPart;
+use meta_api::{CompletedPart, StoredChecksum};
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
 
@@ -124,8 +124,8 @@ pub fn parse_document(bytes: &[u8]) -> Result<Element, MalformedXml> {
     }
 }
 
-/// Checksum elements a client may send per part; accepted and not used
-/// (the auth module checks whole-body checksums; per-part ones are not stored).
+/// Checksum elements a client may send per part; meta checks each against
+/// the checksum the part was uploaded with.
 const PART_CHECKSUMS: [&str; 5] = [
     "ChecksumCRC32",
     "ChecksumCRC32C",
@@ -164,7 +164,27 @@ pub fn parse_complete_upload(bytes: &[u8]) -> Result<Vec<CompletedPart>, Malform
             if etag.is_empty() {
                 return Err(malformed());
             }
-            Ok(CompletedPart { number, etag })
+            let checksums = part
+                .children
+                .iter()
+                .filter_map(|child| {
+                    let algorithm = child.name.strip_prefix("Checksum")?;
+                    PART_CHECKSUMS
+                        .contains(&child.name.as_str())
+                        .then_some((algorithm, child))
+                })
+                .map(|(algorithm, child)| {
+                    Ok(StoredChecksum {
+                        algorithm: algorithm.to_string(),
+                        value: child.leaf_text()?.to_string(),
+                    })
+                })
+                .collect::<Result<_, MalformedXml>>()?;
+            Ok(CompletedPart {
+                number,
+                etag,
+                checksums,
+            })
         })
         .collect()
 }
@@ -294,7 +314,11 @@ mod tests {
             parts,
             vec![CompletedPart {
                 number: 7,
-                etag: "\"abc\"".into()
+                etag: "\"abc\"".into(),
+                checksums: vec![StoredChecksum {
+                    algorithm: "CRC32".into(),
+                    value: "AAAAAA==".into()
+                }],
             }]
         );
     }

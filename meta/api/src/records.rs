@@ -283,6 +283,21 @@ pub struct CompletedPart {
     pub number: u32,
     /// The ETag the client sent, with or without quotes.
     pub etag: String,
+    /// Checksums the client named for the part (`ChecksumCRC32` and the
+    /// like); each must be the one the part was uploaded with.
+    #[serde(default)]
+    pub checksums: Vec<StoredChecksum>,
+}
+
+impl CompletedPart {
+    /// A part named by number and ETag only.
+    pub fn new(number: u32, etag: impl Into<String>) -> CompletedPart {
+        CompletedPart {
+            number,
+            etag: etag.into(),
+            checksums: Vec::new(),
+        }
+    }
 }
 
 /// A user: owns buckets and access keys.

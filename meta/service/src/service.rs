@@ -50,11 +50,14 @@ impl MetaService {
                 "dead_after must not be shorter than stale_after".into(),
             ));
         }
-        std::fs::create_dir_all(&config.data_dir).map_err(|e| {
+        proto::durable::create_dir_all(&config.data_dir).map_err(|e| {
             MetaError::Store(format!("creating {}: {e}", config.data_dir.display()))
         })?;
         let now = config.clock.now();
         let store = store::open(&config.data_dir.join(DATABASE_FILE))?;
+        // redb syncs the database file; a new file's name needs its folder synced.
+        proto::durable::sync_dir(&config.data_dir)
+            .map_err(|e| MetaError::Store(format!("syncing {}: {e}", config.data_dir.display())))?;
         let datanodes: Vec<DatanodeRecord> =
             store.read(|txn| all_json(&txn.open_table(DATANODES)?))?;
         let registry = Registry::load(datanodes);

@@ -243,6 +243,12 @@ impl Handle<CompleteUpload> for MetaState {
                     .iter()
                     .find(|p| p.number == wanted.number)
                     .filter(|p| normalize_etag(&p.etag) == normalize_etag(&wanted.etag))
+                    .filter(|p| {
+                        wanted
+                            .checksums
+                            .iter()
+                            .all(|named| p.checksum.as_ref() == Some(named))
+                    })
                     .ok_or(MetaError::InvalidPart(wanted.number))?;
                 if i + 1 < named.len() && part.size < MIN_PART_SIZE {
                     return Err(MetaError::EntityTooSmall(wanted.number).into());

@@ -19,7 +19,7 @@ async fn commit_if(
     .await
 }
 
-async fn put_conditions_hold_atomically(transport: Transport) {
+async fn put_conditions_are_checked_at_commit(transport: Transport) {
     let meta = MetaUnderTest::open(transport).await;
     meta.register(1).await;
     meta.create_bucket("bk1", "root").await;
@@ -89,6 +89,64 @@ async fn put_conditions_hold_atomically(transport: Transport) {
     assert!(!released.contains(&key(2)), "{released:?}");
 }
 
+/// Commits of one key from many tasks at once, each with a condition only
+/// one of them can meet: If-None-Match: * on a new key, then If-Match with
+/// the ETag they all read. Exactly one commit of each race wins and the key
+/// holds the winner; the checks and the write are one transaction.
+async fn racing_conditional_commits_have_one_winner(transport: Transport) {
+    const RACERS: usize = 16;
+    let meta = MetaUnderTest::open(transport).await;
+    meta.register(1).await;
+    meta.create_bucket("bk1", "root").await;
+    let race = |condition: WriteCondition, round: u64| {
+        let handles: Vec<_> = (0..RACERS as u64)
+            .map(|i| {
+                let client = meta.meta.clone();
+                let condition = condition.clone();
+                let mut record = object("bk1", "race", vec![group(100 * round + i, &["dn0"])]);
+                record.etag = format!("{:032x}", 100 * round + i);
+                tokio::spawn(async move {
+                    let id = record.id;
+                    let done = client
+                        .call(CommitObject {
+                            record,
+                            condition: Some(condition),
+                        })
+                        .await;
+                    (id, done)
+                })
+            })
+            .collect();
+        async move {
+            let mut winners = Vec::new();
+            for handle in handles {
+                match handle.await.unwrap() {
+                    (id, Ok(())) => winners.push(id),
+                    (_, Err(e)) => assert_eq!(e, MetaError::PreconditionFailed),
+                }
+            }
+            winners
+        }
+    };
+    let winners = race(WriteCondition::KeyAbsent, 1).await;
+    assert_eq!(
+        winners.len(),
+        1,
+        "If-None-Match: * let {} commits in",
+        winners.len()
+    );
+    let current = meta.get("bk1", "race").await.unwrap();
+    assert_eq!(current.id, winners[0]);
+    let winners = race(WriteCondition::EtagMatches(current.etag.clone()), 2).await;
+    assert_eq!(
+        winners.len(),
+        1,
+        "If-Match let {} commits in",
+        winners.len()
+    );
+    assert_eq!(meta.get("bk1", "race").await.unwrap().id, winners[0]);
+}
+
 async fn complete_upload_checks_its_condition(transport: Transport) {
     let meta = MetaUnderTest::open(transport).await;
     meta.register(1).await;
@@ -123,10 +181,7 @@ async fn complete_upload_checks_its_condition(transport: Transport) {
         bucket: "bk1".into(),
         key: "k".into(),
         upload_id: "up".into(),
-        parts: vec![CompletedPart {
-            number: 1,
-            etag: etag.clone(),
-        }],
+        parts: vec![CompletedPart::new(1, etag.clone())],
         condition: Some(condition),
     };
     assert_eq!(
@@ -205,7 +260,8 @@ fn records_without_the_new_fields_still_load() {
 }
 
 test_support::conformance!(
-    put_conditions_hold_atomically,
+    put_conditions_are_checked_at_commit,
+    racing_conditional_commits_have_one_winner,
     complete_upload_checks_its_condition,
     bucket_tags_are_replaced_whole,
 );

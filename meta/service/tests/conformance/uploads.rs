@@ -54,10 +54,7 @@ fn complete_request(parts: &[(u32, &str)]) -> CompleteUpload {
         upload_id: UPLOAD.into(),
         parts: parts
             .iter()
-            .map(|(number, etag)| CompletedPart {
-                number: *number,
-                etag: etag.to_string(),
-            })
+            .map(|(number, etag)| CompletedPart::new(*number, *etag))
             .collect(),
         condition: None,
     }
@@ -287,9 +284,48 @@ async fn uploads_and_parts_are_listed(transport: Transport) {
     assert_eq!(keys, ["a-first", "big/file"]);
 }
 
+async fn complete_checks_the_named_part_checksums(transport: Transport) {
+    let meta = MetaUnderTest::open(transport).await;
+    start(&meta).await;
+    let crc = |value: &str| StoredChecksum {
+        algorithm: "CRC32".into(),
+        value: value.into(),
+    };
+    let part = PartRecord {
+        upload_id: UPLOAD.into(),
+        number: 1,
+        size: 10,
+        etag: md5_hex(b"one"),
+        created: T0,
+        groups: vec![group(21, &["dn0"])],
+        checksum: Some(crc("AAAAAQ==")),
+    };
+    meta.call(CommitPart { part }).await.unwrap();
+    let complete = |checksums: Vec<StoredChecksum>| {
+        let mut request = complete_request(&[(1, &md5_hex(b"one"))]);
+        request.parts[0].checksums = checksums;
+        request
+    };
+    for wrong in [
+        vec![crc("AAAAAg==")],
+        vec![StoredChecksum {
+            algorithm: "SHA256".into(),
+            value: "AAAAAQ==".into(),
+        }],
+    ] {
+        assert_eq!(
+            meta.call(complete(wrong)).await.unwrap_err(),
+            MetaError::InvalidPart(1)
+        );
+    }
+    let done = meta.call(complete(vec![crc("AAAAAQ==")])).await;
+    assert!(matches!(&done, Ok(r) if r.size == 10), "{done:?}");
+}
+
 test_support::conformance!(
     complete_splices_parts_into_one_object,
     complete_checks_the_named_parts,
+    complete_checks_the_named_part_checksums,
     a_reuploaded_part_replaces_the_old_one,
     abort_frees_every_part,
     uploads_and_parts_are_listed,
