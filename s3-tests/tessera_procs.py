@@ -234,13 +234,15 @@ def start_server(
     extra_args: tuple[str, ...] = (),
     creds: Credentials | None = None,
     data_dir: Path | None = None,
+    generated_secrets: bool = False,
 ) -> Server:
     """Start `tessera server` on port 0 everywhere and wait for READY.
 
     `creds=None` gives fresh random credentials; pass the same ones (and name)
-    to restart a server over its data folder. The data folder is
-    `work_dir/<name>-data` unless `data_dir` says otherwise; logs stay in
-    `work_dir`."""
+    to restart a server over its data folder. With `generated_secrets` the
+    server is given none and generates and saves its own, as it does for a
+    user who sets nothing. The data folder is `work_dir/<name>-data` unless
+    `data_dir` says otherwise; logs stay in `work_dir`."""
     creds = creds or Credentials.random()
     data_dir = data_dir or work_dir / f"{name}-data"
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -257,10 +259,28 @@ def start_server(
         "127.0.0.1:0",
         *extra_args,
     ]
-    proc = Proc(name, argv, process_env(creds.env()), work_dir)
+    proc = Proc(name, argv, process_env({} if generated_secrets else creds.env()), work_dir)
     fields = proc.wait_ready()
     require(fields, proc, "s3", "meta", "ops")
+    if generated_secrets:
+        creds = saved_credentials(proc.log_path, data_dir / "meta")
     return Server(proc, fields["s3"], fields["meta"], fields["ops"], creds, data_dir)
+
+
+def saved_credentials(log_path: Path, meta_dir: Path) -> Credentials:
+    """The credentials a server generated: the root keys it printed, the
+    tokens it saved in its meta folder."""
+    printed = dict(
+        line.strip().split("=", 1)
+        for line in log_path.read_text().splitlines()
+        if line.strip().startswith("AWS_")
+    )
+    return Credentials(
+        printed["AWS_ACCESS_KEY_ID"],
+        printed["AWS_SECRET_ACCESS_KEY"],
+        (meta_dir / "admin-token").read_text().strip(),
+        (meta_dir / "cluster-token").read_text().strip(),
+    )
 
 
 def run_admin(meta: str, token: str, *args: str, timeout: float = 30.0) -> object:
@@ -324,6 +344,7 @@ class Cluster:
     gateway_ops: str
     creds: Credentials
     work_dir: Path
+    meta_ops: str = ""
     killed: list[int] = field(default_factory=list)
 
     @property
@@ -453,7 +474,9 @@ def start_cluster(
         started.append(gateway)
         gw_fields = gateway.wait_ready()
         require(gw_fields, gateway, "s3", "ops")
-        cluster = Cluster(meta_proc, meta, nodes, gateway, gw_fields["s3"], gw_fields["ops"], creds, work_dir)
+        cluster = Cluster(
+            meta_proc, meta, nodes, gateway, gw_fields["s3"], gw_fields["ops"], creds, work_dir, fields["ops"]
+        )
         cluster.wait_datanodes(datanodes)
         return cluster
     except BaseException:

@@ -158,6 +158,12 @@ def test_public_read_bucket_serves_anonymous_reads_only(server, s3, bucket):
     try:
         got = anonymous.request("GET", f"/{bucket}/pub/a.txt", sign=False)
         assert got.status_code == 200 and got.content == b"public bytes"
+        overridden = anonymous.request(
+            "GET", f"/{bucket}/pub/a.txt", query="response-content-type=text%2Fhtml", sign=False
+        )
+        assert overridden.status_code == 400, overridden.text
+        assert s3_error_code(overridden) == "InvalidRequest"
+        assert "anonymous GET" in overridden.text
         head = anonymous.request("HEAD", f"/{bucket}/pub/a.txt", sign=False)
         assert head.status_code == 200 and head.headers["Content-Length"] == "12"
         listing = anonymous.request("GET", f"/{bucket}", query="list-type=2", sign=False)

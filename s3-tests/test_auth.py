@@ -114,6 +114,22 @@ def test_presigned_get_url(s3, bucket):
     assert s3_error_code(response) == "SignatureDoesNotMatch"
 
 
+def test_presigned_put_with_an_unsigned_amz_header_is_refused(s3, bucket):
+    """A presigned PUT URL plus an unsigned x-amz-copy-source would copy any
+    object the signer can read: S3 refuses unsigned x-amz-* headers."""
+    s3.put_object(Bucket=bucket, Key="secret", Body=b"not for the link holder")
+    url = s3.generate_presigned_url("put_object", Params={"Bucket": bucket, "Key": "drop"}, ExpiresIn=300)
+    response = requests.put(url, data=b"", headers={"x-amz-copy-source": f"/{bucket}/secret"}, timeout=30)
+    assert response.status_code == 403, response.text
+    assert s3_error_code(response) == "AccessDenied"
+    assert "<HeadersNotSigned>x-amz-copy-source</HeadersNotSigned>" in response.text
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket=bucket, Key="drop")
+    response = requests.put(url, data=b"as the signer meant", timeout=30)
+    assert response.status_code == 200, response.text
+    assert s3.get_object(Bucket=bucket, Key="drop")["Body"].read() == b"as the signer meant"
+
+
 @pytest.fixture
 def second_user(server):
     name = f"user-{uuid.uuid4().hex[:12]}"

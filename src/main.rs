@@ -49,6 +49,9 @@ enum Command {
 }
 
 fn main() -> Result<()> {
+    // Block files, the database, sockets and saved secrets are the owner's
+    // alone: every file this process creates is 0600, every folder 0700.
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     config::apply_config_file(&args, &Cli::command())?;
     let cli = Cli::parse_from(args);

@@ -4,8 +4,10 @@
 use crate::shutdown::Shutdown;
 use anyhow::{Context, Result};
 use axum::{routing::get, Router};
+use http::StatusCode;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Installs the process-wide Prometheus recorder behind the `metrics` macros.
@@ -27,10 +29,27 @@ pub fn install_recorder() -> Result<PrometheusHandle> {
     Ok(handle)
 }
 
+/// Whether the role can do its work: `Err(why)` makes /health answer 503.
+pub type HealthCheck = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+
+/// A check for roles that are healthy whenever they answer.
+pub fn always_healthy() -> HealthCheck {
+    Arc::new(|| Ok(()))
+}
+
+/// Meta's check: its store takes writes (a full disk makes it refuse them).
+pub fn meta_health(service: Arc<::meta::MetaService>) -> HealthCheck {
+    Arc::new(move || match service.store_failure() {
+        None => Ok(()),
+        Some(why) => Err(format!("metadata store refuses writes: {why}")),
+    })
+}
+
 /// Binds `listen` and serves /health and /metrics until shutdown.
 pub async fn serve(
     listen: &str,
     metrics: PrometheusHandle,
+    health: HealthCheck,
     shutdown: &Shutdown,
 ) -> Result<SocketAddr> {
     let listener = tokio::net::TcpListener::bind(listen)
@@ -38,7 +57,16 @@ pub async fn serve(
         .with_context(|| format!("binding the ops endpoint on {listen}"))?;
     let addr = listener.local_addr()?;
     let app = Router::new()
-        .route("/health", get(|| async { "ok\n" }))
+        .route(
+            "/health",
+            get(move || {
+                let answer = match health() {
+                    Ok(()) => (StatusCode::OK, "ok\n".to_string()),
+                    Err(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")),
+                };
+                std::future::ready(answer)
+            }),
+        )
         .route(
             "/metrics",
             get(move || std::future::ready(metrics.render())),

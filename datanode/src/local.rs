@@ -25,8 +25,7 @@ use tokio::task::JoinSet;
 
 /// Binds the short-circuit socket at `path`, first removing a socket file a
 /// previous run left behind (a socket something still answers on, or any
-/// other file, is an error and stays), and lets only the owner and group
-/// connect.
+/// other file, is an error and stays), and lets only its owner connect.
 pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_socket() => {
@@ -48,9 +47,16 @@ pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
         Err(e) => return Err(e),
     }
     let listener = UnixListener::bind(path)?;
-    // Whoever may connect gets block files: owner and group only.
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))?;
+    // Whoever may connect gets block files: the owner only (and each peer's
+    // uid is checked again on accept, whatever the file's mode).
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
     Ok(listener)
+}
+
+/// Whether a peer running as `peer_uid` may have block files: processes of
+/// this datanode's own user, and root, which can read the files anyway.
+fn peer_allowed(peer_uid: u32, own_uid: u32) -> bool {
+    peer_uid == own_uid || peer_uid == 0
 }
 
 /// Serves short-circuit requests on `listener` until `shutdown` completes;
@@ -64,12 +70,19 @@ pub async fn serve(
 ) {
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut connections = JoinSet::new();
+    let own_uid = rustix::process::getuid().as_raw();
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
+                    let peer = stream.peer_cred().map(|c| c.uid());
+                    if !peer.as_ref().is_ok_and(|&uid| peer_allowed(uid, own_uid)) {
+                        metrics::counter!("tessera_datanode_local_peers_refused_total").increment(1);
+                        tracing::warn!(peer_uid = ?peer.ok(), "short-circuit peer of another user refused");
+                        continue;
+                    }
                     connections.spawn(serve_connection(stream, store.clone(), stop_rx.clone()));
                 }
                 Err(e) => {
@@ -232,5 +245,18 @@ pub(crate) fn info_reply(store: &BlockStore) -> Reply {
             offset: None,
             message: "this datanode serves no short-circuit reads".into(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_owner_and_root_are_peers() {
+        assert!(peer_allowed(1000, 1000));
+        assert!(peer_allowed(0, 1000));
+        assert!(!peer_allowed(1001, 1000));
+        assert!(!peer_allowed(65534, 0));
     }
 }

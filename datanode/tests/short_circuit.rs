@@ -355,3 +355,64 @@ async fn a_task_reading_cached_data_in_a_loop_lets_others_run() {
         "1000 cached reads never yielded"
     );
 }
+
+/// Another local user gets no block file: the socket is its owner's alone
+/// (0600), and even with its mode opened up by hand the datanode checks the
+/// peer's uid (SO_PEERCRED) and closes the connection without a reply. The
+/// stranger is a real process running as `nobody`; the test waits for it
+/// on its own thread while the datanode serves on the runtime's workers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_users_process_gets_no_descriptor() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    if !rustix::process::getuid().is_root() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs as root: this test must run there"
+        );
+        eprintln!("skipped: starting a process as another user needs root");
+        return;
+    }
+    let dir = short_dir();
+    let socket = dir.path().join("dn.sock");
+    let node = start_datanode(dir.path(), Some(socket.clone())).await;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&socket), 0o600);
+    let stranger = |path: &Path| {
+        // Sends an OpenBlock request for block 1 and prints what comes back.
+        let script = format!(
+            "import socket,sys\n\
+             s=socket.socket(socket.AF_UNIX)\n\
+             try:\n s.connect({path:?})\n\
+             except OSError as e:\n print('refused', e.errno); sys.exit()\n\
+             try:\n s.sendall(bytes.fromhex({frame:?})); n=len(s.recv(4096))\n\
+             except OSError: n=0\n\
+             print('reply', n)\n",
+            path = path.to_str().unwrap(),
+            frame = hex::encode(proto::wire::local::LocalRequest::OpenBlock(key(1, 0)).encode()),
+        );
+        let out = std::process::Command::new("python3")
+            .args(["-c", &script])
+            .uid(65534)
+            .gid(65534)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    // The socket's mode and its folder's keep the stranger out.
+    assert!(
+        stranger(&socket).starts_with("refused"),
+        "{}",
+        stranger(&socket)
+    );
+    // With both opened up, the peer check still refuses it.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    assert_eq!(stranger(&socket), "reply 0");
+    node.shutdown().await;
+}

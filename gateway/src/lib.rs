@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod auth;
+pub mod body_rate;
 pub mod conditional;
 pub mod dates;
 pub mod download;
@@ -18,6 +19,7 @@ pub mod error;
 pub mod handlers;
 pub mod headers;
 pub mod keep_alive;
+pub mod listener;
 pub mod object_checksum;
 pub mod params;
 pub mod range;
@@ -45,6 +47,10 @@ pub struct GatewayConfig {
     pub max_concurrent_uploads: usize,
     /// Longest a PUT waits for a slot before a 503.
     pub upload_slot_wait: std::time::Duration,
+    /// The least rate of every request body.
+    pub body_rate: body_rate::BodyRateLimit,
+    /// Bytes all GET bodies may hold at once.
+    pub get_memory: u64,
 }
 
 impl GatewayConfig {
@@ -55,6 +61,8 @@ impl GatewayConfig {
             domain: None,
             max_concurrent_uploads: upload_slots::UploadSlots::default_max(),
             upload_slot_wait: upload_slots::DEFAULT_SLOT_WAIT,
+            body_rate: body_rate::BodyRateLimit::default(),
+            get_memory: download::DEFAULT_GET_MEMORY,
         }
     }
 }
@@ -65,6 +73,8 @@ pub fn router(meta: MetaClient, store: StoreClient, config: GatewayConfig) -> ax
     telemetry::describe_metrics();
     let uploads =
         upload_slots::UploadSlots::new(config.max_concurrent_uploads, config.upload_slot_wait);
+    let get_memory = download::GetMemory::new(config.get_memory, config.upload_slot_wait);
+    let body_rate = config.body_rate;
     let state = Arc::new(state::AppState {
         credentials: auth::cache::Credentials::new(meta.clone()),
         meta,
@@ -72,10 +82,15 @@ pub fn router(meta: MetaClient, store: StoreClient, config: GatewayConfig) -> ax
         config,
         readers: readers::ReaderCache::default(),
         uploads,
+        get_memory,
     });
     axum::Router::new()
         .fallback(endpoint::serve)
         .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(
+            body_rate,
+            body_rate::hold_to_rate_floor,
+        ))
         .layer(axum::middleware::from_fn(
             keep_alive::close_after_refused_body,
         ))

@@ -2,6 +2,7 @@
 //! client, the credential caches and the gateway settings.
 
 use crate::auth::cache::Credentials;
+use crate::download::GetMemory;
 use crate::readers::ReaderCache;
 use crate::upload_slots::UploadSlots;
 use crate::GatewayConfig;
@@ -22,4 +23,6 @@ pub struct AppState {
     pub readers: ReaderCache,
     /// The bound on object bodies streamed at once.
     pub uploads: UploadSlots,
+    /// The bound on the bytes GET bodies hold at once.
+    pub get_memory: GetMemory,
 }

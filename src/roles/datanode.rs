@@ -121,7 +121,7 @@ pub async fn run(args: DatanodeArgs) -> Result<()> {
         meta,
     )
     .await?;
-    let ops_addr = ops::serve(&args.ops_listen, metrics, &shutdown).await?;
+    let ops_addr = ops::serve(&args.ops_listen, metrics, ops::always_healthy(), &shutdown).await?;
     print_ready(&[
         ("datanode", node.addr().to_string()),
         ("ops", format!("http://{ops_addr}")),

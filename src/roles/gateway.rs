@@ -36,7 +36,7 @@ pub async fn run(args: GatewayArgs) -> Result<()> {
     let meta = args.cluster.remote_meta(&args.meta)?;
     let (addr, task) =
         serve_gateway(&args.listen, meta, &args.storage, &args.gateway, &shutdown).await?;
-    let ops_addr = ops::serve(&args.ops_listen, metrics, &shutdown).await?;
+    let ops_addr = ops::serve(&args.ops_listen, metrics, ops::always_healthy(), &shutdown).await?;
     print_ready(&[
         ("s3", format!("http://{addr}")),
         ("ops", format!("http://{ops_addr}")),

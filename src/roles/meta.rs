@@ -32,8 +32,9 @@ pub async fn run(args: MetaArgs) -> Result<()> {
     let metrics = ops::install_recorder()?;
     let shutdown = Shutdown::on_signals();
     let service = open_meta(&args.data, &args.meta, args.block_size)?;
+    let health = ops::meta_health(service.clone());
     let (addr, rpc) = serve_meta(&args.listen, service, &shutdown).await?;
-    let ops_addr = ops::serve(&args.ops_listen, metrics, &shutdown).await?;
+    let ops_addr = ops::serve(&args.ops_listen, metrics, health, &shutdown).await?;
     print_ready(&[
         ("meta", addr.to_string()),
         ("ops", format!("http://{ops_addr}")),

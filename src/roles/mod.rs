@@ -213,12 +213,28 @@ pub struct GatewaySettings {
     /// Longest a PUT waits for its turn before a 503 (which SDKs retry).
     #[arg(long, env = "TESSERA_UPLOAD_SLOT_WAIT", default_value = "60s", value_parser = parse_duration)]
     pub upload_slot_wait: Duration,
+    /// Longest from a connection's start, or its last response, to a whole request head (also the keep-alive idle timeout).
+    #[arg(long, env = "TESSERA_HEADER_READ_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub header_read_timeout: Duration,
+    /// Most S3 connections open at once; more are answered 503 SlowDown.
+    #[arg(long, env = "TESSERA_MAX_CONNECTIONS", default_value_t = ::gateway::listener::DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
+    /// Least rate of a request body, averaged over each --body-rate-window; 0 turns it off.
+    #[arg(long, env = "TESSERA_BODY_MIN_RATE", default_value = "1KiB", value_parser = parse_size)]
+    pub body_min_rate: u64,
+    /// Window over which --body-min-rate is measured; a stalled body is cut after one.
+    #[arg(long, env = "TESSERA_BODY_RATE_WINDOW", default_value = "20s", value_parser = parse_duration)]
+    pub body_rate_window: Duration,
+    /// Bytes all GET bodies may hold in flight at once; more wait (then SlowDown).
+    #[arg(long, env = "TESSERA_GET_MEMORY", default_value = "1GiB", value_parser = parse_size)]
+    pub get_memory: u64,
 }
 
 /// Opens the metadata service in `dir`, printing the root credentials when
 /// they were generated now.
 pub fn open_meta(dir: &Path, settings: &MetaSettings, block_size: u64) -> Result<Arc<MetaService>> {
-    proto::durable::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    proto::durable::create_private_dir(dir)
+        .with_context(|| format!("creating {}", dir.display()))?;
     let service = MetaService::open(MetaConfig {
         data_dir: dir.to_path_buf(),
         stale_after: settings.stale_after,
@@ -296,14 +312,20 @@ pub async fn serve_gateway(
                 .max_concurrent_uploads
                 .unwrap_or_else(::gateway::upload_slots::UploadSlots::default_max),
             upload_slot_wait: settings.upload_slot_wait,
+            body_rate: ::gateway::body_rate::BodyRateLimit {
+                min_bytes_per_second: settings.body_min_rate,
+                window: settings.body_rate_window,
+            },
+            get_memory: settings.get_memory,
         },
     );
+    let limits = ::gateway::listener::ConnectionLimits {
+        header_read_timeout: settings.header_read_timeout,
+        max_connections: settings.max_connections,
+    };
     let stop = shutdown.wait();
     let task = tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app)
-            .with_graceful_shutdown(stop)
-            .await
-        {
+        if let Err(e) = ::gateway::listener::serve(listener, app, limits, stop).await {
             tracing::error!("S3 gateway: {e}");
         }
     });

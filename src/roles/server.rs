@@ -71,7 +71,7 @@ async fn wait_for_datanodes(service: &Arc<MetaService>, count: usize) {
 pub async fn run(args: ServerArgs) -> Result<()> {
     let metrics = ops::install_recorder()?;
     let shutdown = Shutdown::on_signals();
-    proto::durable::create_dir_all(&args.data)?;
+    proto::durable::create_private_dir(&args.data)?;
     let service = open_meta(&args.data.join("meta"), &args.meta, args.storage.block_size)?;
     let meta = service.client(Role::Cluster);
     let (meta_addr, meta_rpc) = serve_meta(&args.meta_listen, service.clone(), &shutdown).await?;
@@ -94,7 +94,8 @@ pub async fn run(args: ServerArgs) -> Result<()> {
     wait_for_datanodes(&service, args.datanodes).await;
     let (addr, gateway) =
         serve_gateway(&args.listen, meta, &args.storage, &args.gateway, &shutdown).await?;
-    let ops_addr = ops::serve(&args.ops_listen, metrics, &shutdown).await?;
+    let health = ops::meta_health(service.clone());
+    let ops_addr = ops::serve(&args.ops_listen, metrics, health, &shutdown).await?;
     eprintln!(
         "tessera server: S3 endpoint http://{addr}, data in {}",
         args.data.display()

@@ -211,7 +211,7 @@ impl KeyReader {
     }
 
     /// Bytes a sequential read keeps in flight (`ClientConfig::read_window`).
-    pub(crate) fn read_window(&self) -> u64 {
+    pub fn read_window(&self) -> u64 {
         self.client.config().read_window
     }
 

@@ -143,6 +143,14 @@ mod tests {
         (0..len).map(|i| (i * 31 % 251) as u8).collect()
     }
 
+    /// The chunk sizes the sidecar format and Ozone's default rely on.
+    #[test]
+    fn chunk_size_bounds() {
+        assert_eq!(DEFAULT_BYTES_PER_CHECKSUM, 16 << 10);
+        assert_eq!(MIN_BYTES_PER_CHECKSUM, 512);
+        assert_eq!(MAX_BYTES_PER_CHECKSUM, 16 << 20);
+    }
+
     #[test]
     fn known_crc32c_vector() {
         // RFC 3720 B.4: 32 bytes of zeros.

@@ -198,6 +198,7 @@ mod tests {
             assert_eq!(c.to_string().parse::<ReplicationConfig>(), Ok(c));
         }
         assert_eq!("RS-6-3-1024K".parse(), Ok(ReplicationConfig::RS_6_3));
+        assert_eq!("rs-3-2-1024k".parse(), Ok(ReplicationConfig::RS_3_2));
         assert!("rs-4-2-1024k".parse::<ReplicationConfig>().is_err());
         assert!("".parse::<ReplicationConfig>().is_err());
     }

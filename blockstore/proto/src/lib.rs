@@ -15,6 +15,7 @@ pub mod ids;
 pub mod layout;
 pub mod page_cache;
 pub mod recycled;
+pub mod token;
 pub mod wire;
 
 pub use ids::{BlockId, BlockKey, DatanodeId, ObjectId};

@@ -27,7 +27,8 @@ pub(super) fn sync_dir(dir: &Path) -> Result<(), StoreError> {
 
 /// Creates `dir` (and its parents) so that its name survives a power cut.
 fn create_dir(dir: &Path) -> Result<(), StoreError> {
-    durable::create_dir_all(dir).map_err(|e| StoreError::io(format!("create {}", dir.display()), e))
+    durable::create_private_dir(dir)
+        .map_err(|e| StoreError::io(format!("create {}", dir.display()), e))
 }
 
 /// The datanode's identity, generated once and kept in the data folder.

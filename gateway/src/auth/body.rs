@@ -155,7 +155,13 @@ pub fn body_stream(
     };
     let raw: RawBody = body
         .into_data_stream()
-        .map_err(|err| BodyError::Io(err.to_string()))
+        .map_err(|err| {
+            if crate::body_rate::is_too_slow(&err) {
+                BodyError::TooSlow(err.to_string())
+            } else {
+                BodyError::Io(err.to_string())
+            }
+        })
         .boxed();
     let decoder = match payload {
         ContentSha256::Sha256(_) | ContentSha256::UnsignedPayload => Decoder::Plain(raw),
@@ -381,6 +387,38 @@ mod tests {
             }
         }
         (data, error, stream.verified_checksum())
+    }
+
+    /// Empty frames between the data (a client flushing early) yield no
+    /// empty items; the declared length is Content-Length, or the decoded
+    /// length of an aws-chunked body.
+    #[test]
+    fn empty_frames_are_skipped_and_the_declared_length_is_kept() {
+        let req = verified(ContentSha256::UnsignedPayload);
+        let frames: Vec<Result<Bytes, std::io::Error>> = [&b"ab"[..], b"", b"", b"cd", b""]
+            .iter()
+            .map(|f| Ok(Bytes::copy_from_slice(f)))
+            .collect();
+        let body = axum::body::Body::from_stream(futures::stream::iter(frames));
+        let mut stream = body_stream(&req, &headers(&[("content-length", "4")]), body).unwrap();
+        assert_eq!(stream.declared_length(), Some(4));
+        let mut items = Vec::new();
+        while let Some(item) = block_on(stream.next()) {
+            items.push(item.unwrap());
+        }
+        assert_eq!(items, [&b"ab"[..], b"cd"]);
+        let pairs = [
+            ("content-encoding", "aws-chunked"),
+            ("x-amz-decoded-content-length", "66560"),
+            ("content-length", "66824"),
+        ];
+        let chunked = verified(ContentSha256::StreamingSigned);
+        let empty = axum::body::Body::empty();
+        let stream = body_stream(&chunked, &headers(&pairs), empty).unwrap();
+        assert_eq!(stream.declared_length(), Some(66560));
+        let none = body_stream(&req, &headers(&[]), axum::body::Body::empty()).unwrap();
+        assert_eq!(none.declared_length(), None);
+        assert!(format!("{stream:?}").contains("declared: Some(66560)"));
     }
 
     /// AWS "Transferring Payload in Multiple Chunks", end to end: the seed request verifies, and

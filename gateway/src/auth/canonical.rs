@@ -594,10 +594,18 @@ mod tests {
             CredentialScope::parse("20130524/us-east-1/s3/aws4_request", "us-east-1"),
             Err(ScopeError::Malformed)
         );
-        assert_eq!(
-            CredentialScope::parse("AK/2013052/us-east-1/s3/aws4_request", "us-east-1"),
-            Err(ScopeError::Malformed)
-        );
+        for malformed in [
+            "AK/2013052/us-east-1/s3/aws4_request",
+            "AK/2013O524/us-east-1/s3/aws4_request",
+            "/20130524/us-east-1/s3/aws4_request",
+            "AK/20130524//s3/aws4_request",
+        ] {
+            assert_eq!(
+                CredentialScope::parse(malformed, "us-east-1"),
+                Err(ScopeError::Malformed),
+                "{malformed}"
+            );
+        }
     }
 
     #[test]

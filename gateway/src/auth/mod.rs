@@ -105,6 +105,7 @@ impl VerifiedRequest {
     ) -> Result<Self, AuthError> {
         let key = keys.key(secret, signed.amz_date.time, &signed.scope.region);
         let seed = canonical::verify_signature(parts, signed, &key)?;
+        refuse_unsigned_amz_headers(parts, signed.signed_headers)?;
         let chain = SignatureChain::new(
             key,
             signed.amz_date.text.clone(),
@@ -135,6 +136,27 @@ impl VerifiedRequest {
     }
 }
 
+/// S3 acts on every `x-amz-*` header, so each must be covered by the
+/// signature: otherwise the holder of a presigned URL could add
+/// `x-amz-copy-source` or `x-amz-tagging` that the signer never approved.
+/// Like S3, an unsigned `x-amz-content-sha256` is let through: it only says
+/// how the body is hashed, and the body is checked against it.
+fn refuse_unsigned_amz_headers(parts: &Parts, signed: &[String]) -> Result<(), AuthError> {
+    let unsigned: Vec<String> = parts
+        .headers
+        .keys()
+        .map(|name| name.as_str())
+        .filter(|name| name.starts_with("x-amz-") && *name != "x-amz-content-sha256")
+        .filter(|name| !signed.iter().any(|s| s == name))
+        .map(str::to_string)
+        .collect();
+    if unsigned.is_empty() {
+        Ok(())
+    } else {
+        Err(AuthError::HeadersNotSigned(unsigned))
+    }
+}
+
 /// Why a request is not authenticated. Each `String` is S3's complete message for the case.
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
@@ -142,6 +164,9 @@ pub enum AuthError {
     /// usable date.
     #[error("access denied: {0}")]
     AccessDenied(String),
+    /// 403 AccessDenied: these `x-amz-*` headers are not covered by the signature.
+    #[error("there were headers present in the request which were not signed: {}", .0.join(", "))]
+    HeadersNotSigned(Vec<String>),
     /// 403: the access key is unknown.
     #[error("the AWS access key Id you provided does not exist in our records")]
     InvalidAccessKeyId,
@@ -196,6 +221,9 @@ pub enum BodyError {
     /// 400: bad aws-chunked framing.
     #[error("malformed aws-chunked body: {0}")]
     MalformedChunk(String),
+    /// 400 RequestTimeout: the body arrived slower than the gateway's floor.
+    #[error("{0}")]
+    TooSlow(String),
     /// The client went away, or the connection failed.
     #[error("reading the request body: {0}")]
     Io(String),
@@ -335,6 +363,7 @@ impl AuthError {
     fn metric_label(&self) -> &'static str {
         match self {
             Self::AccessDenied(_) => "access_denied",
+            Self::HeadersNotSigned(_) => "headers_not_signed",
             Self::InvalidAccessKeyId => "invalid_access_key_id",
             Self::SignatureDoesNotMatch => "signature_does_not_match",
             Self::AuthorizationHeaderMalformed(_) => "authorization_header_malformed",
@@ -345,6 +374,80 @@ impl AuthError {
             Self::InvalidRequest(_) => "invalid_request",
             Self::MissingContentLength => "missing_content_length",
             Self::Meta(_) => "meta",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::request;
+    use super::*;
+
+    #[test]
+    fn only_requests_without_any_signature_are_unsigned() {
+        assert!(is_unsigned(&request("GET", "/b/k", &[])));
+        assert!(is_unsigned(&request(
+            "GET",
+            "/b/k?versionId=3&x=Signature",
+            &[]
+        )));
+        let signed = [
+            request("GET", "/b/k", &[("authorization", "AWS4-HMAC-SHA256 x")]),
+            request(
+                "GET",
+                "/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=ab",
+                &[],
+            ),
+            request("GET", "/b/k?AWSAccessKeyId=AK&Expires=1", &[]),
+            request("GET", "/b/k?Expires=1&Signature=x", &[]),
+        ];
+        for parts in &signed {
+            assert!(!is_unsigned(parts), "{}", parts.uri);
+        }
+    }
+
+    /// Each failure is counted under a label of its own.
+    #[test]
+    fn every_auth_error_has_its_own_metric_label() {
+        let text = || "x".to_string();
+        let errors = [
+            AuthError::AccessDenied(text()),
+            AuthError::HeadersNotSigned(vec![text()]),
+            AuthError::InvalidAccessKeyId,
+            AuthError::SignatureDoesNotMatch,
+            AuthError::AuthorizationHeaderMalformed(text()),
+            AuthError::AuthorizationQueryParametersError(text()),
+            AuthError::RequestTimeTooSkewed,
+            AuthError::MissingSecurityHeader(text()),
+            AuthError::InvalidArgument(text()),
+            AuthError::InvalidRequest(text()),
+            AuthError::MissingContentLength,
+            AuthError::Meta(MetaError::Store(text())),
+        ];
+        let labels: std::collections::HashSet<_> =
+            errors.iter().map(AuthError::metric_label).collect();
+        assert_eq!(labels.len(), errors.len());
+        assert!(labels
+            .iter()
+            .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')));
+    }
+
+    /// A SigV2 presigned link is named as an unsupported mechanism, not
+    /// mistaken for an anonymous request.
+    #[test]
+    fn sigv2_query_is_an_unsupported_mechanism() {
+        let sigv2 = request("GET", "/b/k?AWSAccessKeyId=AK&Expires=1&Signature=x", &[]);
+        match SignedRequest::parse(&sigv2, "us-east-1") {
+            Err(AuthError::InvalidRequest(message)) => {
+                assert!(message.contains("AWS4-HMAC-SHA256"), "{message}")
+            }
+            Err(other) => panic!("SigV2 query gave {other:?}"),
+            Ok(_) => panic!("SigV2 query parsed as SigV4"),
+        }
+        match SignedRequest::parse(&request("GET", "/b/k", &[]), "us-east-1") {
+            Err(AuthError::AccessDenied(_)) => {}
+            Err(other) => panic!("anonymous request gave {other:?}"),
+            Ok(_) => panic!("anonymous request parsed as signed"),
         }
     }
 }

@@ -241,6 +241,51 @@ fn presigned_with_awkward_keys_and_queries() {
     }
 }
 
+/// An `x-amz-*` header added after signing is refused, in a presigned URL
+/// (where it would turn a PUT into a copy) as in a signed header; an
+/// unsigned `x-amz-content-sha256` alone is let through, as S3 does.
+#[test]
+fn unsigned_amz_headers_are_refused() {
+    let now = SystemTime::now();
+    for location in [SignatureLocation::QueryParams, SignatureLocation::Headers] {
+        let (mut parts, _) = signed(
+            "PUT",
+            "/bucket/key",
+            &[("x-amz-meta-signed", "yes")],
+            SignableBody::UnsignedPayload,
+            location,
+            now,
+        );
+        if location == SignatureLocation::QueryParams {
+            verify(&parts, now).expect("the presigned URL as signed");
+            parts.headers.insert(
+                "x-amz-content-sha256",
+                http::HeaderValue::from_static("UNSIGNED-PAYLOAD"),
+            );
+            verify(&parts, now).expect("an unsigned x-amz-content-sha256");
+        } else {
+            verify(&parts, now).expect("the request as signed");
+        }
+        parts.headers.insert(
+            "x-amz-copy-source",
+            http::HeaderValue::from_static("/other/secret"),
+        );
+        parts
+            .headers
+            .insert("x-amz-tagging", http::HeaderValue::from_static("a=b"));
+        match verify(&parts, now) {
+            Err(AuthError::HeadersNotSigned(names)) => {
+                assert_eq!(
+                    names,
+                    ["x-amz-copy-source", "x-amz-tagging"],
+                    "{location:?}"
+                )
+            }
+            other => panic!("{location:?}: unexpected {other:?}"),
+        }
+    }
+}
+
 /// Builds a signed aws-chunked body with aws-sigv4's `sign_chunk` and `sign_trailer`.
 fn signed_chunked_body(
     seed: &str,

@@ -125,8 +125,13 @@ s3_codes! {
     NotImplemented => NOT_IMPLEMENTED, "A header you provided implies functionality that is not implemented";
     /// A conditional header did not hold.
     PreconditionFailed => PRECONDITION_FAILED, "At least one of the pre-conditions you specified did not hold";
+    /// The request body did not arrive fast enough.
+    RequestTimeout => BAD_REQUEST, "Your socket connection to the server was not read from or written to within \
+                 the timeout period. Idle connections will be closed.";
     /// The request time is too far from the server's clock.
     RequestTimeTooSkewed => FORBIDDEN, "The difference between the request time and the current time is too large.";
+    /// Too much is asked of the gateway at once (connections, GET memory).
+    SlowDown => SERVICE_UNAVAILABLE, "Please reduce your request rate.";
     /// The back end cannot serve the request now.
     ServiceUnavailable => SERVICE_UNAVAILABLE, "Please reduce your request rate.";
     /// The signature does not match the request.

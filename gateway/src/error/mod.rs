@@ -230,6 +230,11 @@ impl From<MetaError> for S3Error {
                 "The metadata service is unavailable.",
             )
             .caused_by(e),
+            e @ MetaError::OutOfSpace(_) => Self::with_message(
+                S3Code::ServiceUnavailable,
+                "The metadata store is out of space; writes are refused until space is freed.",
+            )
+            .caused_by(e),
             e @ (MetaError::NoSuchUser(_)
             | MetaError::UserExists(_)
             | MetaError::UserHasBuckets(_)
@@ -263,6 +268,11 @@ impl From<AuthError> for S3Error {
     fn from(e: AuthError) -> Self {
         match e {
             AuthError::AccessDenied(m) => Self::with_message(S3Code::AccessDenied, m),
+            AuthError::HeadersNotSigned(names) => Self::with_message(
+                S3Code::AccessDenied,
+                "There were headers present in the request which were not signed",
+            )
+            .detail("HeadersNotSigned", names.join(", ")),
             AuthError::InvalidAccessKeyId => Self::new(S3Code::InvalidAccessKeyId),
             AuthError::SignatureDoesNotMatch => Self::new(S3Code::SignatureDoesNotMatch),
             AuthError::AuthorizationHeaderMalformed(m) => {
@@ -293,6 +303,7 @@ impl From<BodyError> for S3Error {
             BodyError::IncompleteBody => Self::new(S3Code::IncompleteBody),
             BodyError::MalformedChunk(m) => Self::with_message(S3Code::IncompleteBody, m),
             BodyError::Io(m) => Self::new(S3Code::IncompleteBody).caused_by(m),
+            BodyError::TooSlow(m) => Self::new(S3Code::RequestTimeout).caused_by(m),
         }
     }
 }
@@ -398,6 +409,10 @@ mod tests {
             ),
             (MetaError::Store("disk".into()), S3Code::InternalError),
             (
+                MetaError::OutOfSpace("full".into()),
+                S3Code::ServiceUnavailable,
+            ),
+            (
                 MetaError::Transport("down".into()),
                 S3Code::ServiceUnavailable,
             ),
@@ -413,6 +428,10 @@ mod tests {
         let auth: Vec<(AuthError, S3Code)> = vec![
             (AuthError::AccessDenied("anon".into()), S3Code::AccessDenied),
             (AuthError::InvalidAccessKeyId, S3Code::InvalidAccessKeyId),
+            (
+                AuthError::HeadersNotSigned(vec!["x-amz-copy-source".into()]),
+                S3Code::AccessDenied,
+            ),
             (
                 AuthError::SignatureDoesNotMatch,
                 S3Code::SignatureDoesNotMatch,
@@ -474,6 +493,7 @@ mod tests {
                 S3Code::IncompleteBody,
             ),
             (BodyError::Io("reset".into()), S3Code::IncompleteBody),
+            (BodyError::TooSlow("slow".into()), S3Code::RequestTimeout),
         ];
         for (e, code) in body {
             let text = format!("{e:?}");

@@ -236,6 +236,14 @@ pub async fn get_object(
     params: ReadParams,
     head: bool,
 ) -> Result<Response, S3Error> {
+    if ctx.request.identity.anonymous && !params.overrides.is_empty() {
+        // As S3: a public object's link cannot be made to answer with
+        // headers of a stranger's choosing.
+        return Err(S3Error::with_message(
+            S3Code::InvalidRequest,
+            "Request specific response headers cannot be used for anonymous GET requests.",
+        ));
+    }
     let record = ctx.existing_object(&bucket.name, key).await?;
     let request_headers = &ctx.parts.headers;
     match conditional::evaluate(request_headers, &record.etag, record.created) {
@@ -279,6 +287,7 @@ pub async fn get_object(
         download::object_body(
             ctx.state.readers.get_or_open(&ctx.state.store, &record),
             range,
+            &ctx.state.get_memory,
         )
         .await?
     };

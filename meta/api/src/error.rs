@@ -70,6 +70,10 @@ pub enum MetaError {
     /// The metadata store failed.
     #[error("metadata store: {0}")]
     Store(String),
+    /// Meta's disk is full (or failing): writes are refused, and nothing of
+    /// this one was applied, until a write succeeds again.
+    #[error("metadata store out of space, writes refused until space is freed: {0}")]
+    OutOfSpace(String),
     /// Meta could not be reached.
     #[error("metadata service unreachable: {0}")]
     Transport(String),
@@ -105,5 +109,6 @@ mod tests {
         assert!(!MetaError::NoSuchBucket("b".into()).may_have_applied());
         assert!(!MetaError::NoSuchUpload("u".into()).may_have_applied());
         assert!(!MetaError::InvalidRequest("x".into()).may_have_applied());
+        assert!(!MetaError::OutOfSpace("full".into()).may_have_applied());
     }
 }

@@ -50,7 +50,7 @@ impl MetaService {
                 "dead_after must not be shorter than stale_after".into(),
             ));
         }
-        proto::durable::create_dir_all(&config.data_dir).map_err(|e| {
+        proto::durable::create_private_dir(&config.data_dir).map_err(|e| {
             MetaError::Store(format!("creating {}: {e}", config.data_dir.display()))
         })?;
         let now = config.clock.now();
@@ -134,6 +134,12 @@ impl MetaService {
     /// records' blocks are not freed. Blocking.
     pub fn bulk_insert_objects(&self, records: &[ObjectRecord]) -> Result<(), MetaError> {
         crate::ops::listing::bulk_insert_objects(&self.state, records)
+    }
+
+    /// Why the store refuses writes now (a full disk), or None when healthy:
+    /// what meta's `/health` reports.
+    pub fn store_failure(&self) -> Option<String> {
+        self.state.store.failure()
     }
 
     /// Every bad-replica report kept, in block order (for repair tools and tests).

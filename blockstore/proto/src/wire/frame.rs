@@ -165,6 +165,28 @@ mod tests {
     }
 
     #[test]
+    fn lengths_up_to_the_limit_are_accepted() {
+        assert!(check_len("x", 10, 10).is_ok());
+        assert!(matches!(
+            check_len("x", 11, 10),
+            Err(ProtocolError::TooLarge {
+                len: 11,
+                max: 10,
+                ..
+            })
+        ));
+    }
+
+    /// The largest write (the largest payload at the smallest chunk size)
+    /// carries its CRCs in a message header under the header limit.
+    #[test]
+    fn the_largest_write_fits_the_header_limit() {
+        let crcs = MAX_PAYLOAD_LEN / crate::checksum::MIN_BYTES_PER_CHECKSUM;
+        assert!(crcs * 4 + 64 <= MAX_HEADER_LEN);
+        assert_eq!(MAX_PAYLOAD_LEN, 64 << 20);
+    }
+
+    #[test]
     fn wire_layout_is_fixed() {
         let bytes = sample().encode();
         assert_eq!(&bytes[..6], b"TSDN\x01\x82");

@@ -440,6 +440,100 @@ mod tests {
         assert_eq!(dest.as_ptr(), start);
     }
 
+    #[tokio::test]
+    async fn a_payload_reserves_only_what_it_still_needs() {
+        let data = payload(1000);
+        let mut dest = BytesMut::new();
+        read_payload_into(&mut data.as_slice(), 1000, &mut dest)
+            .await
+            .unwrap();
+        assert_eq!(dest.capacity(), 1000);
+        // Appended to a full buffer: room for the new bytes, not more.
+        read_payload_into(&mut data.as_slice(), 1000, &mut dest)
+            .await
+            .unwrap();
+        assert_eq!(dest.len(), 2000);
+        assert!(dest.capacity() < 3000, "{} reserved", dest.capacity());
+    }
+
+    #[test]
+    fn frames_up_to_the_limits_encode_and_larger_ones_do_not() {
+        let write = sample_requests()
+            .into_iter()
+            .find(|(r, _)| matches!(r, Request::WriteChunks(_)))
+            .unwrap()
+            .0;
+        let max = MAX_PAYLOAD_LEN as usize;
+        assert!(encode_request_head(1, &write, max).is_ok());
+        assert!(matches!(
+            encode_request_head(1, &write, max + 1),
+            Err(ProtocolError::TooLarge {
+                what: "payload",
+                ..
+            })
+        ));
+        // A read reply's header: offset, length, chunk size, count, CRCs.
+        let read = |crcs: usize| {
+            Reply::ReadData(ReadData {
+                offset: 0,
+                length: 0,
+                bytes_per_checksum: 512,
+                crcs: vec![7; crcs],
+            })
+        };
+        let fits = (MAX_HEADER_LEN as usize - 24) / 4;
+        let head = encode_reply_head(1, &read(fits)).unwrap();
+        assert_eq!(head.len(), FRAME_HEADER_LEN + MAX_HEADER_LEN as usize);
+        assert!(matches!(
+            encode_reply_head(1, &read(fits + 1)),
+            Err(ProtocolError::TooLarge {
+                what: "message header",
+                ..
+            })
+        ));
+    }
+
+    /// A writer that takes at most 7 bytes per call, as a full socket may.
+    struct Trickle(Vec<u8>);
+
+    impl AsyncWrite for Trickle {
+        fn poll_write(
+            mut self: std::pin::Pin<&mut Self>,
+            _cx: &mut std::task::Context<'_>,
+            buf: &[u8],
+        ) -> std::task::Poll<std::io::Result<usize>> {
+            let n = buf.len().min(7);
+            self.0.extend_from_slice(&buf[..n]);
+            std::task::Poll::Ready(Ok(n))
+        }
+
+        fn poll_flush(
+            self: std::pin::Pin<&mut Self>,
+            _cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(
+            self: std::pin::Pin<&mut Self>,
+            _cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn frames_survive_short_writes() {
+        for (i, (request, len)) in sample_requests().into_iter().enumerate() {
+            let data = payload(len);
+            let mut trickle = Trickle(Vec::new());
+            write_request(&mut trickle, i as u64, &request, &data)
+                .await
+                .unwrap();
+            assert_eq!(trickle.0, request_frame(i as u64, &request, &data).await);
+        }
+    }
+
     /// A reader that fails the test if anything past the frame header is read:
     /// an oversized length must be refused from the header alone.
     struct HeaderOnly(Vec<u8>);

@@ -46,9 +46,10 @@ pub const LOCAL_MAGIC: [u8; 4] = *b"TSLC";
 pub const LOCAL_VERSION: u8 = 1;
 /// Size of the fixed frame header.
 pub const LOCAL_HEADER_LEN: usize = 12;
-/// Largest body accepted: the CRCs of a 4 GiB block at the smallest chunk
-/// size fit; anything larger is refused before allocating.
-pub const MAX_LOCAL_BODY_LEN: u32 = 32 * 1024 * 1024;
+/// Largest body accepted: a replica reply with the CRCs of a 4 GiB block at
+/// the smallest chunk size (32 MiB of them) fits; anything larger is refused
+/// before allocating.
+pub const MAX_LOCAL_BODY_LEN: u32 = 33 * 1024 * 1024;
 /// Longest identity or refusal message accepted.
 const MAX_TEXT_LEN: usize = 4096;
 /// Most keys in one `Revoked` frame (a longer list is split by the sender).
@@ -470,6 +471,34 @@ mod tests {
         BlockKey::new(BlockId(n), (n % 7) as u8)
     }
 
+    /// The token is this kernel's boot id and host name, as /proc has them.
+    #[test]
+    fn host_token_names_this_boot_and_host() {
+        let token = host_token().expect("Linux has both");
+        let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+        assert_eq!(token, format!("{}/{}", boot.trim(), host.trim()));
+    }
+
+    /// The CRCs of a 4 GiB block at the smallest chunk size fit one body.
+    #[test]
+    fn the_largest_replica_fits_a_body() {
+        let crcs = (4u64 << 30) / u64::from(crate::checksum::MIN_BYTES_PER_CHECKSUM);
+        assert!(crcs * 4 + 64 <= u64::from(MAX_LOCAL_BODY_LEN));
+        assert!(u64::from(MAX_LOCAL_BODY_LEN) <= 2 * crcs * 4);
+    }
+
+    /// A text over the limit is cut at the last character boundary under it.
+    #[test]
+    fn long_texts_are_cut_between_characters() {
+        let text = format!("{}é and more", "a".repeat(MAX_TEXT_LEN - 1));
+        let mut out = Vec::new();
+        put_text(&mut out, &text);
+        let len = u32::from_be_bytes(out[..4].try_into().unwrap()) as usize;
+        assert_eq!(len, MAX_TEXT_LEN - 1);
+        assert_eq!(&out[4..], "a".repeat(MAX_TEXT_LEN - 1).as_bytes());
+    }
+
     fn samples() -> Vec<LocalReply> {
         vec![
             LocalReply::Replica(ReplicaInfo {
@@ -558,6 +587,57 @@ mod tests {
         assert!(LocalReply::decode(REVOKED, &u32::MAX.to_be_bytes()).is_err());
         assert!(LocalRequest::decode(0x7f, &[]).is_err());
         assert!(LocalRequest::decode(WATCH, &[0]).is_err());
+    }
+
+    /// Several MB of CRCs outgrow the socket's buffer: sends wait for room
+    /// and reads come in pieces, and the reply still arrives whole with its
+    /// descriptor. Cut inside its body, a reply is truncated, not closed.
+    #[tokio::test]
+    async fn a_reply_larger_than_the_socket_buffer_arrives_whole() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let file = tempfile::tempfile().unwrap();
+        let crcs: Vec<u32> = (0..2_000_000).collect();
+        let reply = LocalReply::Replica(ReplicaInfo {
+            length: crcs.len() as u64 * 512,
+            bytes_per_checksum: 512,
+            crcs,
+        });
+        let encoded = reply.encode();
+        let (sent, read) = tokio::join!(
+            send_with_fd(&a, &encoded, Some(file.as_fd())),
+            read_local_reply(&b)
+        );
+        sent.unwrap();
+        let (back, fd) = read.unwrap();
+        assert_eq!(back, reply);
+        assert!(fd.is_some());
+
+        send_with_fd(&a, &encoded[..LOCAL_HEADER_LEN + 100], Some(file.as_fd()))
+            .await
+            .unwrap();
+        drop(a);
+        assert!(matches!(
+            read_local_reply(&b).await,
+            Err(ProtocolError::Truncated("body"))
+        ));
+    }
+
+    /// A peer that closes with bytes of ours unread resets the connection:
+    /// the reader gets that error instead of waiting for more.
+    #[tokio::test]
+    async fn a_reset_connection_is_an_error_not_a_wait() {
+        let (a, b) = UnixStream::pair().unwrap();
+        send_with_fd(&b, &LocalRequest::Watch.encode(), None)
+            .await
+            .unwrap();
+        drop(a);
+        let read = tokio::time::timeout(std::time::Duration::from_secs(5), read_local_reply(&b));
+        match read.await.expect("the reader returns") {
+            Err(ProtocolError::Io(e)) => {
+                assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset)
+            }
+            other => panic!("expected a reset, got {other:?}"),
+        }
     }
 
     #[tokio::test]

@@ -633,14 +633,45 @@ pub(super) mod tests {
         let reply = Reply::Error(ErrorReply {
             code: ErrorCode::Io,
             offset: None,
-            message: "é".repeat(5000),
+            // The limit falls inside the last character that would fit.
+            message: format!("a{}", "é".repeat(5000)),
         });
         let mut buf = Vec::new();
         reply.encode_header(&mut buf);
         let Reply::Error(back) = Reply::decode(FrameKind::Error, &buf, 0).unwrap() else {
             panic!("not an error reply");
         };
-        assert_eq!(back.message, "é".repeat(MAX_ERROR_MESSAGE_LEN / 2));
+        let expected = format!("a{}", "é".repeat((MAX_ERROR_MESSAGE_LEN - 2) / 2));
+        assert_eq!(back.message, expected);
+    }
+
+    #[test]
+    fn every_error_code_round_trips_with_its_own_name() {
+        let codes = [
+            ErrorCode::NotFound,
+            ErrorCode::ChecksumMismatch,
+            ErrorCode::BadOffset,
+            ErrorCode::OutOfRange,
+            ErrorCode::Invalid,
+            ErrorCode::Io,
+            ErrorCode::Protocol,
+        ];
+        let mut names = std::collections::HashSet::new();
+        for code in codes {
+            let reply = Reply::Error(ErrorReply {
+                code,
+                offset: Some(3),
+                message: "m".into(),
+            });
+            let mut buf = Vec::new();
+            reply.encode_header(&mut buf);
+            assert_eq!(Reply::decode(FrameKind::Error, &buf, 0).unwrap(), reply);
+            let name = code.to_string();
+            assert!(!name.is_empty());
+            assert!(names.insert(name), "{code:?} shares its name");
+        }
+        assert_eq!(ErrorCode::from_u16(0), None);
+        assert_eq!(ErrorCode::from_u16(8), None);
     }
 
     #[test]
