@@ -4,12 +4,15 @@ the data folder, nor read, write or delete a block."""
 
 from __future__ import annotations
 
+import os
+import socket
 import stat
+import struct
 
 import pytest
 
-from tessera_clients import s3_client
-from tessera_procs import start_server
+from tessera_clients import metric_total, s3_client
+from tessera_procs import healthy_datanodes, start_server
 
 pytestmark = pytest.mark.tessera
 
@@ -39,5 +42,75 @@ def test_a_fresh_data_folder_is_its_owners_alone(tessera_bin, tmp_path):
         assert seen["files"] >= 10 and seen["sockets"] >= 5 and seen["folders"] > 256, seen
         names = {p.name for p in server.data_dir.rglob("*")}
         assert {"meta.redb", "root-credentials", "admin-token", "cluster-token"} <= names, names
+    finally:
+        server.proc.kill()
+
+
+# The datanode protocol (blockstore/proto/src/wire): a 24-byte frame header,
+# then the message header, then the payload.
+WRITE_CHUNKS, COMMIT_BLOCK, READ_BLOCK, DELETE_BLOCK = 1, 2, 3, 4
+ERROR_REPLY = 0x81
+ACCESS_DENIED = 8
+FLAG_TOKEN = 1
+TOKEN_LEN = 61
+
+
+def frame(kind: int, message: bytes, payload: bytes = b"", token: bytes | None = None) -> bytes:
+    flags = 0
+    if token is not None:
+        flags, message = FLAG_TOKEN, token + message
+    return b"TSDN" + struct.pack(">BBHQII", 2, kind, flags, 7, len(message), len(payload)) + message + payload
+
+
+def block_key(block: int, index: int) -> bytes:
+    return struct.pack(">QB", block, index)
+
+
+def refusal_code(stream: socket.socket, request: bytes) -> int:
+    """Sends one request frame and returns the error code of the reply."""
+    stream.sendall(request)
+    head = stream.recv(24, socket.MSG_WAITALL)
+    magic, _version, kind, _flags, _id, header_len, payload_len = struct.unpack(">4sBBHQII", head)
+    assert magic == b"TSDN" and payload_len == 0, head
+    message = stream.recv(header_len, socket.MSG_WAITALL)
+    assert kind == ERROR_REPLY, f"the datanode obeyed: reply kind {kind:#x}"
+    return struct.unpack(">H", message[:2])[0]
+
+
+def test_block_frames_without_a_token_are_refused(tessera_bin, tmp_path):
+    """A process with no credential sends read, write, commit and delete
+    frames for every likely block to every datanode port, with no token and
+    with forged ones: each is refused, and the object reads back whole."""
+    server = start_server(tessera_bin, tmp_path, name="tokens")
+    try:
+        client = s3_client(server.endpoint, server.access_key, server.secret_key)
+        client.create_bucket(Bucket="guarded")
+        body = os.urandom(3 * 1024 * 1024 + 5)
+        client.put_object(Bucket="guarded", Key="k", Body=body)
+        datanodes = healthy_datanodes(server.admin("status"))
+        assert len(datanodes) == 5, datanodes
+        forged = os.urandom(TOKEN_LEN)
+        sent = 0
+        for node in datanodes:
+            host, port = node["address"].rsplit(":", 1)
+            with socket.create_connection((host, int(port)), timeout=10) as stream:
+                for block in range(1, 6):
+                    for index in range(5):
+                        key = block_key(block, index)
+                        payload = b"\0" * 100
+                        requests = [
+                            frame(READ_BLOCK, key + struct.pack(">QQ", 0, 1 << 20)),
+                            frame(DELETE_BLOCK, key),
+                            frame(COMMIT_BLOCK, key + struct.pack(">Q", 0)),
+                            frame(WRITE_CHUNKS, key + struct.pack(">QIII", 0, 16384, 1, 0), payload),
+                            frame(DELETE_BLOCK, key, token=forged),
+                            frame(READ_BLOCK, key + struct.pack(">QQ", 0, 10), token=forged),
+                        ]
+                        for request in requests:
+                            assert refusal_code(stream, request) == ACCESS_DENIED
+                            sent += 1
+        refused = metric_total(server.ops, "tessera_datanode_token_refusals_total")
+        assert refused == sent, (refused, sent)
+        assert client.get_object(Bucket="guarded", Key="k")["Body"].read() == body
     finally:
         server.proc.kill()

@@ -27,6 +27,13 @@ declare -A MODULES=(
     [meta]="meta/service/src/ops/objects.rs meta/service/src/ops/uploads.rs meta/service/src/store/db.rs meta/service/src/store/deletions.rs meta/service/src/decoded.rs"
     [datanode]="datanode/src/store/mod.rs datanode/src/store/uploads.rs datanode/src/store/recovery.rs datanode/src/store/sidecar.rs datanode/src/store/paths.rs datanode/src/store/direct.rs"
 )
+# package -> the tests its mutants run, when not all of them: the gateway's
+# and the datanode's integration tests start whole clusters and test these
+# modules no further than their unit tests do.
+declare -A TEST_ARGS=(
+    [gateway]="--lib"
+    [datanode]="--lib"
+)
 ORDER=(proto codec gateway meta datanode)
 # CI's sample: this many shards of proto's mutants, one a run.
 SAMPLE_SHARDS=8
@@ -42,11 +49,18 @@ ensure_cargo_mutants() {
 run_package() {
     local package=$1
     shift
-    local args=(-p "$package" -o "target/mutants/$package" --colors never --no-times)
+    # The scratch copy starts from this tree's target folder: only the
+    # workspace's crates are rebuilt.
+    local args=(-p "$package" -o "target/mutants/$package" --copy-target=true --colors never --no-times)
     local glob
     for glob in ${MODULES[$package]}; do
         args+=(-f "$glob")
     done
+    local test_arg
+    for test_arg in ${TEST_ARGS[$package]:-}; do
+        args+=("--cargo-test-arg=$test_arg")
+    done
+    mkdir -p "target/mutants/$package"
     log "==> cargo mutants ${args[*]} $*"
     # cargo-mutants exits 2 when mutants were missed; the report judges.
     cargo mutants "${args[@]}" "$@" || [ $? -eq 2 ]

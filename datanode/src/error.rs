@@ -1,5 +1,6 @@
 //! Errors of the block store and of the datanode as a whole.
 
+use proto::token::TokenError;
 use proto::wire::{ErrorCode, ErrorReply};
 use proto::BlockKey;
 use std::path::PathBuf;
@@ -53,6 +54,14 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    /// The request carried no block token that allows it.
+    #[error("block {key}: {reason}")]
+    Denied {
+        /// The block asked for.
+        key: BlockKey,
+        /// What is wrong with the token.
+        reason: TokenError,
+    },
     /// A file of the store is not what it should be.
     #[error("corrupt store file {}: {reason}", path.display())]
     Corrupt {
@@ -80,6 +89,7 @@ impl StoreError {
             Self::BadOffset { .. } => ErrorCode::BadOffset,
             Self::OutOfRange { .. } => ErrorCode::OutOfRange,
             Self::Invalid(_) => ErrorCode::Invalid,
+            Self::Denied { .. } => ErrorCode::AccessDenied,
             Self::Io { .. } | Self::Corrupt { .. } => ErrorCode::Io,
         }
     }

@@ -1,6 +1,7 @@
 //! The heartbeat loop: at start and then every interval, report identity,
-//! address, capacity and usage to meta, delete the block files meta answers
-//! with, and acknowledge them in the next heartbeat. Meta being unreachable
+//! address, capacity and usage to meta, take the block token keys it
+//! answers with, delete the block files it names, and acknowledge them in
+//! the next heartbeat. Meta being unreachable
 //! is logged and retried, never fatal.
 //!
 //! Once registered, and then every block report interval, the datanode also
@@ -10,8 +11,11 @@
 //! Uploads (temporary files) untouched for the upload grace period belong to
 //! a writer that died and are removed here.
 
+use crate::access::TokenGate;
 use crate::store::BlockStore;
-use meta_api::{BlockReport, DatanodeReport, Heartbeat, MetaClient, MetaError, ReportedBlock};
+use meta_api::{
+    BlockReport, DatanodeReport, Heartbeat, HeartbeatReply, MetaClient, MetaError, ReportedBlock,
+};
 use proto::{BlockKey, DatanodeId};
 use std::future::Future;
 use std::path::Path;
@@ -33,11 +37,12 @@ const REPORT_RETRY: Duration = Duration::from_secs(30);
 
 /// Whoever receives heartbeats: meta through [`MetaClient`], or a stand-in in tests.
 pub trait HeartbeatTarget: Send + Sync + 'static {
-    /// Registers or refreshes the datanode; answers with block files to delete.
+    /// Registers or refreshes the datanode; answers with block files to
+    /// delete and the current block token keys.
     fn heartbeat(
         &self,
         report: DatanodeReport,
-    ) -> impl Future<Output = Result<Vec<BlockKey>, MetaError>> + Send;
+    ) -> impl Future<Output = Result<HeartbeatReply, MetaError>> + Send;
 
     /// Takes one piece of a block report; answers how many of its blocks
     /// were queued for deletion. Stand-ins that ignore reports keep this.
@@ -55,7 +60,7 @@ impl HeartbeatTarget for MetaClient {
     fn heartbeat(
         &self,
         report: DatanodeReport,
-    ) -> impl Future<Output = Result<Vec<BlockKey>, MetaError>> + Send {
+    ) -> impl Future<Output = Result<HeartbeatReply, MetaError>> + Send {
         self.call(Heartbeat { report })
     }
 
@@ -155,6 +160,7 @@ async fn send_block_report<H: HeartbeatTarget>(
 pub(crate) async fn run<H: HeartbeatTarget>(
     target: H,
     store: Arc<BlockStore>,
+    gate: Arc<TokenGate>,
     settings: HeartbeatSettings,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -171,9 +177,10 @@ pub(crate) async fn run<H: HeartbeatTarget>(
         };
         let registered = matches!(answer, Ok(Ok(_)));
         match answer {
-            Ok(Ok(to_delete)) => {
+            Ok(Ok(answer)) => {
+                gate.set_keys(answer.token_keys);
                 deleted.clear();
-                for key in to_delete {
+                for key in answer.deletions {
                     match store.delete(key).await {
                         Ok(_) => deleted.push(key),
                         Err(e) => {

@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod access;
 mod error;
 pub mod heartbeat;
 mod local;
@@ -22,6 +23,7 @@ pub use heartbeat::HeartbeatTarget;
 pub use send::{ReadSettings, SendMode, UnknownSendMode, DEFAULT_READAHEAD_BYTES};
 pub use store::BlockStore;
 
+use access::TokenGate;
 use heartbeat::HeartbeatSettings;
 use meta_api::MetaClient;
 use proto::checksum::DEFAULT_BYTES_PER_CHECKSUM;
@@ -201,9 +203,12 @@ pub async fn start_with<H: HeartbeatTarget>(
     }
     let (stop, stop_rx) = watch::channel(false);
     let mut server_stop = stop_rx.clone();
+    // Keyless until the first heartbeat answer: nothing is served before.
+    let gate = TokenGate::new();
     let server = tokio::spawn(server::serve_with_settings(
         listener,
         store.clone(),
+        gate.clone(),
         async move {
             let _ = server_stop.wait_for(|stopped| *stopped).await;
         },
@@ -222,6 +227,7 @@ pub async fn start_with<H: HeartbeatTarget>(
                 listener,
                 path.clone(),
                 store.clone(),
+                gate.clone(),
                 async move {
                     let _ = local_stop.wait_for(|stopped| *stopped).await;
                 },
@@ -236,7 +242,13 @@ pub async fn start_with<H: HeartbeatTarget>(
         block_report_interval: config.block_report_interval,
         upload_grace: config.upload_grace,
     };
-    let heartbeat = tokio::spawn(heartbeat::run(target, store.clone(), settings, stop_rx));
+    let heartbeat = tokio::spawn(heartbeat::run(
+        target,
+        store.clone(),
+        gate,
+        settings,
+        stop_rx,
+    ));
     let id = store.id().clone();
     tracing::info!(%id, %addr, advertised, "datanode started");
     Ok(RunningDatanode {

@@ -7,8 +7,10 @@
 //! uploads in progress and quarantined files are not in it). A client still
 //! verifies every CRC, exactly as on the TCP path.
 
+use crate::access::TokenGate;
 use crate::error::StoreError;
 use crate::store::BlockStore;
+use proto::token::Modes;
 use proto::wire::local::{self, LocalReply, LocalRequest, ReplicaInfo, MAX_REVOKED_PER_FRAME};
 use proto::wire::{ErrorCode, ErrorReply, LocalInfo, ProtocolError, Reply};
 use proto::BlockKey;
@@ -59,13 +61,15 @@ fn peer_allowed(peer_uid: u32, own_uid: u32) -> bool {
     peer_uid == own_uid || peer_uid == 0
 }
 
-/// Serves short-circuit requests on `listener` until `shutdown` completes;
-/// then closes every connection (watchers see the end of their stream and
-/// drop their descriptors) and removes the socket file at `path`.
+/// Serves short-circuit requests on `listener`, each block's token checked
+/// by `gate`, until `shutdown` completes; then closes every connection
+/// (watchers see the end of their stream and drop their descriptors) and
+/// removes the socket file at `path`.
 pub async fn serve(
     listener: UnixListener,
     path: PathBuf,
     store: Arc<BlockStore>,
+    gate: Arc<TokenGate>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -79,11 +83,11 @@ pub async fn serve(
                 Ok((stream, _)) => {
                     let peer = stream.peer_cred().map(|c| c.uid());
                     if !peer.as_ref().is_ok_and(|&uid| peer_allowed(uid, own_uid)) {
-                        metrics::counter!("tessera_datanode_local_peers_refused_total").increment(1);
+                        crate::telemetry::local_peer_refused();
                         tracing::warn!(peer_uid = ?peer.ok(), "short-circuit peer of another user refused");
                         continue;
                     }
-                    connections.spawn(serve_connection(stream, store.clone(), stop_rx.clone()));
+                    connections.spawn(serve_connection(stream, store.clone(), gate.clone(), stop_rx.clone()));
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "short-circuit accept failed");
@@ -105,6 +109,7 @@ pub async fn serve(
 async fn serve_connection(
     stream: UnixStream,
     store: Arc<BlockStore>,
+    gate: Arc<TokenGate>,
     mut stop: watch::Receiver<bool>,
 ) {
     loop {
@@ -114,7 +119,15 @@ async fn serve_connection(
             request = local::read_local_request(&stream) => request,
         };
         let outcome = match request {
-            Ok(LocalRequest::OpenBlock(key)) => send_replica(&stream, &store, key).await,
+            Ok(LocalRequest::OpenBlock(key, token)) => {
+                match gate.check(Some(&token), key, Modes::READ) {
+                    Ok(()) => send_replica(&stream, &store, key).await,
+                    Err(denied) => {
+                        let refusal = LocalReply::Refused(denied.to_string()).encode();
+                        local::send_with_fd(&stream, &refusal, None).await
+                    }
+                }
+            }
             Ok(LocalRequest::Watch) => {
                 watch_removals(&stream, &store, &mut stop).await;
                 return;

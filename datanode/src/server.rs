@@ -2,6 +2,7 @@
 //! requests one after the other, and a graceful shutdown that stops accepting
 //! and lets each request in flight finish.
 
+use crate::access::TokenGate;
 use crate::error::StoreError;
 use crate::payload_buffers;
 use crate::send::open_blocks::{OpenBlocks, DEFAULT_OPEN_BLOCKS};
@@ -44,25 +45,37 @@ impl Default for ServerLimits {
     }
 }
 
-/// Serves the block protocol on `listener` from `store` until `shutdown`
-/// completes, then stops accepting, closes idle connections, and waits (up to
-/// a grace period) for requests in flight.
+/// Serves the block protocol on `listener` from `store`, each request
+/// checked against `gate`'s token keys, until `shutdown` completes; then
+/// stops accepting, closes idle connections, and waits (up to a grace
+/// period) for requests in flight. Nothing is accepted before `gate` holds
+/// a key.
 pub async fn serve(
     listener: TcpListener,
     store: Arc<BlockStore>,
+    gate: Arc<TokenGate>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    serve_with_limits(listener, store, shutdown, ServerLimits::default()).await
+    serve_with_limits(listener, store, gate, shutdown, ServerLimits::default()).await
 }
 
 /// [`serve`] with explicit [`ServerLimits`].
 pub async fn serve_with_limits(
     listener: TcpListener,
     store: Arc<BlockStore>,
+    gate: Arc<TokenGate>,
     shutdown: impl Future<Output = ()> + Send + 'static,
     limits: ServerLimits,
 ) -> std::io::Result<()> {
-    serve_with_settings(listener, store, shutdown, limits, ReadSettings::default()).await
+    serve_with_settings(
+        listener,
+        store,
+        gate,
+        shutdown,
+        limits,
+        ReadSettings::default(),
+    )
+    .await
 }
 
 /// [`serve`] with explicit [`ServerLimits`] and [`ReadSettings`] (how read
@@ -70,20 +83,28 @@ pub async fn serve_with_limits(
 pub async fn serve_with_settings(
     listener: TcpListener,
     store: Arc<BlockStore>,
+    gate: Arc<TokenGate>,
     shutdown: impl Future<Output = ()> + Send + 'static,
     limits: ServerLimits,
     read: ReadSettings,
 ) -> std::io::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut connections = JoinSet::new();
+    tokio::pin!(shutdown);
+    // Without a key every request would be refused: the first heartbeat
+    // answer brings them, and connections wait in the backlog till then.
+    tokio::select! {
+        () = &mut shutdown => return Ok(()),
+        () = gate.ready() => {}
+    }
     let shared = Arc::new(Shared {
         open_blocks: OpenBlocks::new(&store, DEFAULT_OPEN_BLOCKS),
         store,
+        gate,
         payloads: BufferRecycler::new(payload_buffers::MAX_IDLE),
         limits,
         read,
     });
-    tokio::pin!(shutdown);
     loop {
         tokio::select! {
             () = &mut shutdown => break,
@@ -127,6 +148,7 @@ pub async fn serve_with_settings(
 /// What every connection of one server shares.
 struct Shared {
     store: Arc<BlockStore>,
+    gate: Arc<TokenGate>,
     open_blocks: Arc<OpenBlocks>,
     /// Buffers that write payloads are received into, reused once written.
     payloads: BufferRecycler,
@@ -230,10 +252,15 @@ async fn serve_request(
     let Incoming {
         request_id,
         message: request,
+        token,
         payload_len,
     } = incoming;
     let op = op_name(&request);
     let key = request.key();
+    if let Err(denied) = shared.gate.authorize(&request, token.as_ref(), store) {
+        skip_payload(stream, payload_len, deadline).await?;
+        return answer(stream, request_id, op, key, Err(denied)).await;
+    }
     let result = match request {
         Request::WriteChunks(w) => {
             let read = payload_buffers::read_payload(&shared.payloads, stream, payload_len);
@@ -279,6 +306,37 @@ async fn serve_request(
             Err(e) => Err(e),
         },
     };
+    answer(stream, request_id, op, key, result).await
+}
+
+/// Reads and drops the payload of a refused request, so that the connection
+/// stays in sync and the client reads the refusal.
+async fn skip_payload(
+    stream: &mut TcpStream,
+    payload_len: u32,
+    deadline: Instant,
+) -> Result<(), Close> {
+    let mut payload = tokio::io::AsyncReadExt::take(&mut *stream, u64::from(payload_len));
+    let mut sink = tokio::io::sink();
+    let skip = tokio::io::copy(&mut payload, &mut sink);
+    let skipped = tokio::time::timeout_at(deadline, skip)
+        .await
+        .map_err(|_| Close::Stalled)?
+        .map_err(|_| Close::Quietly)?;
+    if skipped < u64::from(payload_len) {
+        return Err(Close::Quietly);
+    }
+    Ok(())
+}
+
+/// Sends the reply to a request that returns no data.
+async fn answer(
+    stream: &mut TcpStream,
+    request_id: u64,
+    op: &'static str,
+    key: proto::BlockKey,
+    result: Result<(), StoreError>,
+) -> Result<(), Close> {
     let reply = match result {
         Ok(()) => {
             telemetry::request(op, "ok");

@@ -23,6 +23,11 @@ pub const CHUNKS_REJECTED: &str = "tessera_datanode_chunks_rejected_total";
 pub const REQUESTS: &str = "tessera_datanode_requests_total";
 /// Frames that could not be decoded (the connection was closed).
 pub const PROTOCOL_ERRORS: &str = "tessera_datanode_protocol_errors_total";
+/// Block requests refused for want of a valid block token, by reason
+/// (label `reason`: missing, expired, bad_signature...).
+pub const TOKEN_REFUSALS: &str = "tessera_datanode_token_refusals_total";
+/// Short-circuit connections refused because the peer runs as another user.
+pub const LOCAL_PEERS_REFUSED: &str = "tessera_datanode_local_peers_refused_total";
 /// Committed blocks, by datanode id.
 pub const BLOCKS: &str = "tessera_datanode_store_blocks";
 /// Bytes of committed block data, by datanode id.
@@ -59,6 +64,14 @@ pub(crate) fn request(op: &'static str, outcome: &'static str) {
 
 pub(crate) fn protocol_error() {
     metrics::counter!(PROTOCOL_ERRORS).increment(1);
+}
+
+pub(crate) fn token_refused(reason: &'static str) {
+    metrics::counter!(TOKEN_REFUSALS, "reason" => reason).increment(1);
+}
+
+pub(crate) fn local_peer_refused() {
+    metrics::counter!(LOCAL_PEERS_REFUSED).increment(1);
 }
 
 /// The store's committed `blocks` and their `used` bytes.

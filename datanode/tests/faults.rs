@@ -6,7 +6,7 @@ use proto::checksum;
 use proto::wire::{self, ErrorCode, Reply, Request, WriteChunks, FRAME_HEADER_LEN};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::time::Duration;
-use test_support::node::{data, key, pool, TestNode, BPC};
+use test_support::node::{data, key, pool, token, TestNode, BPC};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -20,7 +20,7 @@ async fn a_corrupted_chunk_crc_on_write_is_rejected_with_checksum_mismatch() {
     let mut crcs = checksum::compute(&body, BPC);
     crcs[2] ^= 0x10;
     let err = pool
-        .write_chunks_with_checksums(&node.addr, k, 0, BPC, crcs, body.clone())
+        .write_chunks_with_checksums(&node.addr, k, token(k).as_ref(), 0, BPC, crcs, body.clone())
         .await
         .unwrap_err();
     match err {
@@ -33,17 +33,17 @@ async fn a_corrupted_chunk_crc_on_write_is_rejected_with_checksum_mismatch() {
     // The partial upload was discarded: nothing to commit, and it can start over.
     assert_eq!(node.store.open_uploads(), 0);
     assert!(pool
-        .commit_block(&node.addr, k, body.len() as u64)
+        .commit_block(&node.addr, k, token(k).as_ref(), body.len() as u64)
         .await
         .is_err());
-    pool.write_chunks(&node.addr, k, 0, body.clone())
+    pool.write_chunks(&node.addr, k, token(k).as_ref(), 0, body.clone())
         .await
         .unwrap();
-    pool.commit_block(&node.addr, k, body.len() as u64)
+    pool.commit_block(&node.addr, k, token(k).as_ref(), body.len() as u64)
         .await
         .unwrap();
     assert_eq!(
-        pool.read_block(&node.addr, k, 0, body.len() as u64)
+        pool.read_block(&node.addr, k, token(k).as_ref(), 0, body.len() as u64)
             .await
             .unwrap(),
         body
@@ -65,9 +65,15 @@ async fn the_checksum_mismatch_reply_names_code_and_offset_on_the_wire() {
         bytes_per_checksum: BPC,
         crcs,
     });
-    wire::write_request(&mut stream, 41, &request, &body)
-        .await
-        .unwrap();
+    wire::write_request(
+        &mut stream,
+        41,
+        &request,
+        token(request.key()).as_ref(),
+        &body,
+    )
+    .await
+    .unwrap();
     let reply = wire::read_reply(&mut stream).await.unwrap();
     assert_eq!(reply.request_id, 41);
     let Reply::Error(e) = reply.message else {
@@ -80,6 +86,7 @@ async fn the_checksum_mismatch_reply_names_code_and_offset_on_the_wire() {
         &mut stream,
         42,
         &Request::DeleteBlock { key: key(2, 0) },
+        token(key(2, 0)).as_ref(),
         &[],
     )
     .await
@@ -96,10 +103,10 @@ async fn a_byte_flipped_on_disk_fails_the_read_with_a_checksum_error() {
     let pool = pool();
     let k = key(3, 1);
     let body = data(5 * BPC as usize, 3);
-    pool.write_chunks(&node.addr, k, 0, body.clone())
+    pool.write_chunks(&node.addr, k, token(k).as_ref(), 0, body.clone())
         .await
         .unwrap();
-    pool.commit_block(&node.addr, k, body.len() as u64)
+    pool.commit_block(&node.addr, k, token(k).as_ref(), body.len() as u64)
         .await
         .unwrap();
 
@@ -122,7 +129,7 @@ async fn a_byte_flipped_on_disk_fails_the_read_with_a_checksum_error() {
         (flipped_at - 100, 50),
     ] {
         let err = pool
-            .read_block(&node.addr, k, offset, len)
+            .read_block(&node.addr, k, token(k).as_ref(), offset, len)
             .await
             .unwrap_err();
         match err {
@@ -135,9 +142,15 @@ async fn a_byte_flipped_on_disk_fails_the_read_with_a_checksum_error() {
     }
     // Chunks that were not touched still read fine.
     let bpc = BPC as u64;
-    let got = pool.read_block(&node.addr, k, 0, 3 * bpc).await.unwrap();
+    let got = pool
+        .read_block(&node.addr, k, token(k).as_ref(), 0, 3 * bpc)
+        .await
+        .unwrap();
     assert_eq!(got, body.slice(..3 * BPC as usize));
-    let got = pool.read_block(&node.addr, k, 4 * bpc, bpc).await.unwrap();
+    let got = pool
+        .read_block(&node.addr, k, token(k).as_ref(), 4 * bpc, bpc)
+        .await
+        .unwrap();
     assert_eq!(got, body.slice(4 * BPC as usize..));
     node.stop().await;
 }
@@ -148,15 +161,32 @@ async fn a_restart_keeps_committed_blocks_and_removes_temporary_files() {
     let node = TestNode::start(dir.path()).await;
     let pool = pool();
     let body = data(100_000, 4);
-    pool.write_chunks(&node.addr, key(4, 0), 0, body.clone())
-        .await
-        .unwrap();
-    pool.commit_block(&node.addr, key(4, 0), body.len() as u64)
-        .await
-        .unwrap();
-    pool.write_chunks(&node.addr, key(5, 0), 0, data(2 * BPC as usize, 5))
-        .await
-        .unwrap();
+    pool.write_chunks(
+        &node.addr,
+        key(4, 0),
+        token(key(4, 0)).as_ref(),
+        0,
+        body.clone(),
+    )
+    .await
+    .unwrap();
+    pool.commit_block(
+        &node.addr,
+        key(4, 0),
+        token(key(4, 0)).as_ref(),
+        body.len() as u64,
+    )
+    .await
+    .unwrap();
+    pool.write_chunks(
+        &node.addr,
+        key(5, 0),
+        token(key(5, 0)).as_ref(),
+        0,
+        data(2 * BPC as usize, 5),
+    )
+    .await
+    .unwrap();
     let id = node.store.id().clone();
     assert_eq!(
         std::fs::read_dir(dir.path().join("tmp")).unwrap().count(),
@@ -173,12 +203,23 @@ async fn a_restart_keeps_committed_blocks_and_removes_temporary_files() {
     assert_eq!(node.store.committed_blocks(), vec![key(4, 0)]);
     // The pool's connection to the old server is stale; a fresh pool is not needed.
     let got = pool
-        .read_block(&node.addr, key(4, 0), 0, body.len() as u64)
+        .read_block(
+            &node.addr,
+            key(4, 0),
+            token(key(4, 0)).as_ref(),
+            0,
+            body.len() as u64,
+        )
         .await
         .unwrap();
     assert_eq!(got, body);
     let err = pool
-        .commit_block(&node.addr, key(5, 0), 2 * u64::from(BPC))
+        .commit_block(
+            &node.addr,
+            key(5, 0),
+            token(key(5, 0)).as_ref(),
+            2 * u64::from(BPC),
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, ClientError::Remote { .. }), "{err:?}");
@@ -191,20 +232,25 @@ async fn a_pooled_connection_closed_by_a_restart_on_the_same_port_is_replaced() 
     let node = TestNode::start(dir.path()).await;
     let addr = node.addr.clone();
     let pool = pool();
-    pool.write_chunks(&addr, key(6, 0), 0, data(10, 6))
+    pool.write_chunks(&addr, key(6, 0), token(key(6, 0)).as_ref(), 0, data(10, 6))
         .await
         .unwrap();
-    pool.commit_block(&addr, key(6, 0), 10).await.unwrap();
+    pool.commit_block(&addr, key(6, 0), token(key(6, 0)).as_ref(), 10)
+        .await
+        .unwrap();
     assert_eq!(pool.idle_connections(&addr), 1);
-    let store = node.store.clone();
+    let (store, gate) = (node.store.clone(), node.gate.clone());
     node.stop().await;
 
     let listener = TcpListener::bind(&addr).await.unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(datanode::server::serve(listener, store, async move {
+    let server = tokio::spawn(datanode::server::serve(listener, store, gate, async move {
         let _ = stopped.await;
     }));
-    let got = pool.read_block(&addr, key(6, 0), 0, 10).await.unwrap();
+    let got = pool
+        .read_block(&addr, key(6, 0), token(key(6, 0)).as_ref(), 0, 10)
+        .await
+        .unwrap();
     assert_eq!(got, data(10, 6));
     let _ = stop.send(());
     server.await.unwrap().unwrap();
@@ -215,24 +261,42 @@ async fn delete_removes_blocks_and_tolerates_absent_ones() {
     let dir = tempfile::tempdir().unwrap();
     let node = TestNode::start(dir.path()).await;
     let pool = pool();
-    pool.write_chunks(&node.addr, key(7, 0), 0, data(1000, 7))
+    pool.write_chunks(
+        &node.addr,
+        key(7, 0),
+        token(key(7, 0)).as_ref(),
+        0,
+        data(1000, 7),
+    )
+    .await
+    .unwrap();
+    pool.commit_block(&node.addr, key(7, 0), token(key(7, 0)).as_ref(), 1000)
         .await
         .unwrap();
-    pool.commit_block(&node.addr, key(7, 0), 1000)
-        .await
-        .unwrap();
-    pool.write_chunks(&node.addr, key(8, 0), 0, data(1000, 8))
-        .await
-        .unwrap();
+    pool.write_chunks(
+        &node.addr,
+        key(8, 0),
+        token(key(8, 0)).as_ref(),
+        0,
+        data(1000, 8),
+    )
+    .await
+    .unwrap();
 
-    pool.delete_block(&node.addr, key(7, 0)).await.unwrap();
-    pool.delete_block(&node.addr, key(8, 0)).await.unwrap();
-    pool.delete_block(&node.addr, key(9, 0)).await.unwrap();
+    pool.delete_block(&node.addr, key(7, 0), token(key(7, 0)).as_ref())
+        .await
+        .unwrap();
+    pool.delete_block(&node.addr, key(8, 0), token(key(8, 0)).as_ref())
+        .await
+        .unwrap();
+    pool.delete_block(&node.addr, key(9, 0), token(key(9, 0)).as_ref())
+        .await
+        .unwrap();
     assert!(!node.store.data_path(key(7, 0)).exists());
     assert!(node.store.committed_blocks().is_empty());
     assert_eq!(node.store.open_uploads(), 0);
     let err = pool
-        .read_block(&node.addr, key(7, 0), 0, 1)
+        .read_block(&node.addr, key(7, 0), token(key(7, 0)).as_ref(), 0, 1)
         .await
         .unwrap_err();
     assert!(matches!(err, ClientError::Remote { .. }), "{err:?}");
@@ -274,9 +338,15 @@ async fn broken_frames_get_an_error_and_do_not_hurt_the_server() {
         crcs: checksum::compute(&body, BPC),
     });
     let mut frame = Vec::new();
-    wire::write_request(&mut frame, 1, &request, &body)
-        .await
-        .unwrap();
+    wire::write_request(
+        &mut frame,
+        1,
+        &request,
+        token(request.key()).as_ref(),
+        &body,
+    )
+    .await
+    .unwrap();
 
     // Cut at every byte: the server sees the stream end inside a frame,
     // says so, and closes.
@@ -302,9 +372,11 @@ async fn broken_frames_get_an_error_and_do_not_hurt_the_server() {
     let mut bad = frame[..FRAME_HEADER_LEN].to_vec();
     bad[16..20].copy_from_slice(&u32::MAX.to_be_bytes());
     expect_protocol_error(&node.addr, &bad).await;
-    // A message header that lies about its checksum count.
+    // A message header that lies about its checksum count (after the
+    // token, then the key, offset and chunk size).
+    let count_at = FRAME_HEADER_LEN + proto::token::BlockToken::LEN + 21;
     let mut bad = frame.clone();
-    bad[FRAME_HEADER_LEN + 21..FRAME_HEADER_LEN + 25].copy_from_slice(&1000u32.to_be_bytes());
+    bad[count_at..count_at + 4].copy_from_slice(&1000u32.to_be_bytes());
     expect_protocol_error(&node.addr, &bad).await;
     expect_protocol_error(&node.addr, &[0xAB; 100]).await;
 
@@ -313,11 +385,11 @@ async fn broken_frames_get_an_error_and_do_not_hurt_the_server() {
     let reply = wire::read_reply(&mut answer.as_slice()).await.unwrap();
     assert_eq!(reply.message, Reply::Ok);
     let pool = pool();
-    pool.commit_block(&node.addr, key(10, 0), 300)
+    pool.commit_block(&node.addr, key(10, 0), token(key(10, 0)).as_ref(), 300)
         .await
         .unwrap();
     assert_eq!(
-        pool.read_block(&node.addr, key(10, 0), 0, 300)
+        pool.read_block(&node.addr, key(10, 0), token(key(10, 0)).as_ref(), 0, 300)
             .await
             .unwrap(),
         body
@@ -338,7 +410,10 @@ async fn a_silent_datanode_times_out_and_a_closed_port_is_an_io_error() {
         io_timeout: Duration::from_millis(200),
         ..ClientConfig::default()
     });
-    let err = pool.read_block(&addr, key(1, 0), 0, 1).await.unwrap_err();
+    let err = pool
+        .read_block(&addr, key(1, 0), token(key(1, 0)).as_ref(), 0, 1)
+        .await
+        .unwrap_err();
     assert!(matches!(err, ClientError::Timeout { .. }), "{err:?}");
     assert_eq!(pool.idle_connections(&addr), 0);
     silent.abort();
@@ -347,7 +422,7 @@ async fn a_silent_datanode_times_out_and_a_closed_port_is_an_io_error() {
     let closed_addr = closed.local_addr().unwrap().to_string();
     drop(closed);
     let err = pool
-        .delete_block(&closed_addr, key(1, 0))
+        .delete_block(&closed_addr, key(1, 0), token(key(1, 0)).as_ref())
         .await
         .unwrap_err();
     assert!(matches!(err, ClientError::Io { .. }), "{err:?}");

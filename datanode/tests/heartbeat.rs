@@ -2,14 +2,14 @@
 //! acknowledged in the next heartbeat, failures retried, graceful shutdown.
 
 use datanode::{DatanodeConfig, HeartbeatTarget};
-use meta_api::{DatanodeReport, MetaError};
+use meta_api::{DatanodeReport, HeartbeatReply, MetaError};
 use parking_lot::Mutex;
 use proto::checksum;
 use proto::wire::{self, Reply, Request, WriteChunks};
 use proto::BlockKey;
 use std::sync::Arc;
 use std::time::Duration;
-use test_support::node::{data, key, pool, BPC};
+use test_support::node::{data, heartbeat_reply, key, pool, token, BPC};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -26,7 +26,7 @@ struct FakeMeta {
 struct Meta(Arc<FakeMeta>);
 
 impl HeartbeatTarget for Meta {
-    async fn heartbeat(&self, report: DatanodeReport) -> Result<Vec<BlockKey>, MetaError> {
+    async fn heartbeat(&self, report: DatanodeReport) -> Result<HeartbeatReply, MetaError> {
         self.0.reports.lock().push(report);
         {
             let mut failures = self.0.failures.lock();
@@ -35,7 +35,9 @@ impl HeartbeatTarget for Meta {
                 return Err(MetaError::Transport("meta is down".into()));
             }
         }
-        Ok(std::mem::take(&mut *self.0.to_delete.lock()))
+        Ok(heartbeat_reply(std::mem::take(
+            &mut *self.0.to_delete.lock(),
+        )))
     }
 }
 
@@ -86,10 +88,18 @@ async fn heartbeats_report_the_node_and_carry_out_deletions() {
     }
 
     let pool = pool();
-    pool.write_chunks(&addr, key(1, 0), 0, data(5000, 1))
+    pool.write_chunks(
+        &addr,
+        key(1, 0),
+        token(key(1, 0)).as_ref(),
+        0,
+        data(5000, 1),
+    )
+    .await
+    .unwrap();
+    pool.commit_block(&addr, key(1, 0), token(key(1, 0)).as_ref(), 5000)
         .await
         .unwrap();
-    pool.commit_block(&addr, key(1, 0), 5000).await.unwrap();
     meta.wait_for("usage reported", |r| {
         r.last().is_some_and(|r| r.blocks == 1 && r.used == 5000)
     })
@@ -101,7 +111,10 @@ async fn heartbeats_report_the_node_and_carry_out_deletions() {
     })
     .await;
     assert!(node.store().committed_blocks().is_empty());
-    assert!(pool.read_block(&addr, key(1, 0), 0, 1).await.is_err());
+    assert!(pool
+        .read_block(&addr, key(1, 0), token(key(1, 0)).as_ref(), 0, 1)
+        .await
+        .is_err());
     // Acknowledged once, then no more.
     let count = meta.0.reports.lock().len();
     meta.wait_for("later heartbeats", |r| r.len() >= count + 2)
@@ -152,9 +165,15 @@ async fn shutdown_lets_a_request_in_flight_finish_and_closes_idle_connections() 
         crcs: checksum::compute(&body, BPC),
     });
     let mut frame = Vec::new();
-    wire::write_request(&mut frame, 5, &request, &body)
-        .await
-        .unwrap();
+    wire::write_request(
+        &mut frame,
+        5,
+        &request,
+        token(request.key()).as_ref(),
+        &body,
+    )
+    .await
+    .unwrap();
     let mut busy = TcpStream::connect(&addr).await.unwrap();
     busy.write_all(&frame[..frame.len() / 2]).await.unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;

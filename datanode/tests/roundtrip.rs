@@ -1,7 +1,7 @@
 //! Blocks written, committed and read back through `DatanodePool` over real TCP.
 
 use block_client::ClientError;
-use test_support::node::{data, key, pool, TestNode, BPC};
+use test_support::node::{data, key, pool, token, TestNode, BPC};
 
 /// Writes `body` as block `k` in pieces of `piece` bytes (a multiple of BPC) and commits it.
 async fn put(
@@ -14,15 +14,23 @@ async fn put(
     let mut offset = 0;
     loop {
         let end = (offset + piece).min(body.len());
-        pool.write_chunks(addr, k, offset as u64, body.slice(offset..end))
-            .await
-            .unwrap();
+        pool.write_chunks(
+            addr,
+            k,
+            token(k).as_ref(),
+            offset as u64,
+            body.slice(offset..end),
+        )
+        .await
+        .unwrap();
         offset = end;
         if offset >= body.len() {
             break;
         }
     }
-    pool.commit_block(addr, k, body.len() as u64).await.unwrap();
+    pool.commit_block(addr, k, token(k).as_ref(), body.len() as u64)
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -38,7 +46,7 @@ async fn blocks_of_every_size_round_trip_with_arbitrary_ranges() {
         put(&pool, &node.addr, k, &body, 4 * bpc).await;
 
         let whole = pool
-            .read_block(&node.addr, k, 0, size as u64)
+            .read_block(&node.addr, k, token(k).as_ref(), 0, size as u64)
             .await
             .unwrap();
         assert_eq!(whole, body, "size {size}");
@@ -65,7 +73,7 @@ async fn blocks_of_every_size_round_trip_with_arbitrary_ranges() {
         }
         for (start, len) in ranges {
             let got = pool
-                .read_block(&node.addr, k, start as u64, len as u64)
+                .read_block(&node.addr, k, token(k).as_ref(), start as u64, len as u64)
                 .await
                 .unwrap();
             assert_eq!(
@@ -78,7 +86,9 @@ async fn blocks_of_every_size_round_trip_with_arbitrary_ranges() {
         // Every request so far went over one connection, reused.
         assert_eq!(pool.idle_connections(&node.addr), 1);
         // A refusal drops the connection it came over.
-        let past_end = pool.read_block(&node.addr, k, size as u64, 1).await;
+        let past_end = pool
+            .read_block(&node.addr, k, token(k).as_ref(), size as u64, 1)
+            .await;
         assert!(
             matches!(past_end, Err(ClientError::Remote { .. })),
             "{past_end:?}"
@@ -100,7 +110,7 @@ async fn large_blocks_are_split_into_several_frames_each_way() {
     // One call, more than one frame's worth.
     put(&pool, &node.addr, k, &body, size).await;
     let got = pool
-        .read_block(&node.addr, k, 5, size as u64 - 6)
+        .read_block(&node.addr, k, token(k).as_ref(), 5, size as u64 - 6)
         .await
         .unwrap();
     assert_eq!(got, body.slice(5..size - 1));
@@ -120,7 +130,7 @@ async fn concurrent_streams_share_the_pool() {
             let k = key(1000 + n, 0);
             put(&pool, &addr, k, &body, 2 * BPC as usize).await;
             let got = pool
-                .read_block(&addr, k, 0, body.len() as u64)
+                .read_block(&addr, k, token(k).as_ref(), 0, body.len() as u64)
                 .await
                 .unwrap();
             assert_eq!(got, body);
@@ -138,7 +148,13 @@ async fn concurrent_streams_share_the_pool() {
 async fn misaligned_write_offsets_are_refused_locally() {
     let pool = pool();
     let err = pool
-        .write_chunks("127.0.0.1:1", key(1, 0), 5, data(10, 0))
+        .write_chunks(
+            "127.0.0.1:1",
+            key(1, 0),
+            token(key(1, 0)).as_ref(),
+            5,
+            data(10, 0),
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, ClientError::Protocol { .. }), "{err:?}");

@@ -4,7 +4,7 @@
 
 use bytes::{Bytes, BytesMut};
 use datanode::{DatanodeConfig, HeartbeatTarget, RunningDatanode, SendMode};
-use meta_api::{DatanodeReport, MetaError};
+use meta_api::{DatanodeReport, HeartbeatReply, MetaError};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusRecorder};
 use proto::checksum;
 use proto::wire::{self, ErrorCode, ReadData, Reply, Request};
@@ -12,7 +12,7 @@ use proto::BlockKey;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::time::Duration;
-use test_support::node::{data, key, pool, BPC};
+use test_support::node::{data, heartbeat_reply, key, pool, token, BPC};
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpSocket, TcpStream};
 
@@ -21,8 +21,8 @@ use tokio::net::{TcpSocket, TcpStream};
 struct QuietMeta;
 
 impl HeartbeatTarget for QuietMeta {
-    async fn heartbeat(&self, _report: DatanodeReport) -> Result<Vec<BlockKey>, MetaError> {
-        Ok(Vec::new())
+    async fn heartbeat(&self, _report: DatanodeReport) -> Result<HeartbeatReply, MetaError> {
+        Ok(heartbeat_reply(Vec::new()))
     }
 }
 
@@ -62,8 +62,10 @@ async fn start(dir: &Path, mode: Mode) -> RunningDatanode {
 async fn put_block(node: &RunningDatanode, k: BlockKey, body: &Bytes) {
     let addr = node.addr().to_string();
     let pool = pool();
-    pool.write_chunks(&addr, k, 0, body.clone()).await.unwrap();
-    pool.commit_block(&addr, k, body.len() as u64)
+    pool.write_chunks(&addr, k, token(k).as_ref(), 0, body.clone())
+        .await
+        .unwrap();
+    pool.commit_block(&addr, k, token(k).as_ref(), body.len() as u64)
         .await
         .unwrap();
 }
@@ -75,7 +77,9 @@ async fn read(stream: &mut TcpStream, k: BlockKey, offset: u64, length: u64) -> 
         offset,
         length,
     };
-    wire::write_request(stream, 7, &request, &[]).await.unwrap();
+    wire::write_request(stream, 7, &request, token(request.key()).as_ref(), &[])
+        .await
+        .unwrap();
     let incoming = wire::read_reply(stream).await.unwrap();
     assert_eq!(incoming.request_id, 7);
     let mut payload = BytesMut::with_capacity(incoming.payload_len as usize);
@@ -257,7 +261,7 @@ async fn sendfile_delivers_a_large_read_to_a_slow_client() {
         offset: 0,
         length: body.len() as u64,
     };
-    wire::write_request(&mut stream, 1, &request, &[])
+    wire::write_request(&mut stream, 1, &request, token(request.key()).as_ref(), &[])
         .await
         .unwrap();
     let incoming = wire::read_reply(&mut stream).await.unwrap();

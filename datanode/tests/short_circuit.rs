@@ -6,7 +6,7 @@
 use block_client::{ClientConfig, ClientError, DatanodePool};
 use bytes::Bytes;
 use datanode::{DatanodeConfig, HeartbeatTarget, RunningDatanode};
-use meta_api::{DatanodeReport, MetaError};
+use meta_api::{DatanodeReport, HeartbeatReply, MetaError};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusRecorder};
 use proto::BlockKey;
 use std::os::unix::fs::FileExt;
@@ -14,16 +14,21 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tempfile::TempDir;
 use test_support::data::eventually;
-use test_support::node::{data, key, BPC};
+use test_support::node::{data, heartbeat_reply, key, token, BPC};
 
 /// Meta stand-in: accepts every heartbeat, never asks for deletions.
 #[derive(Clone)]
 struct NoMeta;
 
 impl HeartbeatTarget for NoMeta {
-    async fn heartbeat(&self, _report: DatanodeReport) -> Result<Vec<BlockKey>, MetaError> {
-        Ok(Vec::new())
+    async fn heartbeat(&self, _report: DatanodeReport) -> Result<HeartbeatReply, MetaError> {
+        Ok(heartbeat_reply(Vec::new()))
     }
+}
+
+/// An OpenBlock request with a valid token.
+fn open_request(k: proto::BlockKey) -> proto::wire::local::LocalRequest {
+    proto::wire::local::LocalRequest::OpenBlock(k, token(k).unwrap())
 }
 
 /// A folder under /tmp with a short name: Unix socket paths are limited to
@@ -57,10 +62,10 @@ fn pool(short_circuit: bool) -> DatanodePool {
 }
 
 async fn put(pool: &DatanodePool, addr: &str, key: BlockKey, bytes: &Bytes) {
-    pool.write_chunks(addr, key, 0, bytes.clone())
+    pool.write_chunks(addr, key, token(key).as_ref(), 0, bytes.clone())
         .await
         .unwrap();
-    pool.commit_block(addr, key, bytes.len() as u64)
+    pool.commit_block(addr, key, token(key).as_ref(), bytes.len() as u64)
         .await
         .unwrap();
 }
@@ -97,9 +102,14 @@ async fn short_circuit_reads_return_the_same_bytes_as_tcp() {
     // The first read finds the datanode local (reads racing with that
     // discovery go over TCP); then concurrent first reads of another block
     // share one open.
-    let got = local.read_block(&addr, key(1, 0), 0, 10).await.unwrap();
+    let got = local
+        .read_block(&addr, key(1, 0), token(key(1, 0)).as_ref(), 0, 10)
+        .await
+        .unwrap();
     assert_eq!(got, bytes.slice(..10));
-    let first_reads = (0..8).map(|i| local.read_block(&addr, key(2, 3), i, 1));
+    let small_token = token(key(2, 3));
+    let first_reads =
+        (0..8).map(|i| local.read_block(&addr, key(2, 3), small_token.as_ref(), i, 1));
     for (i, got) in futures::future::join_all(first_reads)
         .await
         .into_iter()
@@ -119,17 +129,32 @@ async fn short_circuit_reads_return_the_same_bytes_as_tcp() {
     }
     for &(offset, n) in &ranges {
         let got = local
-            .read_block(&addr, key(1, 0), offset as u64, n as u64)
+            .read_block(
+                &addr,
+                key(1, 0),
+                token(key(1, 0)).as_ref(),
+                offset as u64,
+                n as u64,
+            )
             .await
             .unwrap();
         let over_tcp = tcp
-            .read_block(&addr, key(1, 0), offset as u64, n as u64)
+            .read_block(
+                &addr,
+                key(1, 0),
+                token(key(1, 0)).as_ref(),
+                offset as u64,
+                n as u64,
+            )
             .await
             .unwrap();
         assert_eq!(got, bytes.slice(offset..offset + n), "range {offset}+{n}");
         assert_eq!(got, over_tcp, "range {offset}+{n}");
     }
-    let got = local.read_block(&addr, key(2, 3), 0, 10).await.unwrap();
+    let got = local
+        .read_block(&addr, key(2, 3), token(key(2, 3)).as_ref(), 0, 10)
+        .await
+        .unwrap();
     assert_eq!(got, small);
 
     let stats = local.short_circuit_stats().expect("short-circuit is on");
@@ -144,7 +169,13 @@ async fn short_circuit_reads_return_the_same_bytes_as_tcp() {
 
     // A range past the end is refused as over TCP (out of range), not served.
     let err = local
-        .read_block(&addr, key(1, 0), len as u64 - 1, 2)
+        .read_block(
+            &addr,
+            key(1, 0),
+            token(key(1, 0)).as_ref(),
+            len as u64 - 1,
+            2,
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, ClientError::Remote { .. }), "{err:?}");
@@ -167,7 +198,10 @@ async fn a_flipped_byte_on_disk_is_a_checksum_error_on_both_paths() {
     let bytes = data(2 * BPC as usize, 11);
     put(&tcp, &addr, key(3, 0), &bytes).await;
     // Cache the replica first, so the flip happens under an open descriptor.
-    local.read_block(&addr, key(3, 0), 0, 10).await.unwrap();
+    local
+        .read_block(&addr, key(3, 0), token(key(3, 0)).as_ref(), 0, 10)
+        .await
+        .unwrap();
 
     let path = node.store().data_path(key(3, 0));
     let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
@@ -176,7 +210,7 @@ async fn a_flipped_byte_on_disk_is_a_checksum_error_on_both_paths() {
         .unwrap();
 
     let err = local
-        .read_block(&addr, key(3, 0), bad, 1)
+        .read_block(&addr, key(3, 0), token(key(3, 0)).as_ref(), bad, 1)
         .await
         .unwrap_err();
     assert!(
@@ -186,11 +220,14 @@ async fn a_flipped_byte_on_disk_is_a_checksum_error_on_both_paths() {
     let stats = local.short_circuit_stats().unwrap();
     assert_eq!((stats.reads, stats.fallbacks), (1, 1));
     assert_eq!(counter(&recorder, SC_FALLBACKS), 1);
-    let err = tcp.read_block(&addr, key(3, 0), bad, 1).await.unwrap_err();
+    let err = tcp
+        .read_block(&addr, key(3, 0), token(key(3, 0)).as_ref(), bad, 1)
+        .await
+        .unwrap_err();
     assert!(matches!(err, ClientError::Checksum { .. }), "{err:?}");
     // The good first chunk still reads locally.
     let good = local
-        .read_block(&addr, key(3, 0), 0, BPC as u64)
+        .read_block(&addr, key(3, 0), token(key(3, 0)).as_ref(), 0, BPC as u64)
         .await
         .unwrap();
     assert_eq!(good, bytes.slice(..BPC as usize));
@@ -209,7 +246,7 @@ async fn without_a_usable_socket_reads_go_over_tcp() {
     put(&local, &addr, key(4, 0), &bytes).await;
     for _ in 0..3 {
         let got = local
-            .read_block(&addr, key(4, 0), 100, 40_000)
+            .read_block(&addr, key(4, 0), token(key(4, 0)).as_ref(), 100, 40_000)
             .await
             .unwrap();
         assert_eq!(got, bytes.slice(100..40_100));
@@ -226,7 +263,10 @@ async fn without_a_usable_socket_reads_go_over_tcp() {
     std::fs::remove_file(&socket).unwrap();
     let local = pool(true);
     put(&local, &addr, key(5, 0), &bytes).await;
-    let got = local.read_block(&addr, key(5, 0), 0, 50_000).await.unwrap();
+    let got = local
+        .read_block(&addr, key(5, 0), token(key(5, 0)).as_ref(), 0, 50_000)
+        .await
+        .unwrap();
     assert_eq!(got, bytes);
     assert_eq!(local.short_circuit_stats().unwrap().reads, 0);
     node.shutdown().await;
@@ -245,7 +285,10 @@ async fn a_stale_socket_file_is_replaced_but_other_files_are_not() {
     let bytes = data(1000, 5);
     put(&local, &addr, key(6, 0), &bytes).await;
     assert_eq!(
-        local.read_block(&addr, key(6, 0), 0, 1000).await.unwrap(),
+        local
+            .read_block(&addr, key(6, 0), token(key(6, 0)).as_ref(), 0, 1000)
+            .await
+            .unwrap(),
         bytes
     );
     assert_eq!(local.short_circuit_stats().unwrap().reads, 1);
@@ -285,20 +328,29 @@ async fn deleting_a_block_revokes_its_cached_descriptor() {
     put(&local, &addr, key(7, 0), &a).await;
     put(&local, &addr, key(8, 0), &b).await;
     assert_eq!(
-        local.read_block(&addr, key(7, 0), 0, 100).await.unwrap(),
+        local
+            .read_block(&addr, key(7, 0), token(key(7, 0)).as_ref(), 0, 100)
+            .await
+            .unwrap(),
         a.slice(..100)
     );
     assert_eq!(
-        local.read_block(&addr, key(8, 0), 0, 100).await.unwrap(),
+        local
+            .read_block(&addr, key(8, 0), token(key(8, 0)).as_ref(), 0, 100)
+            .await
+            .unwrap(),
         b.slice(..100)
     );
     assert_eq!(local.short_circuit_stats().unwrap().cached_replicas, 2);
 
     // Deleted right before a read: the unlinked file is not served, whether
     // or not the revocation has arrived yet.
-    local.delete_block(&addr, key(7, 0)).await.unwrap();
+    local
+        .delete_block(&addr, key(7, 0), token(key(7, 0)).as_ref())
+        .await
+        .unwrap();
     let err = local
-        .read_block(&addr, key(7, 0), 0, 100)
+        .read_block(&addr, key(7, 0), token(key(7, 0)).as_ref(), 0, 100)
         .await
         .unwrap_err();
     assert!(matches!(err, ClientError::Remote { .. }), "{err:?}");
@@ -306,9 +358,14 @@ async fn deleting_a_block_revokes_its_cached_descriptor() {
     // The datanode pushes the deletion: the descriptor goes without a read.
     let tcp = pool(false);
     put(&tcp, &addr, key(9, 0), &a).await;
-    local.read_block(&addr, key(9, 0), 0, 10).await.unwrap();
+    local
+        .read_block(&addr, key(9, 0), token(key(9, 0)).as_ref(), 0, 10)
+        .await
+        .unwrap();
     assert_eq!(local.short_circuit_stats().unwrap().cached_replicas, 2);
-    tcp.delete_block(&addr, key(9, 0)).await.unwrap();
+    tcp.delete_block(&addr, key(9, 0), token(key(9, 0)).as_ref())
+        .await
+        .unwrap();
     eventually("the revoked replica leaves the cache", || {
         local.short_circuit_stats().unwrap().cached_replicas == 1
     })
@@ -316,7 +373,10 @@ async fn deleting_a_block_revokes_its_cached_descriptor() {
     // The other block still reads locally.
     let before = local.short_circuit_stats().unwrap().reads;
     assert_eq!(
-        local.read_block(&addr, key(8, 0), 5, 10).await.unwrap(),
+        local
+            .read_block(&addr, key(8, 0), token(key(8, 0)).as_ref(), 5, 10)
+            .await
+            .unwrap(),
         b.slice(5..15)
     );
     assert_eq!(local.short_circuit_stats().unwrap().reads, before + 1);
@@ -341,13 +401,19 @@ async fn a_task_reading_cached_data_in_a_loop_lets_others_run() {
     let local = pool(true);
     let bytes = data(64 * 1024, 5);
     put(&local, &addr, key(9, 0), &bytes).await;
-    local.read_block(&addr, key(9, 0), 0, 4096).await.unwrap();
+    local
+        .read_block(&addr, key(9, 0), token(key(9, 0)).as_ref(), 0, 4096)
+        .await
+        .unwrap();
     let other_ran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = other_ran.clone();
     // Single-threaded runtime: the spawned task runs only when this one yields.
     tokio::spawn(async move { flag.store(true, std::sync::atomic::Ordering::SeqCst) });
     for _ in 0..1000 {
-        let got = local.read_block(&addr, key(9, 0), 0, 4096).await.unwrap();
+        let got = local
+            .read_block(&addr, key(9, 0), token(key(9, 0)).as_ref(), 0, 4096)
+            .await
+            .unwrap();
         assert_eq!(got, bytes.slice(..4096));
     }
     assert!(
@@ -389,7 +455,7 @@ async fn another_users_process_gets_no_descriptor() {
              except OSError: n=0\n\
              print('reply', n)\n",
             path = path.to_str().unwrap(),
-            frame = hex::encode(proto::wire::local::LocalRequest::OpenBlock(key(1, 0)).encode()),
+            frame = hex::encode(open_request(key(1, 0)).encode()),
         );
         let out = std::process::Command::new("python3")
             .args(["-c", &script])

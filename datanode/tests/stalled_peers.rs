@@ -7,7 +7,7 @@ use datanode::server::ServerLimits;
 use proto::checksum;
 use proto::wire::{self, ReadData, Reply, Request, WriteChunks};
 use std::time::Duration;
-use test_support::node::{data, key, TestNode, BPC};
+use test_support::node::{data, key, token, TestNode, BPC};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -41,7 +41,8 @@ async fn a_frame_stalled_midway_is_cut_off_but_an_idle_connection_is_not() {
         bytes_per_checksum: BPC,
         crcs: checksum::compute(&body, BPC),
     });
-    let head = wire::encode_request_head(1, &request, body.len()).unwrap();
+    let head =
+        wire::encode_request_head(1, &request, token(request.key()).as_ref(), body.len()).unwrap();
     // Headers and a sliver of the megabyte announced, then silence.
     let mut stalled = TcpStream::connect(&node.addr).await.unwrap();
     stalled.write_all(&head).await.unwrap();
@@ -56,7 +57,7 @@ async fn a_frame_stalled_midway_is_cut_off_but_an_idle_connection_is_not() {
     // Silent between frames for longer than the frame timeout: still served.
     tokio::time::sleep(Duration::from_millis(700)).await;
     let delete = Request::DeleteBlock { key: key(5, 0) };
-    wire::write_request(&mut idle, 7, &delete, &[])
+    wire::write_request(&mut idle, 7, &delete, token(delete.key()).as_ref(), &[])
         .await
         .unwrap();
     let reply = wire::read_reply(&mut idle).await.unwrap();
@@ -89,7 +90,10 @@ async fn a_read_reply_longer_than_asked_is_refused_before_its_data() {
         io_timeout: Duration::from_secs(5),
         ..ClientConfig::default()
     });
-    let err = pool.read_block(&addr, key(1, 0), 0, 100).await.unwrap_err();
+    let err = pool
+        .read_block(&addr, key(1, 0), token(key(1, 0)).as_ref(), 0, 100)
+        .await
+        .unwrap_err();
     assert!(matches!(err, ClientError::Protocol { .. }), "{err:?}");
     lying.abort();
 }

@@ -152,6 +152,7 @@ mod tests {
                 datanode: DatanodeId("dn".into()),
                 addr: addr.into(),
             }],
+            token: None,
         };
         let replication = ReplicationConfig::REPLICATED_1;
         Arc::new(ObjectRecord::new("b", key, "e", replication, vec![group]))

@@ -72,6 +72,14 @@ pub struct MetaSettings {
     /// written longer ago than this; every write must commit within it.
     #[arg(long, env = "TESSERA_ORPHAN_GRACE", default_value = "1h", value_parser = parse_duration)]
     pub orphan_grace: Duration,
+    /// How often a new block token signing key takes over; datanodes keep
+    /// the old one while tokens it signed may still be used.
+    #[arg(long, env = "TESSERA_TOKEN_KEY_ROTATION", default_value = "1d", value_parser = parse_duration)]
+    pub token_key_rotation: Duration,
+    /// How long a block token meta hands out stays valid: the longest a
+    /// single PUT or GET may take.
+    #[arg(long, env = "TESSERA_TOKEN_LIFETIME", default_value = "10h", value_parser = parse_duration)]
+    pub token_lifetime: Duration,
 }
 
 /// How a separate process proves to meta that it belongs to the cluster.
@@ -245,6 +253,8 @@ pub fn open_meta(dir: &Path, settings: &MetaSettings, block_size: u64) -> Result
         block_size,
         deletion_delay: settings.deletion_delay,
         orphan_grace: settings.orphan_grace,
+        token_rotation: settings.token_key_rotation,
+        token_lifetime: settings.token_lifetime,
         cluster_token: settings.cluster_token.clone(),
         clock: Clock::System,
     })

@@ -5,6 +5,7 @@
 
 use meta::{Clock, MetaConfig, MetaService};
 use meta_api::*;
+use proto::token::{BlockToken, Modes};
 use proto::{BlockId, BlockKey, DatanodeId, ReplicationConfig};
 use std::path::Path;
 use std::sync::Arc;
@@ -197,6 +198,7 @@ impl MetaUnderTest {
         self.call_at(Heartbeat { report }, at)
             .await
             .expect("heartbeat")
+            .deletions
     }
 
     /// Registers healthy, empty datanodes dn0..dn{n-1} at [`T0`].
@@ -231,17 +233,35 @@ impl MetaUnderTest {
         self.call(request).await.expect("committed");
     }
 
-    /// The object at (bucket, key), if any.
+    /// The object at (bucket, key), if any, as stored: each group's read
+    /// token is checked (present, for its block, read only) and removed.
     pub async fn get(&self, bucket: &str, key: &str) -> Option<ObjectRecord> {
         let request = GetObject {
             bucket: bucket.into(),
             key: key.into(),
         };
-        self.call(request)
+        let mut record = self
+            .call(request)
             .await
             .expect("lookup")
-            .map(Arc::unwrap_or_clone)
+            .map(Arc::unwrap_or_clone)?;
+        for group in &mut record.groups {
+            take_token(group, Modes::READ);
+        }
+        Some(record)
     }
+}
+
+/// Removes `group`'s token after checking that meta signed one for its
+/// block allowing exactly `modes`.
+pub fn take_token(group: &mut BlockGroup, modes: Modes) -> BlockToken {
+    let token = group
+        .token
+        .take()
+        .unwrap_or_else(|| panic!("block {} came without a token", group.block));
+    assert_eq!(token.block, group.block, "{token:?}");
+    assert_eq!(token.modes, modes, "{token:?}");
+    token
 }
 
 /// Runs each named test, an `async fn(Transport)`, once in process and once
@@ -299,6 +319,7 @@ pub fn group(block: u64, datanodes: &[&str]) -> BlockGroup {
                 addr: format!("{d}.test:7000"),
             })
             .collect(),
+        token: None,
     }
 }
 

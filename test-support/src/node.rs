@@ -1,9 +1,13 @@
 //! A block server on 127.0.0.1:0 over a store in a temporary folder, with no
-//! meta: for tests of the datanode's own protocol.
+//! meta: for tests of the datanode's own protocol. It checks block tokens
+//! with [`token_key`], with which the tests sign their own ([`token`]).
 
 use block_client::{ClientConfig, DatanodePool};
 use bytes::Bytes;
+use datanode::access::TokenGate;
 use datanode::{server, BlockStore};
+use meta_api::HeartbeatReply;
+use proto::token::{index_mask, BlockToken, Modes, TokenKey};
 use proto::{BlockId, BlockKey};
 use std::path::Path;
 use std::sync::Arc;
@@ -21,6 +25,8 @@ pub struct TestNode {
     pub addr: String,
     /// The store it serves.
     pub store: Arc<BlockStore>,
+    /// The token keys it checks with ([`token_key`] at first).
+    pub gate: Arc<TokenGate>,
     stop: oneshot::Sender<()>,
     task: JoinHandle<std::io::Result<()>>,
 }
@@ -40,15 +46,18 @@ impl TestNode {
         let shutdown = async move {
             let _ = stopped.await;
         };
+        let gate = TokenGate::with_keys(vec![token_key()]);
         let task = tokio::spawn(server::serve_with_limits(
             listener,
             store.clone(),
+            gate.clone(),
             shutdown,
             limits,
         ));
         Self {
             addr,
             store,
+            gate,
             stop,
             task,
         }
@@ -69,6 +78,38 @@ pub fn pool() -> DatanodePool {
         io_timeout: Duration::from_secs(20),
         ..ClientConfig::default()
     })
+}
+
+/// The key every [`TestNode`] checks tokens with.
+pub fn token_key() -> TokenKey {
+    TokenKey {
+        id: 1,
+        secret: [0x5a; 32],
+        retire_at: u64::MAX,
+    }
+}
+
+/// A token allowing every operation on block file `key`, as meta would
+/// sign one with [`token_key`].
+pub fn token(key: BlockKey) -> Option<BlockToken> {
+    let modes = Modes::READ.with(Modes::WRITE).with(Modes::DELETE);
+    let indexes = index_mask([key.index]);
+    Some(BlockToken::sign(
+        &token_key(),
+        key.block,
+        indexes,
+        modes,
+        u64::MAX,
+    ))
+}
+
+/// What a stand-in meta answers a datanode's heartbeat with: `deletions`
+/// and the key of [`token`].
+pub fn heartbeat_reply(deletions: Vec<BlockKey>) -> HeartbeatReply {
+    HeartbeatReply {
+        deletions,
+        token_keys: vec![token_key()],
+    }
 }
 
 /// Block file `index` of block `block`.

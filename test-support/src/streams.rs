@@ -56,6 +56,17 @@ pub fn redirect(record: &ObjectRecord, from: &str, to: &str) -> ObjectRecord {
     out
 }
 
+/// How a [`StreamCluster`] is set up besides its size.
+#[derive(Default)]
+struct Setup {
+    /// Each datanode behind a [`StallProxy`].
+    proxied: bool,
+    /// Each datanode with a short-circuit socket.
+    local_sockets: bool,
+    /// Meta with no deletion delay.
+    release_at_once: bool,
+}
+
 /// A test cluster, one client of it and the tests' bucket.
 pub struct StreamCluster {
     /// Meta and the datanodes.
@@ -84,7 +95,17 @@ impl DerefMut for StreamCluster {
 impl StreamCluster {
     /// `count` datanodes with [`BLOCK_SIZE`] blocks.
     pub async fn start(count: usize) -> Self {
-        Self::start_with(count, BLOCK_SIZE, |_| {}, false, false).await
+        Self::start_with(count, BLOCK_SIZE, |_| {}, Setup::default()).await
+    }
+
+    /// Like [`start`](Self::start), with meta handing released blocks to
+    /// their datanodes at once (no deletion delay).
+    pub async fn start_releasing_at_once(count: usize) -> Self {
+        let setup = Setup {
+            release_at_once: true,
+            ..Setup::default()
+        };
+        Self::start_with(count, BLOCK_SIZE, |_| {}, setup).await
     }
 
     /// `count` datanodes, blocks of `block_size` bytes, and `tune` applied to
@@ -94,7 +115,7 @@ impl StreamCluster {
         block_size: u64,
         tune: impl FnOnce(&mut ClientConfig),
     ) -> Self {
-        Self::start_with(count, block_size, tune, false, false).await
+        Self::start_with(count, block_size, tune, Setup::default()).await
     }
 
     /// Like [`start_tuned`](Self::start_tuned), with every datanode advertised
@@ -104,24 +125,31 @@ impl StreamCluster {
         block_size: u64,
         tune: impl FnOnce(&mut ClientConfig),
     ) -> Self {
-        Self::start_with(count, block_size, tune, true, false).await
+        let setup = Setup {
+            proxied: true,
+            ..Setup::default()
+        };
+        Self::start_with(count, block_size, tune, setup).await
     }
 
     /// `count` datanodes with [`BLOCK_SIZE`] blocks, each with a Unix socket
     /// for short-circuit reads.
     pub async fn start_with_local_sockets(count: usize) -> Self {
-        Self::start_with(count, BLOCK_SIZE, |_| {}, false, true).await
+        let setup = Setup {
+            local_sockets: true,
+            ..Setup::default()
+        };
+        Self::start_with(count, BLOCK_SIZE, |_| {}, setup).await
     }
 
     async fn start_with(
         count: usize,
         block_size: u64,
         tune: impl FnOnce(&mut ClientConfig),
-        proxied: bool,
-        local_sockets: bool,
+        setup: Setup,
     ) -> Self {
         let mut listeners = Vec::new();
-        if proxied {
+        if setup.proxied {
             for _ in 0..count {
                 listeners.push(TcpListener::bind("127.0.0.1:0").await.unwrap());
             }
@@ -132,8 +160,11 @@ impl StreamCluster {
             .collect();
         let mut config = TestClusterConfig::new(block_size, BYTES_PER_CHECKSUM)
             .each_datanode(move |i, datanode| datanode.advertise = advertised.get(i).cloned());
-        if local_sockets {
+        if setup.local_sockets {
             config = config.with_local_sockets();
+        }
+        if setup.release_at_once {
+            config = config.meta(|meta| meta.deletion_delay = Duration::ZERO);
         }
         let cluster = TestCluster::start(count, config).await;
         let mut proxies: Vec<Option<StallProxy>> = (0..count).map(|_| None).collect();

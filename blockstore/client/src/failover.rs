@@ -16,6 +16,7 @@ use futures::StreamExt;
 use meta_api::{BlockGroup, MetaError};
 use proto::ids::{BlockKey, DatanodeId};
 use proto::layout::ReplicationConfig;
+use proto::token::BlockToken;
 
 /// Failovers one key may go through before its write fails (Ozone's
 /// `ozone.client.max.ec.stripe.write.retries`).
@@ -227,6 +228,7 @@ impl GroupSink {
         let pool = self.client.pool().clone();
         let bpc = self.client.config().bytes_per_checksum;
         let open = &self.groups[g];
+        let token = open.group.token.as_ref();
         let sends = open.targets.iter().enumerate().map(|(position, target)| {
             let pool = &pool;
             async move {
@@ -237,6 +239,7 @@ impl GroupSink {
                                 .write_chunks_with_checksums(
                                     &target.addr,
                                     target.key,
+                                    token,
                                     target.held,
                                     bpc,
                                     cell.crcs.clone(),
@@ -248,7 +251,7 @@ impl GroupSink {
                         }
                     }
                     Unit::Piece(data) => pool
-                        .write_chunks(&target.addr, target.key, target.held, data.clone())
+                        .write_chunks(&target.addr, target.key, token, target.held, data.clone())
                         .await
                         .map(|()| data.len() as u64),
                 };
@@ -317,6 +320,7 @@ impl GroupSink {
     /// otherwise keep the upload open until it restarts).
     fn forget_failed(&self, g: usize) {
         let pool = self.client.pool().clone();
+        let token = self.groups[g].group.token;
         let doomed: Vec<(BlockKey, String)> = self.groups[g]
             .targets
             .iter()
@@ -325,7 +329,7 @@ impl GroupSink {
             .collect();
         tokio::spawn(async move {
             for (key, addr) in doomed {
-                if let Err(e) = pool.delete_block(&addr, key).await {
+                if let Err(e) = pool.delete_block(&addr, key, token.as_ref()).await {
                     tracing::debug!(%key, datanode = %addr, error = %e, "could not drop a failed upload");
                 }
             }
@@ -340,6 +344,7 @@ impl GroupSink {
         let pool = self.client.pool().clone();
         for g in self.sealed..self.groups.len() {
             let open = &self.groups[g];
+            let token = open.group.token.as_ref();
             let commits = open
                 .targets
                 .iter()
@@ -347,7 +352,10 @@ impl GroupSink {
                 .filter(|(_, t)| !t.failed)
                 .map(|(position, t)| {
                     let pool = &pool;
-                    async move { (position, pool.commit_block(&t.addr, t.key, t.held).await) }
+                    async move {
+                        let committed = pool.commit_block(&t.addr, t.key, token, t.held).await;
+                        (position, committed)
+                    }
                 });
             for (position, result) in join_all(commits).await {
                 if let Err(error) = result {
@@ -403,12 +411,20 @@ pub(crate) async fn discard_groups(client: StoreClient, groups: Vec<BlockGroup>)
         return;
     }
     let pool = client.pool().clone();
-    futures::stream::iter(groups.iter().flat_map(|g| g.block_keys()))
-        .for_each_concurrent(DISCARD_CONCURRENCY, |(key, replica)| {
+    // A write token drops only what is still uncommitted; meta deletes the
+    // rest once it has the groups.
+    let mut block_files: Vec<(BlockKey, String, Option<BlockToken>)> = Vec::new();
+    for group in &groups {
+        for (key, replica) in group.block_keys() {
+            block_files.push((key, replica.addr.clone(), group.token));
+        }
+    }
+    futures::stream::iter(block_files)
+        .for_each_concurrent(DISCARD_CONCURRENCY, |(key, addr, token)| {
             let pool = &pool;
             async move {
-                if let Err(e) = pool.delete_block(&replica.addr, key).await {
-                    tracing::debug!(%key, datanode = %replica.addr, error = %e, "discarding block failed");
+                if let Err(e) = pool.delete_block(&addr, key, token.as_ref()).await {
+                    tracing::debug!(%key, datanode = %addr, error = %e, "discarding block failed");
                 }
             }
         })

@@ -24,6 +24,7 @@ use futures::StreamExt;
 use meta_api::{MetaError, ObjectRecord};
 use proto::ids::{BlockId, BlockKey, DatanodeId};
 use proto::layout::{EcLayout, ReplicationConfig};
+use proto::token::BlockToken;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -66,6 +67,8 @@ struct Target {
     key: BlockKey,
     addr: String,
     datanode: DatanodeId,
+    /// Meta's read token for the group.
+    token: Option<BlockToken>,
 }
 
 /// One group of the object, where it starts and who holds it.
@@ -137,6 +140,7 @@ impl KeyReader {
                             key,
                             addr: replica.addr.clone(),
                             datanode: replica.datanode.clone(),
+                            token: g.token,
                         })
                     }
                     _ => {
@@ -455,7 +459,10 @@ impl KeyReader {
     ) -> Result<Bytes, ClientError> {
         self.check_open()?;
         let addr = target.addr.as_str();
-        let read = self.client.pool().read_block(addr, target.key, offset, len);
+        let read =
+            self.client
+                .pool()
+                .read_block(addr, target.key, target.token.as_ref(), offset, len);
         let result = match patience {
             Patience::Full => read.await,
             Patience::Deadline => {

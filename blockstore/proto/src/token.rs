@@ -155,6 +155,21 @@ pub enum TokenError {
     WrongMode(Modes),
 }
 
+impl TokenError {
+    /// The refusal's name in metrics.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Missing => "missing",
+            Self::Malformed => "malformed",
+            Self::UnknownKey(_) => "unknown_key",
+            Self::BadSignature => "bad_signature",
+            Self::Expired => "expired",
+            Self::WrongBlock => "wrong_block",
+            Self::WrongMode(_) => "wrong_mode",
+        }
+    }
+}
+
 /// Bit mask of the internal indexes `indexes`.
 pub fn index_mask(indexes: impl IntoIterator<Item = u8>) -> u64 {
     indexes

@@ -1,6 +1,7 @@
 //! Records kept by the metadata service. They travel inside requests and
 //! their answers, so they are plain serde data with little behaviour of their own.
 
+use proto::token::BlockToken;
 use proto::{BlockId, BlockKey, DatanodeId, ObjectId, ReplicationConfig};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -37,6 +38,10 @@ pub struct BlockGroup {
     pub length: u64,
     /// Where each internal block or replica lives.
     pub replicas: Vec<ReplicaLocation>,
+    /// Meta's capability for these block files, signed when it hands the
+    /// group out (lookup: read; allocation: write); never stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<BlockToken>,
 }
 
 impl BlockGroup {
@@ -539,6 +544,7 @@ mod tests {
             block: BlockId(block),
             length,
             replicas: Vec::new(),
+            token: None,
         };
         let record = ObjectRecord::new(
             "b",

@@ -12,6 +12,12 @@ use std::time::Duration;
 /// finishes.
 pub const DEFAULT_DELETION_DELAY: Duration = Duration::from_secs(60);
 
+/// Default [`MetaConfig::token_rotation`]: a new block token key a day.
+pub const DEFAULT_TOKEN_ROTATION: Duration = Duration::from_secs(24 * 3600);
+/// Default [`MetaConfig::token_lifetime`], as HDFS's: longer than any single
+/// PUT or GET of one object takes.
+pub const DEFAULT_TOKEN_LIFETIME: Duration = Duration::from_secs(10 * 3600);
+
 /// Settings of the metadata service.
 #[derive(Clone)]
 pub struct MetaConfig {
@@ -38,6 +44,10 @@ pub struct MetaConfig {
     /// Token every meta RPC connection must present (the admin token is
     /// accepted too); generated and saved when None.
     pub cluster_token: Option<String>,
+    /// How often a new block token signing key takes over.
+    pub token_rotation: Duration,
+    /// How long a block token stays valid after meta signs it.
+    pub token_lifetime: Duration,
     /// Where meta reads the time: the system clock, or one a test moves.
     pub clock: Clock,
 }
@@ -58,6 +68,8 @@ impl MetaConfig {
             deletion_delay: DEFAULT_DELETION_DELAY,
             orphan_grace: DEFAULT_ORPHAN_GRACE,
             cluster_token: None,
+            token_rotation: DEFAULT_TOKEN_ROTATION,
+            token_lifetime: DEFAULT_TOKEN_LIFETIME,
             clock: Clock::System,
         }
     }
@@ -77,6 +89,8 @@ impl std::fmt::Debug for MetaConfig {
             .field("deletion_delay", &self.deletion_delay)
             .field("orphan_grace", &self.orphan_grace)
             .field("cluster_token", &redacted(&self.cluster_token))
+            .field("token_rotation", &self.token_rotation)
+            .field("token_lifetime", &self.token_lifetime)
             .field("clock", &self.clock)
             .finish()
     }

@@ -21,6 +21,7 @@ pub mod rpc;
 mod service;
 mod state;
 mod store;
+mod tokens;
 
 pub use config::{
     Clock, MetaConfig, DEFAULT_DEAD_AFTER, DEFAULT_DELETION_DELAY, DEFAULT_ORPHAN_GRACE,

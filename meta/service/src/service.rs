@@ -14,6 +14,7 @@ use crate::state::MetaState;
 use crate::store;
 use crate::store::db::all_json;
 use crate::store::tables::DATANODES;
+use crate::tokens::TokenIssuer;
 use futures::future::BoxFuture;
 use meta_api::{
     AnyRequest, AnyResponse, DatanodeRecord, MetaClient, MetaError, MetaRequest, MetaTransport,
@@ -66,12 +67,20 @@ impl MetaService {
         let admin_token = credentials::admin_token(&config)?;
         let cluster_token = credentials::cluster_token(&config)?;
         let orphans = OrphanDetector::open(&store, config.orphan_grace, now)?;
+        let tokens = TokenIssuer::load(
+            &store,
+            config.token_rotation,
+            config.token_lifetime,
+            config.stale_after,
+            now,
+        )?;
         let state = Arc::new(MetaState {
             config,
             store,
             registry,
             block_ids,
             orphans,
+            tokens,
             decoded_objects: DecodedCache::new(DEFAULT_DECODED_CACHE_BYTES),
             decoded_buckets: DecodedCache::new(DEFAULT_DECODED_CACHE_BYTES / 8),
         });

@@ -9,7 +9,9 @@ use crate::orphans::OrphanDetector;
 use crate::placement::BlockIds;
 use crate::registry::Registry;
 use crate::store::Store;
-use meta_api::{BucketRecord, ObjectRecord, UnixMillis};
+use crate::tokens::TokenIssuer;
+use meta_api::{BlockGroup, BucketRecord, ObjectRecord, UnixMillis};
+use proto::token::Modes;
 
 /// The state of one meta process.
 pub(crate) struct MetaState {
@@ -18,6 +20,8 @@ pub(crate) struct MetaState {
     pub(crate) registry: Registry,
     pub(crate) block_ids: BlockIds,
     pub(crate) orphans: OrphanDetector,
+    /// Block token keys, and the tokens handed out with block locations.
+    pub(crate) tokens: TokenIssuer,
     /// Object records decoded for reads, shared while their bytes are unchanged.
     pub(crate) decoded_objects: DecodedCache<ObjectRecord>,
     /// Bucket records decoded for reads, likewise.
@@ -25,6 +29,15 @@ pub(crate) struct MetaState {
 }
 
 impl MetaState {
+    /// Readies `groups` to be handed to a reader: current datanode
+    /// addresses, and a read token for each group.
+    pub(crate) fn hand_out_for_reading(&self, groups: &mut [BlockGroup], now: UnixMillis) {
+        self.registry.refresh_addrs(groups);
+        for group in groups {
+            self.tokens.sign(group, Modes::READ, now);
+        }
+    }
+
     /// When blocks released at `now` may be handed to their datanodes.
     pub(crate) fn deletion_not_before(&self, now: UnixMillis) -> UnixMillis {
         let delay = i64::try_from(self.config.deletion_delay.as_millis()).unwrap_or(i64::MAX);

@@ -14,6 +14,7 @@ use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use proto::checksum::{self, ChecksumError};
 use proto::ids::BlockKey;
+use proto::token::BlockToken;
 use proto::wire::{
     self, ErrorCode, ErrorReply, LocalInfo, ProtocolError, ReadData, Reply, Request, WriteChunks,
 };
@@ -141,6 +142,7 @@ impl DatanodePool {
         &self,
         addr: &str,
         key: BlockKey,
+        token: Option<&BlockToken>,
         offset: u64,
         data: Bytes,
     ) -> Result<(), ClientError> {
@@ -148,17 +150,19 @@ impl DatanodePool {
         checksum::validate_bytes_per_checksum(bpc)
             .map_err(|e| protocol_error(addr, e.to_string()))?;
         let crcs = compute_checksums(addr, data.clone(), bpc).await?;
-        self.write_chunks_with_checksums(addr, key, offset, bpc, crcs, data)
+        self.write_chunks_with_checksums(addr, key, token, offset, bpc, crcs, data)
             .await
     }
 
     /// Like [`write_chunks`](Self::write_chunks) with checksums the caller
     /// already has (one CRC32C per `bytes_per_checksum` chunk of `data`); the
     /// datanode verifies them on arrival.
+    #[allow(clippy::too_many_arguments)]
     pub async fn write_chunks_with_checksums(
         &self,
         addr: &str,
         key: BlockKey,
+        token: Option<&BlockToken>,
         offset: u64,
         bytes_per_checksum: u32,
         crcs: Vec<u32>,
@@ -189,7 +193,9 @@ impl DatanodePool {
                 bytes_per_checksum,
                 crcs: crcs[pos / bpc..end.div_ceil(bpc)].to_vec(),
             });
-            let reply = self.call(addr, &request, &data[pos..end], None).await?;
+            let reply = self
+                .call(addr, &request, token, &data[pos..end], None)
+                .await?;
             expect_ok(addr, key, reply)?;
             pos = end;
             if pos >= data.len() {
@@ -203,10 +209,17 @@ impl DatanodePool {
         &self,
         addr: &str,
         key: BlockKey,
+        token: Option<&BlockToken>,
         length: u64,
     ) -> Result<(), ClientError> {
         let reply = self
-            .call(addr, &Request::CommitBlock { key, length }, &[], None)
+            .call(
+                addr,
+                &Request::CommitBlock { key, length },
+                token,
+                &[],
+                None,
+            )
             .await?;
         expect_ok(addr, key, reply)
     }
@@ -220,11 +233,15 @@ impl DatanodePool {
         &self,
         addr: &str,
         key: BlockKey,
+        token: Option<&BlockToken>,
         offset: u64,
         len: u64,
     ) -> Result<Bytes, ClientError> {
-        if let Some(short_circuit) = &self.short_circuit {
-            if let Some(data) = short_circuit.read(self, addr, key, offset, len).await {
+        if let (Some(short_circuit), Some(token)) = (&self.short_circuit, token) {
+            if let Some(data) = short_circuit
+                .read(self, addr, key, token, offset, len)
+                .await
+            {
                 return Ok(data);
             }
         }
@@ -254,7 +271,7 @@ impl DatanodePool {
                 base_and_bpc,
             };
             // `call` has checked the reply against the piece (see `ReadSink`).
-            let reply = match self.call(addr, &request, &[], Some(sink)).await? {
+            let reply = match self.call(addr, &request, token, &[], Some(sink)).await? {
                 Reply::ReadData(data) => data,
                 other => return Err(unexpected_reply(addr, key, other)),
             };
@@ -280,16 +297,22 @@ impl DatanodePool {
     /// Asks the datanode at `addr` where its short-circuit socket is.
     pub(crate) async fn local_info(&self, addr: &str) -> Result<LocalInfo, ClientError> {
         let request = Request::LocalInfo;
-        match self.call(addr, &request, &[], None).await? {
+        match self.call(addr, &request, None, &[], None).await? {
             Reply::LocalInfo(info) => Ok(info),
             other => Err(unexpected_reply(addr, request.key(), other)),
         }
     }
 
-    /// Deletes block `key` (committed or not); no error when absent.
-    pub async fn delete_block(&self, addr: &str, key: BlockKey) -> Result<(), ClientError> {
+    /// Deletes block `key`; no error when absent. A write token deletes
+    /// it while uncommitted, a delete token at any time.
+    pub async fn delete_block(
+        &self,
+        addr: &str,
+        key: BlockKey,
+        token: Option<&BlockToken>,
+    ) -> Result<(), ClientError> {
         let reply = self
-            .call(addr, &Request::DeleteBlock { key }, &[], None)
+            .call(addr, &Request::DeleteBlock { key }, token, &[], None)
             .await?;
         expect_ok(addr, key, reply)
     }
@@ -302,6 +325,7 @@ impl DatanodePool {
         &self,
         addr: &str,
         request: &Request,
+        token: Option<&BlockToken>,
         payload: &[u8],
         mut sink: Option<ReadSink<'_>>,
     ) -> Result<Reply, ClientError> {
@@ -313,7 +337,14 @@ impl DatanodePool {
                 None => self.connect(addr).await?,
             };
             let request_id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
-            let exchange = exchange(&mut stream, request_id, request, payload, sink.as_mut());
+            let exchange = exchange(
+                &mut stream,
+                request_id,
+                request,
+                token,
+                payload,
+                sink.as_mut(),
+            );
             let outcome = tokio::time::timeout(self.config.io_timeout, exchange).await;
             match outcome {
                 Err(_elapsed) => {
@@ -385,10 +416,11 @@ async fn exchange(
     stream: &mut TcpStream,
     request_id: u64,
     request: &Request,
+    token: Option<&BlockToken>,
     payload: &[u8],
     sink: Option<&mut ReadSink<'_>>,
 ) -> Result<Reply, Failure> {
-    let head = wire::encode_request_head(request_id, request, payload.len())
+    let head = wire::encode_request_head(request_id, request, token, payload.len())
         .map_err(|e| Failure::Protocol(e.to_string()))?;
     if let Err(e) = wire::write_frame(stream, &head, payload).await {
         return Err(if is_closed_connection(&e) {

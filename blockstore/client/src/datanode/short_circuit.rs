@@ -30,6 +30,7 @@ use proto::checksum::{self, ChecksumError};
 use proto::ids::BlockKey;
 use proto::page_cache;
 use proto::recycled::BufferRecycler;
+use proto::token::BlockToken;
 use proto::wire::local::{self, LocalReply, LocalRequest};
 use proto::wire::ProtocolError;
 use std::collections::HashMap;
@@ -212,12 +213,16 @@ impl ShortCircuit {
         pool: &DatanodePool,
         addr: &str,
         key: BlockKey,
+        token: &BlockToken,
         offset: u64,
         len: u64,
     ) -> Option<Bytes> {
         let inner = &self.inner;
         let datanode = inner.datanode(pool, addr).await?;
-        match inner.read_local(&datanode, addr, key, offset, len).await {
+        match inner
+            .read_local(&datanode, addr, key, token, offset, len)
+            .await
+        {
             Ok(data) => {
                 inner.reads.fetch_add(1, Ordering::Relaxed);
                 metrics::counter!("tessera_client_short_circuit_reads_total").increment(1);
@@ -352,10 +357,11 @@ impl Inner {
         datanode: &LocalDatanode,
         addr: &str,
         key: BlockKey,
+        token: &BlockToken,
         offset: u64,
         len: u64,
     ) -> Result<Bytes, ShortCircuitError> {
-        let replica = self.replica(datanode, addr, key).await?;
+        let replica = self.replica(datanode, addr, key, token).await?;
         let read = match read_verified_cached(&self.read_buffers, &replica, offset, len) {
             Some(read) => {
                 // Done without awaiting anything: count it against the
@@ -375,13 +381,14 @@ impl Inner {
         read
     }
 
-    /// The cached replica of `key` on `addr`, opened (once, however many
-    /// reads ask at the same time) when absent.
+    /// The cached replica of `key` on `addr`, opened with `token` (once,
+    /// however many reads ask at the same time) when absent.
     async fn replica(
         &self,
         datanode: &LocalDatanode,
         addr: &str,
         key: BlockKey,
+        token: &BlockToken,
     ) -> Result<Arc<LocalReplica>, ShortCircuitError> {
         if let Some(replica) = self.cache.get(addr, key) {
             return Ok(replica);
@@ -390,7 +397,7 @@ impl Inner {
         let cell = self.opening.lock().entry(id.clone()).or_default().clone();
         let opened = cell
             .get_or_try_init(|| async {
-                let replica = Arc::new(self.open(datanode, key).await?);
+                let replica = Arc::new(self.open(datanode, key, token).await?);
                 self.cache.insert(addr, key, replica.clone());
                 Ok::<_, ShortCircuitError>(replica)
             })
@@ -408,13 +415,14 @@ impl Inner {
         &self,
         datanode: &LocalDatanode,
         key: BlockKey,
+        token: &BlockToken,
     ) -> Result<LocalReplica, ShortCircuitError> {
         let pooled = datanode.idle.lock().pop();
         let stream = match pooled {
             Some(stream) => stream,
             None => self.connect(&datanode.socket_path).await?,
         };
-        let request = LocalRequest::OpenBlock(key).encode();
+        let request = LocalRequest::OpenBlock(key, *token).encode();
         let (reply, fd) = self
             .deadline(async {
                 local::send_with_fd(&stream, &request, None).await?;

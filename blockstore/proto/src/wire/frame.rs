@@ -3,9 +3,9 @@
 //! ```text
 //! offset size field
 //!      0    4 magic "TSDN"
-//!      4    1 version (1)
+//!      4    1 version (2)
 //!      5    1 kind (request op or reply kind)
-//!      6    2 flags (none defined in version 1: must be zero)
+//!      6    2 flags (FLAG_TOKEN, on requests only; other bits must be zero)
 //!      8    8 request id (a reply echoes its request's)
 //!     16    4 message header length
 //!     20    4 payload length
@@ -13,6 +13,13 @@
 //! All integers big-endian.
 
 use super::{ProtocolError, FRAME_HEADER_LEN, MAGIC, MAX_HEADER_LEN, MAX_PAYLOAD_LEN, VERSION};
+
+/// Flag: the message header starts with a [`crate::token::BlockToken`]
+/// ([`BlockToken::LEN`](crate::token::BlockToken::LEN) bytes), the
+/// capability a datanode checks before serving a block request.
+pub const FLAG_TOKEN: u16 = 0x0001;
+/// Every flag this version defines.
+const KNOWN_FLAGS: u16 = FLAG_TOKEN;
 
 /// What a frame carries: one of the requests, or one of the replies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -66,7 +73,7 @@ impl FrameKind {
 pub struct FrameHeader {
     /// What the frame carries.
     pub kind: FrameKind,
-    /// Reserved; zero in version 1.
+    /// [`FLAG_TOKEN`] or nothing.
     pub flags: u16,
     /// Chosen by the client per request; echoed by the reply.
     pub request_id: u64,
@@ -104,7 +111,7 @@ impl FrameHeader {
             ProtocolError::malformed(format!("unknown frame kind {:#04x}", buf[5]))
         })?;
         let flags = u16::from_be_bytes([buf[6], buf[7]]);
-        if flags != 0 {
+        if flags & !KNOWN_FLAGS != 0 {
             return Err(ProtocolError::malformed(format!(
                 "unknown frame flags {flags:#06x}"
             )));
@@ -189,7 +196,7 @@ mod tests {
     #[test]
     fn wire_layout_is_fixed() {
         let bytes = sample().encode();
-        assert_eq!(&bytes[..6], b"TSDN\x01\x82");
+        assert_eq!(&bytes[..6], b"TSDN\x02\x82");
         assert_eq!(&bytes[8..16], &[1, 2, 3, 4, 5, 6, 7, 8]);
         assert_eq!(&bytes[16..20], &[0, 0, 0, 77]);
         assert_eq!(&bytes[20..24], &[0, 0x10, 0, 0]);
@@ -205,10 +212,10 @@ mod tests {
             Err(ProtocolError::BadMagic(_))
         ));
         let mut bad = good;
-        bad[4] = 2;
+        bad[4] = 1;
         assert!(matches!(
             FrameHeader::decode(&bad),
-            Err(ProtocolError::UnsupportedVersion(2))
+            Err(ProtocolError::UnsupportedVersion(1))
         ));
         let mut bad = good;
         bad[5] = 0x7f;
@@ -216,12 +223,17 @@ mod tests {
             FrameHeader::decode(&bad),
             Err(ProtocolError::Malformed(_))
         ));
-        let mut bad = good;
-        bad[7] = 1;
-        assert!(matches!(
-            FrameHeader::decode(&bad),
-            Err(ProtocolError::Malformed(_))
-        ));
+        for flag in [2u16, 0x100, 0x8000] {
+            let mut bad = good;
+            bad[6..8].copy_from_slice(&flag.to_be_bytes());
+            assert!(matches!(
+                FrameHeader::decode(&bad),
+                Err(ProtocolError::Malformed(_))
+            ));
+        }
+        let mut with_token = good;
+        with_token[7] = 1;
+        assert_eq!(FrameHeader::decode(&with_token).unwrap().flags, FLAG_TOKEN);
     }
 
     #[test]

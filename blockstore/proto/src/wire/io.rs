@@ -10,9 +10,10 @@
 //! stalls pins little memory. A caller that trusts the length (it checked the
 //! reply against its own request) reserves it first.
 
-use super::frame::FrameHeader;
+use super::frame::{FrameHeader, FLAG_TOKEN};
 use super::message::{Reply, Request};
 use super::{ProtocolError, FRAME_HEADER_LEN, MAX_HEADER_LEN, MAX_PAYLOAD_LEN};
+use crate::token::BlockToken;
 use bytes::BytesMut;
 use std::io::{ErrorKind, IoSlice};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -28,6 +29,8 @@ pub struct Incoming<T> {
     pub request_id: u64,
     /// The decoded request or reply.
     pub message: T,
+    /// The block token the request carried, if any (never on a reply).
+    pub token: Option<BlockToken>,
     /// Bytes of payload still to be read from the stream.
     pub payload_len: u32,
 }
@@ -79,10 +82,24 @@ pub async fn read_request<R: AsyncRead + Unpin>(
         )));
     }
     let header = read_message_header(r, frame.header_len).await?;
-    let message = Request::decode(frame.kind, &header, frame.payload_len)?;
+    let (token, header) = if frame.flags & FLAG_TOKEN != 0 {
+        if header.len() < BlockToken::LEN {
+            return Err(ProtocolError::malformed(
+                "message header ends inside the block token",
+            ));
+        }
+        let (token, rest) = header.split_at(BlockToken::LEN);
+        let token =
+            BlockToken::decode(token).map_err(|e| ProtocolError::malformed(e.to_string()))?;
+        (Some(token), rest)
+    } else {
+        (None, &header[..])
+    };
+    let message = Request::decode(frame.kind, header, frame.payload_len)?;
     Ok(Some(Incoming {
         request_id: frame.request_id,
         message,
+        token,
         payload_len: frame.payload_len,
     }))
 }
@@ -97,11 +114,18 @@ pub async fn read_reply<R: AsyncRead + Unpin>(r: &mut R) -> Result<Incoming<Repl
             frame.kind
         )));
     }
+    if frame.flags != 0 {
+        return Err(ProtocolError::malformed(format!(
+            "flags {:#06x} on a reply",
+            frame.flags
+        )));
+    }
     let header = read_message_header(r, frame.header_len).await?;
     let message = Reply::decode(frame.kind, &header, frame.payload_len)?;
     Ok(Incoming {
         request_id: frame.request_id,
         message,
+        token: None,
         payload_len: frame.payload_len,
     })
 }
@@ -146,6 +170,7 @@ fn truncated_or_io(e: std::io::Error, what: &'static str) -> ProtocolError {
 fn frame_head(
     kind: super::FrameKind,
     request_id: u64,
+    flags: u16,
     payload_len: u64,
     encode: impl FnOnce(&mut Vec<u8>),
 ) -> Result<Vec<u8>, ProtocolError> {
@@ -169,7 +194,7 @@ fn frame_head(
     }
     let frame = FrameHeader {
         kind,
-        flags: 0,
+        flags,
         request_id,
         header_len: header_len as u32,
         payload_len: payload_len as u32,
@@ -178,20 +203,32 @@ fn frame_head(
     Ok(out)
 }
 
-/// Frame header and message header of `request` with a payload of `payload_len` bytes.
+/// Frame header and message header of `request`, carrying `token`, with a
+/// payload of `payload_len` bytes.
 pub fn encode_request_head(
     request_id: u64,
     request: &Request,
+    token: Option<&BlockToken>,
     payload_len: usize,
 ) -> Result<Vec<u8>, ProtocolError> {
-    frame_head(request.kind(), request_id, payload_len as u64, |out| {
-        request.encode_header(out)
-    })
+    let flags = if token.is_some() { FLAG_TOKEN } else { 0 };
+    frame_head(
+        request.kind(),
+        request_id,
+        flags,
+        payload_len as u64,
+        |out| {
+            if let Some(token) = token {
+                out.extend_from_slice(&token.encode());
+            }
+            request.encode_header(out)
+        },
+    )
 }
 
 /// Frame header and message header of `reply` (a read reply's data excluded).
 pub fn encode_reply_head(request_id: u64, reply: &Reply) -> Result<Vec<u8>, ProtocolError> {
-    frame_head(reply.kind(), request_id, reply.payload_len(), |out| {
+    frame_head(reply.kind(), request_id, 0, reply.payload_len(), |out| {
         reply.encode_header(out)
     })
 }
@@ -222,14 +259,16 @@ pub async fn write_frame<W: AsyncWrite + Unpin>(
     w.flush().await
 }
 
-/// Sends `request` with `payload` (the data of a write, else empty).
+/// Sends `request` carrying `token`, with `payload` (the data of a write,
+/// else empty).
 pub async fn write_request<W: AsyncWrite + Unpin>(
     w: &mut W,
     request_id: u64,
     request: &Request,
+    token: Option<&BlockToken>,
     payload: &[u8],
 ) -> Result<(), ProtocolError> {
-    let head = encode_request_head(request_id, request, payload.len())?;
+    let head = encode_request_head(request_id, request, token, payload.len())?;
     write_frame(w, &head, payload).await?;
     Ok(())
 }
@@ -257,9 +296,22 @@ mod tests {
         (0..len).map(|i| (i % 253) as u8).collect()
     }
 
+    /// A token for requests with odd ids, none for even ones.
+    fn token_for(request_id: u64) -> Option<BlockToken> {
+        use crate::token::{Modes, TokenKey};
+        let key = TokenKey {
+            id: 3,
+            secret: [5; 32],
+            retire_at: u64::MAX,
+        };
+        (request_id % 2 == 1)
+            .then(|| BlockToken::sign(&key, crate::BlockId(request_id), 1, Modes::READ, 77))
+    }
+
     async fn request_frame(request_id: u64, request: &Request, payload: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
-        write_request(&mut out, request_id, request, payload)
+        let token = token_for(request_id);
+        write_request(&mut out, request_id, request, token.as_ref(), payload)
             .await
             .unwrap();
         out
@@ -281,6 +333,7 @@ mod tests {
             let incoming = read_request(&mut r).await.unwrap().unwrap();
             assert_eq!(incoming.request_id, i as u64);
             assert_eq!(incoming.message, request);
+            assert_eq!(incoming.token, token_for(i as u64));
             let mut dest = BytesMut::new();
             read_payload_into(&mut r, incoming.payload_len, &mut dest)
                 .await
@@ -329,6 +382,26 @@ mod tests {
             assert_eq!(dest.len(), len as usize);
         }
         assert!(r.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_token_flag_needs_a_whole_token_and_replies_carry_none() {
+        let request = Request::DeleteBlock {
+            key: crate::BlockKey::new(crate::BlockId(1), 0),
+        };
+        // Flag set, message header shorter than a token.
+        let mut frame = request_frame(2, &request, &[]).await;
+        frame[6..8].copy_from_slice(&FLAG_TOKEN.to_be_bytes());
+        let err = read_request(&mut frame.as_slice()).await.unwrap_err();
+        assert!(err.to_string().contains("block token"), "{err}");
+        // A token's bytes read as the request itself when the flag is missing.
+        let mut frame = request_frame(1, &request, &[]).await;
+        frame[6..8].copy_from_slice(&0u16.to_be_bytes());
+        assert!(read_request(&mut frame.as_slice()).await.is_err());
+        let mut reply = reply_frame(1, &Reply::Ok).await;
+        reply[6..8].copy_from_slice(&FLAG_TOKEN.to_be_bytes());
+        let err = read_reply(&mut reply.as_slice()).await.unwrap_err();
+        assert!(err.to_string().contains("on a reply"), "{err}");
     }
 
     async fn read_whole_request(mut r: &[u8]) -> Result<Option<Request>, ProtocolError> {
@@ -464,9 +537,9 @@ mod tests {
             .unwrap()
             .0;
         let max = MAX_PAYLOAD_LEN as usize;
-        assert!(encode_request_head(1, &write, max).is_ok());
+        assert!(encode_request_head(1, &write, None, max).is_ok());
         assert!(matches!(
-            encode_request_head(1, &write, max + 1),
+            encode_request_head(1, &write, None, max + 1),
             Err(ProtocolError::TooLarge {
                 what: "payload",
                 ..
@@ -527,7 +600,8 @@ mod tests {
         for (i, (request, len)) in sample_requests().into_iter().enumerate() {
             let data = payload(len);
             let mut trickle = Trickle(Vec::new());
-            write_request(&mut trickle, i as u64, &request, &data)
+            let token = token_for(i as u64);
+            write_request(&mut trickle, i as u64, &request, token.as_ref(), &data)
                 .await
                 .unwrap();
             assert_eq!(trickle.0, request_frame(i as u64, &request, &data).await);
@@ -556,7 +630,7 @@ mod tests {
     async fn oversized_lengths_are_refused_before_allocating() {
         for (header_len, payload_len) in [(u32::MAX, 0), (MAX_HEADER_LEN + 1, 0), (9, u32::MAX)] {
             let mut head = Vec::from(MAGIC);
-            head.extend([1, FrameKind::DeleteBlock as u8, 0, 0]);
+            head.extend([super::super::VERSION, FrameKind::DeleteBlock as u8, 0, 0]);
             head.extend(7u64.to_be_bytes());
             head.extend(header_len.to_be_bytes());
             head.extend(payload_len.to_be_bytes());
@@ -574,7 +648,7 @@ mod tests {
             crcs: vec![0; 1],
         });
         assert!(matches!(
-            encode_request_head(1, &write, MAX_PAYLOAD_LEN as usize + 1),
+            encode_request_head(1, &write, None, MAX_PAYLOAD_LEN as usize + 1),
             Err(ProtocolError::TooLarge { .. })
         ));
         let read = Reply::ReadData(ReadData {

@@ -7,13 +7,13 @@
 //! frame header (12 bytes, big-endian)
 //! offset size field
 //!      0    4 magic "TSLC"
-//!      4    1 version (1)
+//!      4    1 version (2)
 //!      5    1 kind
 //!      6    2 reserved, zero
 //!      8    4 body length (at most MAX_LOCAL_BODY_LEN)
 //!
 //! bodies
-//! OpenBlock  0x01  key (block u64, index u8)
+//! OpenBlock  0x01  key (block u64, index u8), block token (BlockToken::LEN bytes)
 //! Watch      0x02  (empty)
 //! Replica    0x81  length u64, bytes_per_checksum u32, count u32, crc u32 x count  (+ 1 fd)
 //! Watching   0x82  datanode_id_len u32, datanode id (UTF-8)
@@ -30,6 +30,7 @@
 use super::ProtocolError;
 use crate::checksum;
 use crate::ids::{BlockId, BlockKey};
+use crate::token::BlockToken;
 use rustix::net::{
     RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFlags, SendAncillaryBuffer,
     SendAncillaryMessage, SendFlags,
@@ -43,7 +44,7 @@ use tokio::net::UnixStream;
 /// First bytes of every short-circuit frame.
 pub const LOCAL_MAGIC: [u8; 4] = *b"TSLC";
 /// Short-circuit protocol version spoken here; other versions are refused.
-pub const LOCAL_VERSION: u8 = 1;
+pub const LOCAL_VERSION: u8 = 2;
 /// Size of the fixed frame header.
 pub const LOCAL_HEADER_LEN: usize = 12;
 /// Largest body accepted: a replica reply with the CRCs of a 4 GiB block at
@@ -65,8 +66,9 @@ const REFUSED: u8 = 0x84;
 /// What a client asks on the Unix socket.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LocalRequest {
-    /// Send the open data file of committed block `key` and its CRCs.
-    OpenBlock(BlockKey),
+    /// Send the open data file of committed block `key` and its CRCs; the
+    /// token must allow reading it.
+    OpenBlock(BlockKey, BlockToken),
     /// Turn this connection into a stream of revocations.
     Watch,
 }
@@ -104,8 +106,9 @@ impl LocalRequest {
     pub fn encode(&self) -> Vec<u8> {
         let mut body = Vec::new();
         let kind = match self {
-            Self::OpenBlock(key) => {
+            Self::OpenBlock(key, token) => {
                 put_key(&mut body, *key);
+                body.extend_from_slice(&token.encode());
                 OPEN_BLOCK
             }
             Self::Watch => WATCH,
@@ -117,7 +120,12 @@ impl LocalRequest {
     pub fn decode(kind: u8, body: &[u8]) -> Result<Self, ProtocolError> {
         let mut d = Cursor(body);
         let request = match kind {
-            OPEN_BLOCK => Self::OpenBlock(d.key()?),
+            OPEN_BLOCK => {
+                let key = d.key()?;
+                let token = BlockToken::decode(d.take(BlockToken::LEN, "block token")?)
+                    .map_err(|e| ProtocolError::malformed(e.to_string()))?;
+                Self::OpenBlock(key, token)
+            }
             WATCH => Self::Watch,
             other => {
                 return Err(ProtocolError::malformed(format!(
@@ -418,8 +426,8 @@ async fn read_frame(
     Ok((kind, body, fds))
 }
 
-/// Largest request body: a block key.
-const MAX_REQUEST_BODY_LEN: u32 = 9;
+/// Largest request body: a block key and its token.
+const MAX_REQUEST_BODY_LEN: u32 = 9 + BlockToken::LEN as u32;
 
 /// Reads one request (requests never carry descriptors; any sent are closed).
 pub async fn read_local_request(stream: &UnixStream) -> Result<LocalRequest, ProtocolError> {
@@ -528,7 +536,13 @@ mod tests {
 
     #[test]
     fn every_message_round_trips() {
-        for request in [LocalRequest::OpenBlock(key(9)), LocalRequest::Watch] {
+        let signer = crate::token::TokenKey {
+            id: 1,
+            secret: [3; 32],
+            retire_at: u64::MAX,
+        };
+        let token = BlockToken::sign(&signer, BlockId(9), 4, crate::token::Modes::READ, 5);
+        for request in [LocalRequest::OpenBlock(key(9), token), LocalRequest::Watch] {
             let frame = request.encode();
             let (kind, body) = split(&frame);
             assert_eq!(LocalRequest::decode(kind, body).unwrap(), request);
@@ -564,10 +578,10 @@ mod tests {
             Err(ProtocolError::BadMagic(_))
         ));
         let mut bad = good;
-        bad[4] = 2;
+        bad[4] = 1;
         assert!(matches!(
             decode_header(&bad),
-            Err(ProtocolError::UnsupportedVersion(2))
+            Err(ProtocolError::UnsupportedVersion(1))
         ));
         let mut bad = good;
         bad[8..12].copy_from_slice(&u32::MAX.to_be_bytes());
@@ -592,6 +606,27 @@ mod tests {
     /// Several MB of CRCs outgrow the socket's buffer: sends wait for room
     /// and reads come in pieces, and the reply still arrives whole with its
     /// descriptor. Cut inside its body, a reply is truncated, not closed.
+    #[tokio::test]
+    async fn requests_cross_a_socket_and_oversized_ones_are_refused() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let signer = crate::token::TokenKey {
+            id: 2,
+            secret: [8; 32],
+            retire_at: u64::MAX,
+        };
+        let token = BlockToken::sign(&signer, BlockId(4), 1, crate::token::Modes::READ, 9);
+        for request in [LocalRequest::OpenBlock(key(4), token), LocalRequest::Watch] {
+            send_with_fd(&a, &request.encode(), None).await.unwrap();
+            assert_eq!(read_local_request(&b).await.unwrap(), request);
+        }
+        let oversized = frame(OPEN_BLOCK, vec![0; MAX_REQUEST_BODY_LEN as usize + 1]);
+        send_with_fd(&a, &oversized, None).await.unwrap();
+        assert!(matches!(
+            read_local_request(&b).await,
+            Err(ProtocolError::TooLarge { .. })
+        ));
+    }
+
     #[tokio::test]
     async fn a_reply_larger_than_the_socket_buffer_arrives_whole() {
         let (a, b) = UnixStream::pair().unwrap();

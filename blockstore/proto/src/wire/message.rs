@@ -82,6 +82,8 @@ pub enum ErrorCode {
     Io = 6,
     /// The frame could not be decoded; the datanode closes the connection.
     Protocol = 7,
+    /// The request carried no valid block token for this block and operation.
+    AccessDenied = 8,
 }
 
 impl ErrorCode {
@@ -94,6 +96,7 @@ impl ErrorCode {
             5 => Self::Invalid,
             6 => Self::Io,
             7 => Self::Protocol,
+            8 => Self::AccessDenied,
             _ => return None,
         })
     }
@@ -109,6 +112,7 @@ impl fmt::Display for ErrorCode {
             Self::Invalid => "invalid request",
             Self::Io => "i/o error",
             Self::Protocol => "protocol error",
+            Self::AccessDenied => "access denied",
         };
         f.write_str(name)
     }
@@ -655,6 +659,7 @@ pub(super) mod tests {
             ErrorCode::Invalid,
             ErrorCode::Io,
             ErrorCode::Protocol,
+            ErrorCode::AccessDenied,
         ];
         let mut names = std::collections::HashSet::new();
         for code in codes {
@@ -671,7 +676,7 @@ pub(super) mod tests {
             assert!(names.insert(name), "{code:?} shares its name");
         }
         assert_eq!(ErrorCode::from_u16(0), None);
-        assert_eq!(ErrorCode::from_u16(8), None);
+        assert_eq!(ErrorCode::from_u16(9), None);
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! version, kind, flags, request id, header length, payload length) that is
 //! read in one small read and checked, sizes included, before anything is
 //! allocated. Then comes the message header, a compact big-endian encoding of
-//! a [`Request`] or [`Reply`], then the raw payload: the data of a write, or
+//! a [`Request`] or [`Reply`] (after the request's block token, when
+//! [`FLAG_TOKEN`] is set), then the raw payload: the data of a write, or
 //! the data of a read reply. Payload bytes never sit inside the message header,
 //! so a datanode can send a read's data straight from the block file.
 //!
@@ -15,7 +16,7 @@ mod io;
 pub mod local;
 mod message;
 
-pub use frame::{FrameHeader, FrameKind};
+pub use frame::{FrameHeader, FrameKind, FLAG_TOKEN};
 pub use io::{
     encode_reply_head, encode_request_head, read_frame_header, read_payload_into, read_reply,
     read_request, write_frame, write_reply, write_request, Incoming,
@@ -25,7 +26,7 @@ pub use message::{ErrorCode, ErrorReply, LocalInfo, ReadData, Reply, Request, Wr
 /// First bytes of every frame.
 pub const MAGIC: [u8; 4] = *b"TSDN";
 /// The protocol version this code speaks; a frame of another version is refused.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 /// Size of the fixed frame header.
 pub const FRAME_HEADER_LEN: usize = 24;
 /// Largest message header accepted (a write of the largest payload with the

@@ -2,15 +2,26 @@
 //! reports, placement of new block groups and the return of unused ones.
 
 use crate::records::{BlockGroup, DatanodeReport, ReportedBlock};
+use proto::token::TokenKey;
 use proto::{BlockKey, DatanodeId, ReplicationConfig};
 use serde::{Deserialize, Serialize};
 
 /// A datanode starts or heartbeats: registers it, refreshes its capacity, and
-/// answers with block files it must delete.
+/// answers with block files it must delete and the block token keys.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Heartbeat {
     /// What the datanode reports.
     pub report: DatanodeReport,
+}
+
+/// Meta's answer to a heartbeat.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct HeartbeatReply {
+    /// Block files the datanode must delete.
+    pub deletions: Vec<BlockKey>,
+    /// Every block token key still valid, newest last: the datanode checks
+    /// tokens with these and no others.
+    pub token_keys: Vec<TokenKey>,
 }
 
 /// Part of a datanode's block report: committed block files it holds and

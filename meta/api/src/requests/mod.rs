@@ -24,7 +24,7 @@ pub use users::*;
 
 use crate::error::MetaError;
 use crate::records::*;
-use proto::{BlockKey, ReplicationConfig};
+use proto::ReplicationConfig;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::fmt::Debug;
@@ -163,7 +163,7 @@ macro_rules! request_table {
 
 request_table! {
     // Datanodes.
-    Heartbeat => Vec<BlockKey>, "heartbeat", Cluster;
+    Heartbeat => HeartbeatReply, "heartbeat", Cluster;
     BlockReport => u64, "block_report", Cluster;
     ReportBadReplica => (), "report_bad_replica", Cluster;
     AllocateBlock => BlockGroup, "allocate_block", Cluster;

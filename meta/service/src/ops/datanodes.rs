@@ -1,5 +1,5 @@
 //! Requests of datanodes: heartbeats (registration, liveness, deletions
-//! handed back), block reports (orphan detection) and the placement of new
+//! handed back, block token keys), block reports (orphan detection) and the placement of new
 //! block groups.
 
 use crate::placement::{choose, validate_replication, Candidate};
@@ -9,8 +9,9 @@ use crate::store::deletions::DeletionQueue;
 use crate::store::tables::DATANODES;
 use meta_api::{
     AllocateBlock, BlockGroup, BlockReport, DatanodeRecord, DatanodeState, Handle, Heartbeat,
-    MetaError, ReplicaLocation, UnixMillis, MAX_REPORTED_BLOCKS,
+    HeartbeatReply, MetaError, ReplicaLocation, UnixMillis, MAX_REPORTED_BLOCKS,
 };
+use proto::token::Modes;
 use proto::{BlockKey, ReplicationConfig};
 use redb::ReadableTable;
 
@@ -22,7 +23,7 @@ impl Handle<Heartbeat> for MetaState {
     /// and returns the ones queued for it whose grace period has passed
     /// (repeated until acknowledged, so a datanode must treat deleting a
     /// missing block as done).
-    fn handle(&self, request: Heartbeat, now: UnixMillis) -> Result<Vec<BlockKey>, MetaError> {
+    fn handle(&self, request: Heartbeat, now: UnixMillis) -> Result<HeartbeatReply, MetaError> {
         let report = request.report;
         if report.id.0.is_empty() || report.id.0.len() > 256 {
             return Err(MetaError::InvalidRequest(
@@ -64,7 +65,13 @@ impl Handle<Heartbeat> for MetaState {
         self.registry.upsert(record);
         self.registry
             .publish_gauges(now, self.config.stale_after, self.config.dead_after);
-        Ok(pending)
+        // Heartbeats are what carries keys to datanodes: the next key is
+        // made here, ahead of its use.
+        self.tokens.rotate(&self.store, now)?;
+        Ok(HeartbeatReply {
+            deletions: pending,
+            token_keys: self.tokens.keys(now),
+        })
     }
 }
 
@@ -108,11 +115,14 @@ impl Handle<AllocateBlock> for MetaState {
             .collect();
         metrics::counter!("tessera_meta_blocks_allocated_total").increment(1);
         self.orphans.clock.note(block, now);
-        Ok(BlockGroup {
+        let mut group = BlockGroup {
             block,
             length: 0,
             replicas,
-        })
+            token: None,
+        };
+        self.tokens.sign(&mut group, Modes::WRITE, now);
+        Ok(group)
     }
 }
 

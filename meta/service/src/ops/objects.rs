@@ -5,6 +5,7 @@ use crate::state::MetaState;
 use crate::store::db::{decode, encode, get_json};
 use crate::store::deletions::DeletionQueue;
 use crate::store::tables::{block_ids, object_key, require_bucket, BUCKETS, OBJECTS};
+use crate::tokens::forget_tokens;
 use meta_api::naming::validate_object_key;
 use meta_api::{
     CommitObject, DeleteObject, DiscardBlocks, GetObject, Handle, MetaError, ObjectRecord,
@@ -45,7 +46,11 @@ impl Handle<CommitObject> for MetaState {
     /// blocks of the object it replaces are queued for deletion (after the
     /// grace period) in the same transaction.
     fn handle(&self, request: CommitObject, now: UnixMillis) -> Result<(), MetaError> {
-        let CommitObject { record, condition } = request;
+        let CommitObject {
+            mut record,
+            condition,
+        } = request;
+        forget_tokens(&mut record.groups);
         let condition = condition.as_ref();
         validate_object_key(&record.key).map_err(MetaError::InvalidRequest)?;
         let key = object_key(&record.bucket, record.key.as_bytes());
@@ -75,16 +80,20 @@ impl Handle<CommitObject> for MetaState {
 }
 
 impl Handle<GetObject> for MetaState {
-    /// The object at (bucket, key), with current datanode addresses. The
-    /// record decoded for an earlier read is shared while the stored bytes
-    /// and the datanode addresses are unchanged.
+    /// The object at (bucket, key), with current datanode addresses and
+    /// read tokens. The record decoded for an earlier read is shared while
+    /// the stored bytes and the datanode addresses are unchanged and its
+    /// tokens were signed in the current token period.
     fn handle(
         &self,
         request: GetObject,
-        _now: UnixMillis,
+        now: UnixMillis,
     ) -> Result<Option<Arc<ObjectRecord>>, MetaError> {
         let (bucket, key) = (request.bucket.as_str(), request.key.as_str());
-        let generation = self.registry.address_generation();
+        // Address generations stay far below 2^32, and periods differ from
+        // one read to the next by a few at most.
+        let generation =
+            (self.registry.address_generation() << 32) | (self.tokens.period(now) & 0xffff_ffff);
         let epoch = self.store.write_epoch();
         let key = object_key(bucket, key.as_bytes());
         if let Some(record) = self.decoded_objects.unchanged(&key, epoch, generation) {
@@ -106,7 +115,7 @@ impl Handle<GetObject> for MetaState {
                 generation,
                 |bytes| {
                     let mut record: ObjectRecord = decode(bytes)?;
-                    self.registry.refresh_addrs(&mut record.groups);
+                    self.hand_out_for_reading(&mut record.groups, now);
                     Ok(record)
                 },
             )?;

@@ -10,6 +10,7 @@ use crate::store::tables::{
     block_ids, object_key, part_key, require_bucket, BUCKETS, OBJECTS, PARTS, UPLOADS,
 };
 use crate::store::upload_index::{index_upload, unindex_upload};
+use crate::tokens::forget_tokens;
 use md5::{Digest, Md5};
 use meta_api::naming::validate_object_key;
 use meta_api::{
@@ -131,7 +132,8 @@ impl Handle<CommitPart> for MetaState {
     /// Stores a part; an older part of the same number is replaced and its
     /// blocks queued for deletion (after the grace period).
     fn handle(&self, request: CommitPart, now: UnixMillis) -> Result<(), MetaError> {
-        let part = request.part;
+        let mut part = request.part;
+        forget_tokens(&mut part.groups);
         if !(1..=MAX_PART_NUMBER).contains(&part.number) {
             return Err(MetaError::InvalidRequest(format!(
                 "part numbers run from 1 to {MAX_PART_NUMBER}, not {}",
@@ -166,7 +168,7 @@ impl Handle<CommitPart> for MetaState {
 
 impl Handle<ListParts> for MetaState {
     /// Parts numbered after `after_part`, at most `max_parts`, and whether more remain.
-    fn handle(&self, request: ListParts, _now: UnixMillis) -> Result<PartsPage, MetaError> {
+    fn handle(&self, request: ListParts, now: UnixMillis) -> Result<PartsPage, MetaError> {
         let ListParts {
             upload_id,
             after_part,
@@ -196,7 +198,7 @@ impl Handle<ListParts> for MetaState {
             Ok((parts, is_truncated))
         })?;
         for part in &mut parts {
-            self.registry.refresh_addrs(&mut part.groups);
+            self.hand_out_for_reading(&mut part.groups, now);
         }
         Ok(PartsPage {
             parts,
@@ -303,7 +305,7 @@ impl Handle<CompleteUpload> for MetaState {
             remove_upload(txn, &upload, &mut parts_table, &stored)?;
             Ok(record)
         })?;
-        self.registry.refresh_addrs(&mut record.groups);
+        self.hand_out_for_reading(&mut record.groups, now);
         tracing::debug!(
             bucket,
             key,

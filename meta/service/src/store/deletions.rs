@@ -283,6 +283,7 @@ mod tests {
                 datanode: dn(datanode),
                 addr: format!("{datanode}:1"),
             }],
+            token: None,
         }
     }
 

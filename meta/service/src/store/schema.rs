@@ -22,6 +22,7 @@ pub(crate) fn open(path: &Path) -> Result<Store, StoreError> {
         txn.open_table(DATANODES)?;
         txn.open_table(COUNTERS)?;
         txn.open_table(BAD_REPLICAS)?;
+        txn.open_table(TOKEN_KEYS)?;
         deletions::prepare_tables(txn)?;
         Ok(())
     })?;

@@ -26,6 +26,8 @@ pub(crate) const DATANODES: TableDefinition<&str, &[u8]> = TableDefinition::new(
 /// `bad_replica_key(block, datanode)` -> `BadReplicaReport`: block files a
 /// client found corrupt, awaiting repair.
 pub(crate) const BAD_REPLICAS: TableDefinition<&str, &[u8]> = TableDefinition::new("bad_replicas");
+/// Key id -> `IssuerKey`: block token signing keys still valid (see `crate::tokens`).
+pub(crate) const TOKEN_KEYS: TableDefinition<u32, &[u8]> = TableDefinition::new("token_keys");
 /// Named counters (the next free block id).
 pub(crate) const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
 

@@ -9,4 +9,5 @@ mod listing;
 
 mod orphans;
 mod service;
+mod tokens;
 mod uploads;

@@ -15,7 +15,10 @@ async fn allocate(meta: &MetaUnderTest, at: UnixMillis) -> BlockGroup {
         exclude: Vec::new(),
     };
     match meta.call_at(request, at).await {
-        Ok(g) => g,
+        Ok(mut g) => {
+            take_token(&mut g, proto::token::Modes::WRITE);
+            g
+        }
         other => panic!("allocate: {other:?}"),
     }
 }

@@ -16,7 +16,9 @@ async fn allocate(
     at: UnixMillis,
 ) -> Result<BlockGroup, MetaError> {
     let exclude = exclude.iter().map(|d| dn(d)).collect();
-    meta.call_at(AllocateBlock { config, exclude }, at).await
+    let mut group = meta.call_at(AllocateBlock { config, exclude }, at).await?;
+    take_token(&mut group, proto::token::Modes::WRITE);
+    Ok(group)
 }
 
 async fn commit_then_get_returns_the_record(transport: Transport) {
