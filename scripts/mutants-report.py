@@ -20,8 +20,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = 0.90
-# "| `gateway/src/auth/chunked.rs`: replace x with y in f | why |"
-LISTED = re.compile(r"^\|\s*`([^`]+\.rs)`:\s*(.+?)\s*\|")
+# "| `gateway/src/auth/chunked.rs`: replace x with y in f | why |", a pipe in
+# the description escaped as in Markdown ("replace \| with ^ in f").
+LISTED = re.compile(r"^\|\s*`([^`]+\.rs)`:\s*((?:[^|\\]|\\.)+?)\s*\|")
 # "gateway/src/auth/chunked.rs:12:5: replace x with y in f"
 NAME = re.compile(r"^(?P<file>[^:]+\.rs):\d+:\d+:\s*(?P<what>.+)$")
 

@@ -3,6 +3,7 @@
 #   1. tools      Python venv (.venv) with s3-tests/requirements.txt
 #   2. lint       cargo fmt --check, cargo clippy --all-targets -D warnings, no module cycles
 #   3. cargo test the workspace's unit and integration tests (debug build)
+#      mutants    one shard of cargo-mutants over the wire protocol (docs/testing.md)
 #   4. release    the static release binary (target/x86_64-unknown-linux-gnu/release/tessera)
 #                 and powercut-fs, the FUSE filesystem of the power-loss test
 #   5. s3-tests   the Python conformance suite (pytest) against that binary
@@ -109,6 +110,7 @@ compose_smoke() {
 stage tools "Python venv with boto3, aws-cli v1, pytest" tools
 stage lint "rustfmt, clippy, module cycles" lint
 stage cargo "cargo test --workspace (debug)" cargo_tests
+stage mutants "cargo-mutants: today's shard of the protocol modules" bash scripts/mutants.sh --sample
 stage release "static release build of tessera, powercut-fs" release_build
 stage s3-tests "pytest s3-tests against the release binary" s3_tests
 stage compose "docker compose cluster smoke test" compose_smoke

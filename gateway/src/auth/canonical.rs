@@ -493,6 +493,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn signing_keys_do_not_show_in_logs() {
+        let key = SigningKey::derive("secret", std::time::SystemTime::UNIX_EPOCH, "us-east-1");
+        assert_eq!(format!("{key:?}"), "SigningKey(..)");
+    }
+
+    #[test]
     fn canonical_uri_encodes_once() {
         // AWS "PUT Object" example: the key test$file.text.
         assert_eq!(canonical_uri("/test$file.text"), "/test%24file.text");

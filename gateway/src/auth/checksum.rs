@@ -178,6 +178,18 @@ impl std::fmt::Debug for Checksummer {
 mod tests {
     use super::*;
 
+    /// Error messages and logs name the algorithm as S3 does.
+    #[test]
+    fn algorithms_show_their_s3_names() {
+        assert_eq!(ChecksumAlgorithm::Crc64Nvme.to_string(), "CRC64NVME");
+        assert_eq!(ChecksumAlgorithm::Sha1.to_string(), "SHA1");
+        let debug = format!("{:?}", Checksummer::new(ChecksumAlgorithm::Crc32c));
+        assert!(
+            debug.starts_with("Checksummer") && debug.contains("Crc32c"),
+            "{debug}"
+        );
+    }
+
     fn digest(alg: ChecksumAlgorithm, parts: &[&[u8]]) -> Vec<u8> {
         let mut hasher = Checksummer::new(alg);
         for part in parts {

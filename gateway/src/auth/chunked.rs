@@ -461,6 +461,13 @@ mod tests {
         items.iter().map(Bytes::len).sum()
     }
 
+    /// SDKs send signed chunks of up to 8 MiB; the bound admits them and
+    /// stays a bound.
+    #[test]
+    fn the_signed_chunk_bound_admits_what_sdks_send() {
+        assert!((8 << 20..=64 << 20).contains(&MAX_SIGNED_CHUNK));
+    }
+
     /// AWS "Transferring Payload in Multiple Chunks": every chunk signature of the example
     /// verifies, whatever the frame boundaries.
     #[test]

@@ -432,6 +432,29 @@ mod tests {
             .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')));
     }
 
+    #[test]
+    fn a_limited_key_has_rights_only_in_its_buckets() {
+        let grant = |bucket: &str, right| meta_api::BucketGrant {
+            bucket: bucket.into(),
+            right,
+        };
+        let mut identity = Identity {
+            access_key: "AK".into(),
+            user: "u".into(),
+            is_root: false,
+            bucket_grants: Some(vec![
+                grant("logs", BucketRight::Read),
+                grant("uploads", BucketRight::ReadWrite),
+            ]),
+            anonymous: false,
+        };
+        assert_eq!(identity.right_in("logs"), Some(BucketRight::Read));
+        assert_eq!(identity.right_in("uploads"), Some(BucketRight::ReadWrite));
+        assert_eq!(identity.right_in("other"), None);
+        identity.bucket_grants = None;
+        assert_eq!(identity.right_in("other"), Some(BucketRight::ReadWrite));
+    }
+
     /// A SigV2 presigned link is named as an unsupported mechanism, not
     /// mistaken for an anonymous request.
     #[test]
