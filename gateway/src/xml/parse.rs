@@ -17,6 +17,14 @@ pub const MAX_DELETE_KEYS: usize = 1000;
 pub const CREATE_BUCKET_BODY_LIMIT: u64 = 64 * 1024;
 /// Deepest element nesting accepted; S3's request documents need 3.
 const MAX_DEPTH: usize = 16;
+/// Most elements in one document unless its schema allows fewer: a
+/// CompleteMultipartUpload of 10,000 parts, each with its number, ETag and
+/// five checksums, fits. Counted while parsing, so a body of tiny elements
+/// is refused before it costs memory.
+const MAX_ELEMENTS: usize = 100_000;
+/// Most elements of a DeleteObjects body: the root, Quiet, and per key the
+/// Object with its Key and the four fields S3 allows beside it.
+const MAX_DELETE_ELEMENTS: usize = 2 + (2 + DELETE_OBJECT_FIELDS.len()) * MAX_DELETE_KEYS;
 
 /// One parsed element: local name (namespace prefix dropped), its own text, children.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -70,13 +78,25 @@ fn start_element(e: &BytesStart<'_>) -> Result<Element, MalformedXml> {
 
 /// Parses a whole document into its root element.
 pub fn parse_document(bytes: &[u8]) -> Result<Element, MalformedXml> {
+    parse_document_within(bytes, MAX_ELEMENTS)
+}
+
+/// [`parse_document`] of a document of at most `max_elements` elements.
+fn parse_document_within(bytes: &[u8], max_elements: usize) -> Result<Element, MalformedXml> {
     let text = std::str::from_utf8(bytes).map_err(|_| malformed())?;
     let mut reader = Reader::from_str(text);
     reader.config_mut().check_end_names = true;
     let mut stack: Vec<Element> = Vec::new();
     let mut root: Option<Element> = None;
+    let mut elements = 0usize;
     loop {
         let event = reader.read_event().map_err(|_| malformed())?;
+        if matches!(event, Event::Start(_) | Event::Empty(_)) {
+            elements += 1;
+            if elements > max_elements {
+                return Err(malformed());
+            }
+        }
         match event {
             Event::Decl(_) | Event::Comment(_) => {}
             Event::DocType(_) | Event::PI(_) => return Err(malformed()),
@@ -205,7 +225,7 @@ const DELETE_OBJECT_FIELDS: [&str; 4] = ["VersionId", "ETag", "LastModifiedTime"
 /// The body of DeleteObjects: 1 to 1,000 objects, each with one Key (kept
 /// exactly, whitespace included), and an optional Quiet.
 pub fn parse_delete_objects(bytes: &[u8]) -> Result<DeleteRequest, MalformedXml> {
-    let root = parse_document(bytes)?;
+    let root = parse_document_within(bytes, MAX_DELETE_ELEMENTS)?;
     if root.name != "Delete" || root.has_text() {
         return Err(malformed());
     }
@@ -353,6 +373,40 @@ mod tests {
             let err = parse_complete_upload(body).expect_err(&String::from_utf8_lossy(body));
             assert_eq!(err, MalformedXml, "{}", String::from_utf8_lossy(body));
         }
+    }
+
+    #[test]
+    fn element_counts_are_bounded_while_parsing() {
+        let within = |n: usize, max: usize| {
+            let body = format!("<r>{}</r>", "<a/>".repeat(n - 1));
+            parse_document_within(body.as_bytes(), max)
+        };
+        assert!(within(10, 10).is_ok());
+        assert_eq!(within(11, 10).unwrap_err(), MalformedXml);
+        // Far more tiny elements than any S3 document has: refused, however
+        // small the body.
+        assert_eq!(
+            within(MAX_ELEMENTS + 1, MAX_ELEMENTS).unwrap_err(),
+            MalformedXml
+        );
+        assert!(within(MAX_ELEMENTS, MAX_ELEMENTS).is_ok());
+        // A DeleteObjects body of 1,000 whole entries fits its bound, and
+        // one padded with empty elements does not.
+        let entry = "<Object><Key>k</Key><VersionId>null</VersionId><ETag>e</ETag>\
+                     <LastModifiedTime>t</LastModifiedTime><Size>1</Size></Object>";
+        let full = format!(
+            "<Delete><Quiet>true</Quiet>{}</Delete>",
+            entry.repeat(MAX_DELETE_KEYS)
+        );
+        assert!(parse_delete_objects(full.as_bytes()).is_ok());
+        let padded = format!(
+            "<Delete>{}<Object><Key>k</Key></Object></Delete>",
+            "<x/>".repeat(MAX_DELETE_ELEMENTS)
+        );
+        assert_eq!(
+            parse_delete_objects(padded.as_bytes()).unwrap_err(),
+            MalformedXml
+        );
     }
 
     #[test]
