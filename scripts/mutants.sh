@@ -62,8 +62,13 @@ run_package() {
     done
     mkdir -p "target/mutants/$package"
     log "==> cargo mutants ${args[*]} $*"
-    # cargo-mutants exits 2 when mutants were missed; the report judges.
-    cargo mutants "${args[@]}" "$@" || [ $? -eq 2 ]
+    local status=0
+    cargo mutants "${args[@]}" "$@" || status=$?
+    # 2: some mutants were missed, 3: some timed out; the report judges both.
+    case $status in
+        0 | 2 | 3) ;;
+        *) return "$status" ;;
+    esac
 }
 
 ensure_cargo_mutants

@@ -123,6 +123,39 @@ impl RangeSpec {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        #[test]
+        fn any_header_parses_or_is_ignored(value in "\\PC{0,40}") {
+            let _ = parse(&value);
+        }
+
+        /// A parsed range resolves inside the object, or is unsatisfiable
+        /// exactly when it starts at or past the end.
+        #[test]
+        fn ranges_resolve_inside_the_object(
+            first in 0u64..2000,
+            len in 0u64..2000,
+            size in 0u64..3000,
+            form in 0u8..3,
+        ) {
+            let value = match form {
+                0 => format!("bytes={first}-{}", first + len),
+                1 => format!("bytes={first}-"),
+                _ => format!("bytes=-{len}"),
+            };
+            let spec = parse(&value).expect("a valid range");
+            match spec.resolve(size) {
+                Ok(range) => {
+                    proptest::prop_assert!(range.start < range.end && range.end <= size, "{value} of {size}: {range:?}");
+                }
+                Err(Unsatisfiable) => proptest::prop_assert!(
+                    size == 0 || (form < 2 && first >= size) || (form == 2 && len == 0),
+                    "{value} of {size} refused"
+                ),
+            }
+        }
+    }
+
     #[test]
     fn parses_every_form() {
         let table = [

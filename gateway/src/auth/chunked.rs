@@ -461,6 +461,47 @@ mod tests {
         items.iter().map(Bytes::len).sum()
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
+
+        /// Any bytes, however framed: data or an error, never a panic, and
+        /// no data after an error (checked by `decode`).
+        #[test]
+        fn any_body_decodes_or_fails(
+            body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600),
+            frame in 1usize..64,
+            signed_framing in proptest::prelude::any::<bool>(),
+        ) {
+            let framing = if signed_framing {
+                signed(AWS_STREAMING_SEED, true)
+            } else {
+                Framing::UnsignedTrailer
+            };
+            let _ = decode(&body, frame, framing, Some("x-amz-checksum-crc32"));
+        }
+
+        /// Data sent in chunks of any sizes, in frames of any size, comes out whole.
+        #[test]
+        fn chunked_data_comes_out_whole(
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..3000),
+            chunk in 1usize..700,
+            frame in 1usize..300,
+        ) {
+            let mut body = Vec::new();
+            for piece in data.chunks(chunk) {
+                body.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+                body.extend_from_slice(piece);
+                body.extend_from_slice(b"\r\n");
+            }
+            body.extend_from_slice(b"0\r\nx-amz-checksum-crc32:AAAAAA==\r\n\r\n");
+            let (items, error, value) =
+                decode(&body, frame, Framing::UnsignedTrailer, Some("x-amz-checksum-crc32"));
+            proptest::prop_assert!(error.is_none(), "{error:?}");
+            proptest::prop_assert_eq!(items.concat(), data);
+            proptest::prop_assert_eq!(value.as_deref(), Some("AAAAAA=="));
+        }
+    }
+
     /// SDKs send signed chunks of up to 8 MiB; the bound admits them and
     /// stays a bound.
     #[test]

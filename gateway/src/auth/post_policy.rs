@@ -230,6 +230,37 @@ pub async fn verify_post_form(
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+
+        /// Any policy field, base64 or not, JSON or not: decoded or refused.
+        #[test]
+        fn any_policy_decodes_or_is_refused(raw in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300), encode in proptest::prelude::any::<bool>()) {
+            use base64::Engine;
+            let text = if encode {
+                base64::engine::general_purpose::STANDARD.encode(&raw)
+            } else {
+                String::from_utf8_lossy(&raw).into_owned()
+            };
+            let _ = PostPolicy::decode(&text);
+        }
+
+        /// JSON shaped like a policy, with conditions of every kind and any values.
+        #[test]
+        fn policy_shaped_json_decodes_or_is_refused(
+            expiration in proptest::sample::select(vec!["\"2030-01-01T00:00:00Z\"", "\"x\"", "1", "null"]),
+            conditions in proptest::collection::vec(proptest::sample::select(vec![
+                "{\"bucket\":\"b\"}", "[\"eq\",\"$key\",\"k\"]", "[\"starts-with\",\"$key\",\"\"]",
+                "[\"content-length-range\",1,10]", "[\"content-length-range\",-1,\"a\"]", "[]", "[\"eq\"]",
+                "{\"a\":1,\"b\":2}", "7", "\"s\"",
+            ]), 0..6),
+        ) {
+            use base64::Engine;
+            let json = format!("{{\"expiration\":{expiration},\"conditions\":[{}]}}", conditions.join(","));
+            let _ = PostPolicy::decode(&base64::engine::general_purpose::STANDARD.encode(json));
+        }
+    }
+
     fn encode(json: &str) -> String {
         base64::engine::general_purpose::STANDARD.encode(json)
     }

@@ -375,6 +375,47 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+
+        #[test]
+        fn any_body_parses_or_is_malformed(body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400)) {
+            let _ = parse_document(&body);
+            let _ = parse_complete_upload(&body);
+            let _ = parse_delete_objects(&body);
+            let _ = parse_create_bucket(&body);
+        }
+
+        /// Text that looks like XML (tags, entities, CDATA, comments in any
+        /// order) gets further into the parser than random bytes do.
+        #[test]
+        fn xml_like_text_parses_or_is_malformed(
+            pieces in proptest::collection::vec(proptest::sample::select(vec![
+                "<Delete>", "</Delete>", "<Object>", "</Object>", "<Key>", "</Key>", "k",
+                "<Part>", "</Part>", "<PartNumber>", "</PartNumber>", "1", "<ETag>", "</ETag>",
+                "<CompleteMultipartUpload>", "</CompleteMultipartUpload>", "&amp;", "&bogus;",
+                "<![CDATA[x]]>", "<!-- c -->", "<?xml version=\"1.0\"?>", "<a/>", " ", "<",
+            ]), 0..40),
+        ) {
+            let body = pieces.concat();
+            let _ = parse_complete_upload(body.as_bytes());
+            let _ = parse_delete_objects(body.as_bytes());
+        }
+
+        /// Every well-formed CompleteMultipartUpload lists its parts in order.
+        #[test]
+        fn complete_upload_bodies_list_their_parts(numbers in proptest::collection::vec(1u32..=10_000, 1..50)) {
+            let parts: String = numbers
+                .iter()
+                .map(|n| format!("<Part><PartNumber>{n}</PartNumber><ETag>\"e{n}\"</ETag></Part>"))
+                .collect();
+            let body = format!("<CompleteMultipartUpload>{parts}</CompleteMultipartUpload>");
+            let parsed = parse_complete_upload(body.as_bytes()).unwrap();
+            let got: Vec<u32> = parsed.iter().map(|p| p.number).collect();
+            proptest::prop_assert_eq!(got, numbers);
+        }
+    }
+
     #[test]
     fn element_counts_are_bounded_while_parsing() {
         let within = |n: usize, max: usize| {
