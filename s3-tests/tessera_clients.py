@@ -29,9 +29,12 @@ REGION = "us-east-1"
 MIB = 1024 * 1024
 
 
-def s3_client(endpoint: str, access_key: str, secret_key: str, *, read_timeout: float = 300) -> object:
+def s3_client(
+    endpoint: str, access_key: str, secret_key: str, *, read_timeout: float = 300, verify: str | None = None
+) -> object:
     """A boto3 S3 client: path-style, SigV4, no retries (so an error reaches
-    the test as the server sent it), botocore's default checksum behaviour."""
+    the test as the server sent it), botocore's default checksum behaviour;
+    `verify` is the CA bundle for an HTTPS endpoint."""
     config = Config(
         region_name=REGION,
         signature_version="s3v4",
@@ -47,6 +50,7 @@ def s3_client(endpoint: str, access_key: str, secret_key: str, *, read_timeout: 
         aws_access_key_id=access_key,
         aws_secret_access_key=secret_key,
         config=config,
+        verify=verify,
     )
 
 

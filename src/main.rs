@@ -33,17 +33,17 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Meta, datanodes and the S3 gateway in one process (the embedded default).
-    Server(roles::server::ServerArgs),
+    Server(Box<roles::server::ServerArgs>),
     /// The metadata service.
-    Meta(roles::meta::MetaArgs),
+    Meta(Box<roles::meta::MetaArgs>),
     /// A datanode.
-    Datanode(roles::datanode::DatanodeArgs),
+    Datanode(Box<roles::datanode::DatanodeArgs>),
     /// The S3 gateway.
-    Gateway(roles::gateway::GatewayArgs),
+    Gateway(Box<roles::gateway::GatewayArgs>),
     /// Users, keys, buckets and cluster status.
     Admin(admin::AdminArgs),
     /// Load generators: positioned reads, S3 GETs, key writes.
-    Bench(bench::BenchArgs),
+    Bench(Box<bench::BenchArgs>),
     /// Exits 0 when an HTTP GET of URL answers 200 (container health checks).
     Probe { url: String },
 }
@@ -67,12 +67,12 @@ fn main() -> Result<()> {
         .build()?;
     runtime.block_on(async move {
         match cli.command {
-            Command::Server(a) => roles::server::run(a).await,
-            Command::Meta(a) => roles::meta::run(a).await,
-            Command::Datanode(a) => roles::datanode::run(a).await,
-            Command::Gateway(a) => roles::gateway::run(a).await,
+            Command::Server(a) => roles::server::run(*a).await,
+            Command::Meta(a) => roles::meta::run(*a).await,
+            Command::Datanode(a) => roles::datanode::run(*a).await,
+            Command::Gateway(a) => roles::gateway::run(*a).await,
             Command::Admin(a) => admin::run(a).await,
-            Command::Bench(a) => bench::run(a).await,
+            Command::Bench(a) => bench::run(*a).await,
             Command::Probe { url } => probe::probe(&url).await,
         }
     })

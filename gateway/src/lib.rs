@@ -28,6 +28,7 @@ pub mod request_body;
 pub mod router;
 pub mod state;
 pub mod telemetry;
+pub mod tls;
 pub mod upload_slots;
 pub mod xml;
 

@@ -9,8 +9,10 @@
 //! `max_connections` open connections, a new one is answered 503 SlowDown
 //! and closed at once (counted in `tessera_gateway_connections_refused_total`)
 //! rather than left in the accept queue. Slow bodies are cut by
-//! [`crate::auth::BodyRate`].
+//! [`crate::auth::BodyRate`]. With [`Tls`], every connection is HTTPS: its
+//! handshake must end within the header read timeout too.
 
+use crate::tls::Tls;
 use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -112,6 +114,7 @@ pub async fn serve(
     listener: TcpListener,
     app: Router,
     limits: ConnectionLimits,
+    tls: Option<Arc<Tls>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let open = Arc::new(OpenConnections {
@@ -128,20 +131,35 @@ pub async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
-                    match open.try_open() {
-                        Some(slot) => {
-                            let (app, stop) = (app.clone(), stop_rx.clone());
-                            connections.spawn(async move {
-                                serve_connection(stream, app, limits, stop).await;
-                                drop(slot);
-                            });
-                        }
-                        None => {
-                            metrics::counter!("tessera_gateway_connections_refused_total").increment(1);
-                            tracing::debug!(%peer, "connection refused: too many open");
-                            connections.spawn(refuse(stream, refused.clone()));
-                        }
+                    let slot = open.try_open();
+                    if slot.is_none() {
+                        metrics::counter!("tessera_gateway_connections_refused_total").increment(1);
+                        tracing::debug!(%peer, "connection refused: too many open");
                     }
+                    let (app, stop, refused) = (app.clone(), stop_rx.clone(), refused.clone());
+                    let acceptor = tls.as_ref().map(|tls| tls.acceptor());
+                    connections.spawn(async move {
+                        match acceptor {
+                            None => serve_or_refuse(stream, slot, app, limits, stop, refused).await,
+                            Some(acceptor) => {
+                                // A handshake that stalls is cut like a request head.
+                                let wait = match slot {
+                                    Some(_) => limits.header_read_timeout,
+                                    None => REFUSAL_WRITE_TIMEOUT,
+                                };
+                                match tokio::time::timeout(wait, acceptor.accept(stream)).await {
+                                    Ok(Ok(stream)) => {
+                                        serve_or_refuse(stream, slot, app, limits, stop, refused).await
+                                    }
+                                    Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
+                                    Err(_) => {
+                                        metrics::counter!("tessera_gateway_header_timeouts_total").increment(1);
+                                        tracing::debug!(%peer, "TLS handshake not finished in time");
+                                    }
+                                }
+                            }
+                        }
+                    });
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "accept failed");
@@ -161,6 +179,27 @@ pub async fn serve(
         connections.shutdown().await;
     }
     Ok(())
+}
+
+/// Serves a connection that got a slot; answers one past the cap with
+/// SlowDown and closes it.
+async fn serve_or_refuse<I>(
+    io: I,
+    slot: Option<Slot>,
+    app: Router,
+    limits: ConnectionLimits,
+    stop: watch::Receiver<bool>,
+    refused: Arc<[u8]>,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    match slot {
+        Some(slot) => {
+            serve_connection(io, app, limits, stop).await;
+            drop(slot);
+        }
+        None => refuse(io, refused).await,
+    }
 }
 
 /// Answers a connection past the cap with SlowDown and closes it.

@@ -34,13 +34,10 @@ pub async fn run(args: GatewayArgs) -> Result<()> {
     let metrics = ops::install_recorder()?;
     let shutdown = Shutdown::on_signals();
     let meta = args.cluster.remote_meta(&args.meta)?;
-    let (addr, task) =
+    let (endpoint, task) =
         serve_gateway(&args.listen, meta, &args.storage, &args.gateway, &shutdown).await?;
     let ops_addr = ops::serve(&args.ops_listen, metrics, ops::always_healthy(), &shutdown).await?;
-    print_ready(&[
-        ("s3", format!("http://{addr}")),
-        ("ops", format!("http://{ops_addr}")),
-    ]);
+    print_ready(&[("s3", endpoint), ("ops", format!("http://{ops_addr}"))]);
     task.await?;
     Ok(())
 }

@@ -15,7 +15,7 @@ use clap::Args;
 use meta_api::MetaClient;
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -212,6 +212,12 @@ pub struct GatewaySettings {
     /// Region in SigV4 credential scopes.
     #[arg(long, env = "TESSERA_REGION", default_value = "us-east-1")]
     pub region: String,
+    /// Serve HTTPS with this PEM certificate chain (with --tls-key); read again on SIGHUP.
+    #[arg(long, env = "TESSERA_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, env = "TESSERA_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// Domain for virtual-hosted-style requests (`bucket.DOMAIN`); path style always works.
     #[arg(long, env = "TESSERA_DOMAIN")]
     pub domain: Option<String>,
@@ -298,19 +304,33 @@ pub async fn serve_meta(
     Ok((addr, task))
 }
 
-/// Binds the S3 gateway on `listen`; the returned task ends once shutdown was
-/// asked and every in-flight request finished.
+/// Binds the S3 gateway on `listen` (HTTPS when the settings name a
+/// certificate, which SIGHUP reloads); returns its endpoint URL and a task
+/// that ends once shutdown was asked and every in-flight request finished.
 pub async fn serve_gateway(
     listen: &str,
     meta: MetaClient,
     storage: &StorageSettings,
     settings: &GatewaySettings,
     shutdown: &Shutdown,
-) -> Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+) -> Result<(String, tokio::task::JoinHandle<()>)> {
+    let tls = match (&settings.tls_cert, &settings.tls_key) {
+        (Some(cert), Some(key)) => {
+            let files = ::gateway::tls::TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            };
+            let tls = ::gateway::tls::Tls::load(files).context("loading the S3 certificate")?;
+            reload_on_sighup(tls.clone())?;
+            Some(tls)
+        }
+        _ => None,
+    };
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("binding the S3 gateway on {listen}"))?;
     let addr = listener.local_addr()?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let store = StoreClient::new(meta.clone(), storage.client_config()?);
     let app = ::gateway::router(
         meta,
@@ -335,11 +355,30 @@ pub async fn serve_gateway(
     };
     let stop = shutdown.wait();
     let task = tokio::spawn(async move {
-        if let Err(e) = ::gateway::listener::serve(listener, app, limits, stop).await {
+        if let Err(e) = ::gateway::listener::serve(listener, app, limits, tls, stop).await {
             tracing::error!("S3 gateway: {e}");
         }
     });
-    Ok((addr, task))
+    Ok((format!("{scheme}://{addr}"), task))
+}
+
+/// Reads the S3 certificate and key again on every SIGHUP.
+fn reload_on_sighup(tls: Arc<::gateway::tls::Tls>) -> Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hangups = signal(SignalKind::hangup()).context("listening for SIGHUP")?;
+    tokio::spawn(async move {
+        while hangups.recv().await.is_some() {
+            match tls.reload() {
+                Ok(()) => {
+                    tracing::info!(cert = %tls.files().cert.display(), "S3 certificate reloaded")
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "S3 certificate not reloaded; the old one stays")
+                }
+            }
+        }
+    });
+    Ok(())
 }
 
 /// Prints the one line test fixtures and scripts wait for.

@@ -92,16 +92,16 @@ pub async fn run(args: ServerArgs) -> Result<()> {
         nodes.push(node);
     }
     wait_for_datanodes(&service, args.datanodes).await;
-    let (addr, gateway) =
+    let (endpoint, gateway) =
         serve_gateway(&args.listen, meta, &args.storage, &args.gateway, &shutdown).await?;
     let health = ops::meta_health(service.clone());
     let ops_addr = ops::serve(&args.ops_listen, metrics, health, &shutdown).await?;
     eprintln!(
-        "tessera server: S3 endpoint http://{addr}, data in {}",
+        "tessera server: S3 endpoint {endpoint}, data in {}",
         args.data.display()
     );
     print_ready(&[
-        ("s3", format!("http://{addr}")),
+        ("s3", endpoint),
         ("meta", meta_addr.to_string()),
         ("ops", format!("http://{ops_addr}")),
     ]);
