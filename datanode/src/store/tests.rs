@@ -383,3 +383,95 @@ async fn the_disk_write_bound_can_be_raised_and_lowered_even_while_writes_run() 
     assert_eq!(header.length, 10_000);
     assert_eq!(bytes, &body[..]);
 }
+
+#[test]
+fn removing_an_absent_file_is_done_and_a_failed_removal_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f");
+    std::fs::write(&file, b"x").unwrap();
+    remove_if_present(&file).unwrap();
+    assert!(!file.exists());
+    remove_if_present(&file).unwrap();
+    // A folder in its place cannot be removed as a file.
+    std::fs::create_dir(&file).unwrap();
+    assert!(matches!(
+        remove_if_present(&file),
+        Err(StoreError::Io { .. })
+    ));
+}
+
+#[tokio::test]
+async fn direct_writes_can_be_turned_off_and_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path()).await;
+    store.set_direct_writes(false);
+    assert!(!store.direct_writes());
+    store.set_direct_writes(true);
+    assert!(store.direct_writes());
+}
+
+/// Files changed behind the store's back: a data file gone reads as a
+/// missing block; a sidecar whose chunk size or length differs from what the
+/// store loaded is corruption, whichever of the two changed.
+#[tokio::test]
+async fn files_changed_behind_the_store_are_caught_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path()).await;
+    let body = data(3000, 4);
+    for n in [11, 12, 13] {
+        write(&store, key(n), 0, &body).await.unwrap();
+        store.commit(key(n), body.len() as u64).await.unwrap();
+    }
+    fs::remove_file(store.data_path(key(11))).unwrap();
+    assert!(matches!(
+        store.open_range(key(11), 0, 10).await,
+        Err(StoreError::NotFound(_))
+    ));
+    let crcs = checksum::compute(&body, BPC);
+    let other_chunk = sidecar::SidecarHeader {
+        bytes_per_checksum: 2 * BPC,
+        length: body.len() as u64,
+    };
+    let other_length = sidecar::SidecarHeader {
+        bytes_per_checksum: BPC,
+        length: body.len() as u64 - 1,
+    };
+    for (n, header) in [(12, other_chunk), (13, other_length)] {
+        fs::write(store.sidecar_path(key(n)), header.encode_with(&crcs)).unwrap();
+        assert!(
+            matches!(
+                store.open_range(key(n), 0, 10).await,
+                Err(StoreError::Corrupt { .. })
+            ),
+            "{header:?}"
+        );
+    }
+}
+
+/// Lowering the bound while writes hold permits takes the rest as they
+/// return, no more.
+#[tokio::test]
+async fn lowering_the_disk_write_bound_takes_effect_as_writes_finish() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path()).await;
+    store.set_max_disk_writes(4);
+    assert_eq!(store.disk_writes.available_permits(), 4);
+    let running = store
+        .disk_writes
+        .clone()
+        .acquire_many_owned(3)
+        .await
+        .unwrap();
+    store.set_max_disk_writes(1);
+    assert_eq!(store.disk_writes.available_permits(), 0);
+    drop(running);
+    for _ in 0..100 {
+        if store.disk_writes.available_permits() == 1 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(store.disk_writes.available_permits(), 1);
+    store.set_max_disk_writes(3);
+    assert_eq!(store.disk_writes.available_permits(), 3);
+}
