@@ -475,3 +475,29 @@ async fn lowering_the_disk_write_bound_takes_effect_as_writes_finish() {
     store.set_max_disk_writes(3);
     assert_eq!(store.disk_writes.available_permits(), 3);
 }
+
+/// The gauges follow commits and deletions.
+#[tokio::test]
+async fn store_gauges_follow_commits_and_deletions() {
+    let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+    let handle = recorder.handle();
+    let _metrics = metrics::set_default_local_recorder(&recorder);
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path()).await;
+    let gauge = |name: &str| {
+        let series = format!("{name}{{id=\"{}\"}} ", store.id().0);
+        handle
+            .render()
+            .lines()
+            .find_map(|l| l.strip_prefix(series.as_str()).map(str::to_string))
+    };
+    write(&store, key(21), 0, &data(700, 2)).await.unwrap();
+    store.commit(key(21), 700).await.unwrap();
+    assert_eq!(gauge("tessera_datanode_store_blocks").as_deref(), Some("1"));
+    assert_eq!(
+        gauge("tessera_datanode_store_used_bytes").as_deref(),
+        Some("700")
+    );
+    store.delete(key(21)).await.unwrap();
+    assert_eq!(gauge("tessera_datanode_store_blocks").as_deref(), Some("0"));
+}
