@@ -501,3 +501,33 @@ async fn store_gauges_follow_commits_and_deletions() {
     store.delete(key(21)).await.unwrap();
     assert_eq!(gauge("tessera_datanode_store_blocks").as_deref(), Some("0"));
 }
+
+/// One read reply carries at most MAX_PAYLOAD_LEN bytes: exactly that much
+/// is served, a byte more is refused.
+#[tokio::test]
+async fn one_read_is_bounded_by_the_largest_payload() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path()).await;
+    let max = u64::from(MAX_PAYLOAD_LEN);
+    let body = Bytes::from(vec![7u8; max as usize + 1024]);
+    write(&store, key(31), 0, &body).await.unwrap();
+    store.commit(key(31), body.len() as u64).await.unwrap();
+    let whole = store.open_range(key(31), 0, max).await.unwrap();
+    assert_eq!(whole.header.length, max);
+    assert!(matches!(
+        store.open_range(key(31), 0, max + 1).await,
+        Err(StoreError::Invalid(_))
+    ));
+}
+
+#[tokio::test]
+async fn the_local_socket_and_open_uploads_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path()).await;
+    assert_eq!(store.local_socket(), None);
+    store.set_local_socket(Some(PathBuf::from("/run/dn.sock")));
+    assert_eq!(store.local_socket(), Some(PathBuf::from("/run/dn.sock")));
+    assert_eq!(store.open_uploads(), 0);
+    write(&store, key(32), 0, &data(10, 1)).await.unwrap();
+    assert_eq!(store.open_uploads(), 1);
+}
