@@ -49,9 +49,15 @@ pub fn open(path: &Path) -> io::Result<Option<File>> {
         .open(path)
     {
         Ok(file) => Ok(Some(file)),
-        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error()) => Ok(None),
+        Err(e) if refuses_direct(&e) => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// Whether opening with O_DIRECT failed because the file system does not
+/// do direct I/O (EINVAL), rather than for any other reason.
+fn refuses_direct(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error())
 }
 
 /// Whether a write of `len` bytes at `offset` can go direct.
@@ -134,6 +140,29 @@ mod tests {
         shifted[1..].copy_from_slice(&data[8192..]);
         write_at(&file, &shifted[1..], 8192).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), data);
+    }
+
+    /// EINVAL on open means no direct I/O on that file system (older tmpfs,
+    /// some FUSE file systems): writes go through the page cache. Any other
+    /// failure is an error.
+    #[test]
+    fn only_einval_means_no_direct_io() {
+        let einval = io::Error::from_raw_os_error(rustix::io::Errno::INVAL.raw_os_error());
+        assert!(refuses_direct(&einval));
+        for other in [
+            rustix::io::Errno::NOENT,
+            rustix::io::Errno::ACCESS,
+            rustix::io::Errno::IO,
+        ] {
+            assert!(!refuses_direct(&io::Error::from_raw_os_error(
+                other.raw_os_error()
+            )));
+        }
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            open(&dir.path().join("missing")).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
     }
 
     #[test]

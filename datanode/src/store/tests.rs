@@ -514,6 +514,8 @@ async fn one_read_is_bounded_by_the_largest_payload() {
     store.commit(key(31), body.len() as u64).await.unwrap();
     let whole = store.open_range(key(31), 0, max).await.unwrap();
     assert_eq!(whole.header.length, max);
+    let tail = store.open_range(key(31), max, 1024).await.unwrap();
+    assert_eq!((tail.header.offset, tail.header.length), (max, 1024));
     assert!(matches!(
         store.open_range(key(31), 0, max + 1).await,
         Err(StoreError::Invalid(_))
