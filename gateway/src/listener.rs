@@ -18,13 +18,16 @@ use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
+use tokio_rustls::server::TlsStream;
+use tokio_rustls::TlsAcceptor;
 
 /// Default [`ConnectionLimits::header_read_timeout`].
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
@@ -139,25 +142,15 @@ pub async fn serve(
                     let (app, stop, refused) = (app.clone(), stop_rx.clone(), refused.clone());
                     let acceptor = tls.as_ref().map(|tls| tls.acceptor());
                     connections.spawn(async move {
-                        match acceptor {
-                            None => serve_or_refuse(stream, slot, app, limits, stop, refused).await,
-                            Some(acceptor) => {
-                                // A handshake that stalls is cut like a request head.
-                                let wait = match slot {
-                                    Some(_) => limits.header_read_timeout,
-                                    None => REFUSAL_WRITE_TIMEOUT,
-                                };
-                                match tokio::time::timeout(wait, acceptor.accept(stream)).await {
-                                    Ok(Ok(stream)) => {
-                                        serve_or_refuse(stream, slot, app, limits, stop, refused).await
-                                    }
-                                    Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
-                                    Err(_) => {
-                                        metrics::counter!("tessera_gateway_header_timeouts_total").increment(1);
-                                        tracing::debug!(%peer, "TLS handshake not finished in time");
-                                    }
-                                }
-                            }
+                        let Some(acceptor) = acceptor else {
+                            return serve_or_refuse(stream, slot, app, limits, stop, refused).await;
+                        };
+                        let wait = match slot {
+                            Some(_) => limits.header_read_timeout,
+                            None => REFUSAL_WRITE_TIMEOUT,
+                        };
+                        if let Some(stream) = handshake(acceptor, stream, wait, peer).await {
+                            serve_or_refuse(stream, slot, app, limits, stop, refused).await;
                         }
                     });
                 }
@@ -179,6 +172,32 @@ pub async fn serve(
         connections.shutdown().await;
     }
     Ok(())
+}
+
+/// Completes a connection's TLS handshake within `wait`; a handshake that
+/// stalls is cut and counted like a late request head.
+async fn handshake(
+    acceptor: TlsAcceptor,
+    stream: TcpStream,
+    wait: Duration,
+    peer: SocketAddr,
+) -> Option<TlsStream<TcpStream>> {
+    match tokio::time::timeout(wait, acceptor.accept(stream)).await {
+        Ok(Ok(stream)) => Some(stream),
+        Ok(Err(e)) => {
+            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+            None
+        }
+        Err(_) => {
+            count_header_timeout();
+            tracing::debug!(%peer, "TLS handshake not finished in time");
+            None
+        }
+    }
+}
+
+fn count_header_timeout() {
+    metrics::counter!("tessera_gateway_header_timeouts_total").increment(1);
 }
 
 /// Serves a connection that got a slot; answers one past the cap with
@@ -244,7 +263,7 @@ fn log_end(result: Result<(), hyper::Error>) {
     match result {
         Ok(()) => {}
         Err(e) if e.is_timeout() => {
-            metrics::counter!("tessera_gateway_header_timeouts_total").increment(1);
+            count_header_timeout();
             tracing::debug!("connection closed: no complete request head in time");
         }
         Err(e) => tracing::debug!(error = %e, "connection ended with an error"),
