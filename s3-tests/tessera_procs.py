@@ -65,14 +65,13 @@ def random_secret() -> str:
 
 @dataclass(frozen=True)
 class Credentials:
-    """Root S3 keys, the admin token and the cluster token handed to every
-    process: meta checks the cluster token on each RPC connection, so separate
-    datanodes and gateways must present the one meta was given."""
+    """Root S3 keys and the admin token meta is started with. Separate
+    datanodes and gateways present credentials of their own (see
+    `mint_credentials`)."""
 
     access_key: str
     secret_key: str
     admin_token: str
-    cluster_token: str = field(default_factory=lambda: secrets.token_hex(16))
 
     @staticmethod
     def random() -> Credentials:
@@ -83,7 +82,6 @@ class Credentials:
             "TESSERA_ROOT_ACCESS_KEY": self.access_key,
             "TESSERA_ROOT_SECRET_KEY": self.secret_key,
             "TESSERA_ADMIN_TOKEN": self.admin_token,
-            "TESSERA_CLUSTER_TOKEN": self.cluster_token,
         }
 
 
@@ -279,7 +277,6 @@ def saved_credentials(log_path: Path, meta_dir: Path) -> Credentials:
         printed["AWS_ACCESS_KEY_ID"],
         printed["AWS_SECRET_ACCESS_KEY"],
         (meta_dir / "admin-token").read_text().strip(),
-        (meta_dir / "cluster-token").read_text().strip(),
     )
 
 
@@ -390,6 +387,21 @@ class Cluster:
         return problems
 
 
+def mint_credentials(binary: Path, meta_dir: Path, files: list[Path], gateway: Path) -> None:
+    """Mint a datanode credential into each of `files` and the gateway's into
+    `gateway`, offline with meta's credential key (created in `meta_dir`), as
+    docker-compose's secrets service does."""
+    argv = [str(binary), "admin", "credential", "files", "--key-file", str(meta_dir / "credential-key")]
+    for file in files:
+        argv += ["--datanode", str(file)]
+    argv += ["--gateway", f"gateway={gateway}"]
+    result = subprocess.run(
+        argv, check=False, stdin=subprocess.DEVNULL, capture_output=True, timeout=30, env=process_env({})
+    )
+    if result.returncode != 0:
+        raise HarnessError(f"minting credentials failed: {result.stderr.decode(errors='replace')}")
+
+
 def start_cluster(
     binary: Path,
     work_dir: Path,
@@ -407,6 +419,9 @@ def start_cluster(
     try:
         meta_dir = work_dir / "meta"
         meta_dir.mkdir(parents=True, exist_ok=True)
+        dn_credentials = [work_dir / f"dn{i}.credential" for i in range(datanodes)]
+        gateway_credential = work_dir / "gateway.credential"
+        mint_credentials(binary, meta_dir, dn_credentials, gateway_credential)
         meta_proc = Proc(
             "cluster-meta",
             [
@@ -445,6 +460,8 @@ def start_cluster(
                     "127.0.0.1:0",
                     "--ops-listen",
                     "127.0.0.1:0",
+                    "--credential-file",
+                    str(dn_credentials[i]),
                     *datanode_args,
                 ],
                 env,
@@ -466,6 +483,8 @@ def start_cluster(
                 "127.0.0.1:0",
                 "--ops-listen",
                 "127.0.0.1:0",
+                "--credential-file",
+                str(gateway_credential),
                 *gateway_args,
             ],
             env,

@@ -4,6 +4,7 @@ the data folder, nor read, write or delete a block."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import stat
@@ -41,7 +42,7 @@ def test_a_fresh_data_folder_is_its_owners_alone(tessera_bin, tmp_path):
         # The walk saw the store: block files, the meta database, sockets.
         assert seen["files"] >= 10 and seen["sockets"] >= 5 and seen["folders"] > 256, seen
         names = {p.name for p in server.data_dir.rglob("*")}
-        assert {"meta.redb", "root-credentials", "admin-token", "cluster-token"} <= names, names
+        assert {"meta.redb", "root-credentials", "admin-token", "credential-key"} <= names, names
     finally:
         server.proc.kill()
 
@@ -112,5 +113,63 @@ def test_block_frames_without_a_token_are_refused(tessera_bin, tmp_path):
         refused = metric_total(server.ops, "tessera_datanode_token_refusals_total")
         assert refused == sent, (refused, sent)
         assert client.get_object(Bucket="guarded", Key="k")["Body"].read() == body
+    finally:
+        server.proc.kill()
+
+
+def meta_rpc(address: str, secret: str, request: object) -> object:
+    """One request over meta's RPC (u32 length + JSON frames): handshake with
+    `secret`, then `request`; the reply, or the handshake's refusal."""
+    host, port = address.rsplit(":", 1)
+
+    def exchange(stream: socket.socket, value: object) -> object:
+        body = json.dumps(value).encode()
+        stream.sendall(struct.pack(">I", len(body)) + body)
+        (length,) = struct.unpack(">I", stream.recv(4, socket.MSG_WAITALL))
+        return json.loads(stream.recv(length, socket.MSG_WAITALL))
+
+    with socket.create_connection((host, int(port)), timeout=10) as stream:
+        hello = exchange(stream, {"token": secret, "version": META_RPC_VERSION})
+        if "Err" in hello:
+            return hello
+        return exchange(stream, request)
+
+
+META_RPC_VERSION = 3
+
+
+def test_a_datanode_credential_is_worth_its_own_heartbeats_only(tessera_bin, tmp_path):
+    """A stolen datanode credential, used against the meta port of a real
+    server: no S3 secret, no listing, no deletion, no heartbeat for another
+    datanode; a rotated one is refused at the handshake."""
+    server = start_server(tessera_bin, tmp_path, name="credentials")
+    try:
+        client = s3_client(server.endpoint, server.access_key, server.secret_key)
+        client.create_bucket(Bucket="kept")
+        client.put_object(Bucket="kept", Key="k", Body=b"kept")
+        minted = server.admin("credential", "datanode")
+        credential = minted["credential"]
+        own_id = credential.split(".")[1]
+        victim = healthy_datanodes(server.admin("status"))[0]
+        report = {"addr": "127.0.0.1:1", "local_socket": None, "capacity": 1, "used": 0, "blocks": 0, "deleted": []}
+        refused = [
+            {"GetAccessKey": {"access_key": server.access_key}},
+            {"ListBuckets": {"owner": None}},
+            {"DeleteObject": {"bucket": "kept", "key": "k"}},
+            {"Heartbeat": {"report": {"id": victim["id"], **report}}},
+            {"MintCredential": {"principal": "Admin", "rotate": True}},
+        ]
+        for request in refused:
+            assert meta_rpc(server.meta, credential, request) == {"Err": "Unauthorized"}, request
+        own = meta_rpc(server.meta, credential, {"Heartbeat": {"report": {"id": own_id, **report}}})
+        assert "Ok" in own, own
+        # The victim still has its own address, and the object is whole.
+        after = {n["id"]: n["address"] for n in server.admin("status")["datanodes"]}
+        assert after[victim["id"]] == victim["address"]
+        assert client.get_object(Bucket="kept", Key="k")["Body"].read() == b"kept"
+
+        server.admin("credential", "datanode", "--id", own_id, "--rotate")
+        stale = meta_rpc(server.meta, credential, {"ListBuckets": {"owner": None}})
+        assert "rotated" in stale["Err"]["Unauthenticated"], stale
     finally:
         server.proc.kill()

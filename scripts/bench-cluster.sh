@@ -49,10 +49,7 @@ rand() { head -c 64 /dev/urandom | od -An -tx1 | tr -d ' \n' | head -c "$1"; }
 ACCESS_KEY=TK$(rand 18 | tr 'a-f' 'A-F')
 SECRET_KEY=$(rand 40)
 ADMIN_TOKEN=$(rand 32)
-# Meta refuses RPC connections without it; every role gets it from the environment.
-CLUSTER_TOKEN=$(rand 32)
 export TESSERA_ROOT_ACCESS_KEY=$ACCESS_KEY TESSERA_ROOT_SECRET_KEY=$SECRET_KEY TESSERA_ADMIN_TOKEN=$ADMIN_TOKEN
-export TESSERA_CLUSTER_TOKEN=$CLUSTER_TOKEN
 unset TESSERA_CONFIG
 export RUST_LOG=${RUST_LOG:-info}
 
@@ -98,6 +95,12 @@ field() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p"; }
 
 LOCAL=127.0.0.1:0
 mkdir -p "$DIR/meta"
+# Each datanode and the gateway get a credential of their own, minted with
+# the key meta will find in its data folder; bench acts as a gateway too.
+mint_args=()
+for i in $(seq 0 $((DATANODES - 1))); do mint_args+=(--datanode "$DIR/dn$i.credential"); done
+"$BIN" admin credential files --key-file "$DIR/meta/credential-key" "${mint_args[@]}" \
+    --gateway "gateway=$DIR/gateway.credential" --gateway "bench=$DIR/bench.credential" 2>/dev/null
 start meta meta --data "$DIR/meta" --listen $LOCAL --ops-listen $LOCAL --block-size "$BLOCK_SIZE"
 META_LINE=$(ready meta)
 META=$(field "$META_LINE" meta)
@@ -105,12 +108,13 @@ META=$(field "$META_LINE" meta)
 for i in $(seq 0 $((DATANODES - 1))); do
     mkdir -p "$DIR/dn$i"
     start "dn$i" datanode --meta "$META" --data "$DIR/dn$i" --listen $LOCAL --ops-listen $LOCAL \
-        --fsync "$FSYNC" --heartbeat-interval 1s
+        --fsync "$FSYNC" --heartbeat-interval 1s --credential-file "$DIR/dn$i.credential"
 done
 DN_LINES=()
 for i in $(seq 0 $((DATANODES - 1))); do DN_LINES+=("$(ready "dn$i")"); done
 
-start gateway gateway --meta "$META" --listen $LOCAL --ops-listen $LOCAL --block-size "$BLOCK_SIZE"
+start gateway gateway --meta "$META" --listen $LOCAL --ops-listen $LOCAL --block-size "$BLOCK_SIZE" \
+    --credential-file "$DIR/gateway.credential"
 GW_LINE=$(ready gateway)
 S3=$(field "$GW_LINE" s3)
 
@@ -137,7 +141,7 @@ export TESSERA_META=$META
 export AWS_ACCESS_KEY_ID=$ACCESS_KEY
 export AWS_SECRET_ACCESS_KEY=$SECRET_KEY
 export TESSERA_ADMIN_TOKEN=$ADMIN_TOKEN
-export TESSERA_CLUSTER_TOKEN=$CLUSTER_TOKEN
+export TESSERA_CREDENTIAL_FILE=$DIR/bench.credential
 examples:
   $BIN bench pread --meta $META --threads 8 --duration 20s --datanode-pids $DN_PIDS
   $BIN bench pread --via s3 --endpoint $S3 --threads 8 --duration 20s

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Smoke test of the compose cluster (docker-compose.yml): builds the image,
-# starts meta + five datanodes + gateway under a unique project name, puts and
+# starts meta + five datanodes + gateway under a unique project name with the
+# secrets compose generates (read back from meta's volume), puts and
 # gets a 20 MiB object with aws-cli through http://127.0.0.1:9878, stops dn3,
 # reads the object again (erasure coding must rebuild it), and always tears the
 # cluster down with its volumes. Prints the containers' logs on failure.
@@ -21,13 +22,9 @@ compose=$(compose_command) || die "neither 'docker compose' nor 'docker-compose'
 read -r -a COMPOSE <<<"$compose"
 COMPOSE+=(--project-name "$PROJECT" --file "$TESSERA_ROOT/docker-compose.yml")
 
-random_hex() {
-    od -An -N"$1" -tx1 /dev/urandom | tr -d ' \n'
-}
-TESSERA_ROOT_ACCESS_KEY=SMOKE$(random_hex 8 | tr '[:lower:]' '[:upper:]')
-TESSERA_ROOT_SECRET_KEY=$(random_hex 20)
-TESSERA_ADMIN_TOKEN=$(random_hex 16)
-export TESSERA_S3_PORT=$S3_PORT TESSERA_ROOT_ACCESS_KEY TESSERA_ROOT_SECRET_KEY TESSERA_ADMIN_TOKEN
+# The cluster generates every secret: none may leak in from this shell.
+unset TESSERA_ROOT_ACCESS_KEY TESSERA_ROOT_SECRET_KEY TESSERA_ADMIN_TOKEN
+export TESSERA_S3_PORT=$S3_PORT
 
 WORK=$(mktemp -d)
 UP=0
@@ -83,6 +80,17 @@ while :; do
     [ "$SECONDS" -lt "$deadline" ] || die "gateway is '$health' after ${WAIT_SECONDS}s"
     sleep 2
 done
+
+# meta_secret FILE: a file of meta's data folder (the image has no shell: docker cp).
+meta_secret() {
+    docker cp "$("${COMPOSE[@]}" ps -q meta):/data/$1" - | tar -xO
+}
+TESSERA_ADMIN_TOKEN=$(meta_secret admin-token | tr -d '\n')
+root=$(meta_secret root-credentials)
+TESSERA_ROOT_ACCESS_KEY=$(printf '%s\n' "$root" | sed -n 's/^TESSERA_ROOT_ACCESS_KEY=//p')
+TESSERA_ROOT_SECRET_KEY=$(printf '%s\n' "$root" | sed -n 's/^TESSERA_ROOT_SECRET_KEY=//p')
+[ -n "$TESSERA_ADMIN_TOKEN" ] && [ -n "$TESSERA_ROOT_ACCESS_KEY" ] && [ -n "$TESSERA_ROOT_SECRET_KEY" ] ||
+    die "meta generated no admin token or root keys"
 
 log "waiting for meta to see five healthy datanodes"
 while :; do

@@ -5,6 +5,9 @@
 #   scripts/mutants.sh                 every module below (about 1,100 mutants;
 #                                      two to four hours on two cores)
 #   scripts/mutants.sh proto meta      only these packages
+#   scripts/mutants.sh --iterate [PKG] after tests were added: tests again only
+#                                      the mutants the last run did not catch
+#                                      (and any new ones), keeping its results
 #   scripts/mutants.sh --sample        CI's sample: one shard of the protocol
 #                                      modules, rotating by day (built from
 #                                      scratch: proto alone builds in a minute)
@@ -77,6 +80,11 @@ if [ "${1:-}" = --sample ]; then
     run_package proto --shard "$shard/$SAMPLE_SHARDS"
     exec python3 scripts/mutants-report.py --sample target/mutants/proto
 fi
+iterate=()
+if [ "${1:-}" = --iterate ]; then
+    iterate=(--iterate)
+    shift
+fi
 packages=("$@")
 [ ${#packages[@]} -gt 0 ] || packages=("${ORDER[@]}")
 dirs=()
@@ -84,7 +92,7 @@ for package in "${packages[@]}"; do
     [ -n "${MODULES[$package]:-}" ] || die "no modules listed for package $package"
     # The scratch copy starts from this tree's target folder: only the
     # workspace's crates are rebuilt.
-    run_package "$package" --copy-target=true
+    run_package "$package" --copy-target=true "${iterate[@]}"
     dirs+=("target/mutants/$package")
 done
 exec python3 scripts/mutants-report.py "${dirs[@]}"

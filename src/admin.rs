@@ -1,15 +1,20 @@
-//! `tessera admin`: users, access keys, buckets and cluster status, through
-//! meta's RPC with the admin token.
+//! `tessera admin`: users, access keys, buckets, cluster credentials and
+//! cluster status, through meta's RPC with the admin token; credentials can
+//! also be minted offline with meta's credential key file.
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use meta_api::{
     AccessKeyRecord, BucketGrant, BucketRecord, BucketRight, ClusterStatus, CreateBucket,
     CreateKey, CreateUser, DeleteBucket, DeleteKey, DeleteUser, GetClusterStatus, LimitKey,
-    ListBuckets, ListKeys, ListUsers, MetaClient, SetBucketPublicRead, UserRecord,
+    ListBuckets, ListKeys, ListUsers, MetaClient, MintCredential, Principal, SetBucketPublicRead,
+    UserRecord,
 };
+use meta_api::{Credential, CredentialKey};
+use proto::DatanodeId;
 use proto::ReplicationConfig;
 use serde_json::{json, Value};
+use std::path::Path;
 use std::path::PathBuf;
 
 /// Flags of `tessera admin`.
@@ -44,8 +49,60 @@ pub enum AdminCommand {
     /// Buckets.
     #[command(subcommand)]
     Bucket(BucketCommand),
+    /// Credentials of datanodes and gateways for meta's RPC, printed on
+    /// stdout (or written to files).
+    #[command(subcommand)]
+    Credential(CredentialCommand),
     /// Datanodes and their state, capacity and use.
     Status,
+}
+
+/// `tessera admin credential ...`
+#[derive(Subcommand, Debug)]
+pub enum CredentialCommand {
+    /// A datanode's credential; it names the datanode's id, which a new
+    /// datanode takes (an existing one must be given its own with --id).
+    Datanode {
+        /// The datanode's id (a uuid); a new one when omitted.
+        #[arg(long)]
+        id: Option<String>,
+        #[command(flatten)]
+        mint: MintArgs,
+    },
+    /// A gateway's credential (also what `tessera bench --via client` needs).
+    Gateway {
+        /// The gateway's name (letters, digits, '-', '_'), to rotate it alone.
+        name: String,
+        #[command(flatten)]
+        mint: MintArgs,
+    },
+    /// Writes the credentials of a new cluster, minted offline with meta's
+    /// key file (created when missing); files that exist are left as they
+    /// are. docker-compose's `secrets` service runs this.
+    Files {
+        /// Meta's credential key file (`META_DATA/credential-key`).
+        #[arg(long)]
+        key_file: PathBuf,
+        /// A file to hold a new datanode's credential, repeatable.
+        #[arg(long = "datanode", value_name = "FILE")]
+        datanodes: Vec<PathBuf>,
+        /// `NAME=FILE`: a file to hold gateway NAME's credential, repeatable.
+        #[arg(long = "gateway", value_name = "NAME=FILE")]
+        gateways: Vec<String>,
+    },
+}
+
+/// How a credential is minted.
+#[derive(Args, Debug)]
+pub struct MintArgs {
+    /// Mint the next generation: the holder's earlier credentials are
+    /// refused from now on.
+    #[arg(long, conflicts_with = "key_file")]
+    pub rotate: bool,
+    /// Mint offline with meta's credential key file instead of asking meta
+    /// (generation 0, so before any rotation).
+    #[arg(long)]
+    pub key_file: Option<PathBuf>,
 }
 
 /// `tessera admin user ...`
@@ -163,6 +220,11 @@ fn token(args: &AdminArgs) -> Result<String> {
 
 /// Runs one admin command and prints its result.
 pub async fn run(args: AdminArgs) -> Result<()> {
+    if let AdminCommand::Credential(command) = &args.command {
+        if mint_offline(command)? {
+            return Ok(());
+        }
+    }
     let token = token(&args)?;
     // The admin token opens the connection with the admin role.
     let meta = MetaClient::remote(&args.meta, &token);
@@ -236,6 +298,19 @@ pub async fn run(args: AdminArgs) -> Result<()> {
             meta.call(set).await?;
             done
         }
+        AdminCommand::Credential(command) => {
+            let (principal, mint) = credential_request(command)?;
+            let mint = MintCredential {
+                principal: principal.clone(),
+                rotate: mint.rotate,
+            };
+            let credential = meta.call(mint).await?;
+            if !args.json {
+                println!("{credential}");
+                return Ok(());
+            }
+            json!({"principal": principal.to_string(), "credential": credential})
+        }
         AdminCommand::Status => status_json(&meta.call(GetClusterStatus).await?),
     };
     if args.json {
@@ -243,6 +318,77 @@ pub async fn run(args: AdminArgs) -> Result<()> {
     } else {
         print_human(&value);
     }
+    Ok(())
+}
+
+/// Whom a datanode or gateway command names, and how to mint.
+fn credential_request(command: &CredentialCommand) -> Result<(Principal, &MintArgs)> {
+    match command {
+        CredentialCommand::Datanode { id, mint } => {
+            let id = match id {
+                Some(id) => uuid::Uuid::parse_str(id)
+                    .with_context(|| format!("datanode id {id:?} is not a uuid"))?,
+                None => uuid::Uuid::new_v4(),
+            };
+            Ok((Principal::Datanode(DatanodeId(id.to_string())), mint))
+        }
+        CredentialCommand::Gateway { name, mint } => Ok((Principal::Gateway(name.clone()), mint)),
+        CredentialCommand::Files { .. } => {
+            anyhow::bail!("`credential files` mints offline only")
+        }
+    }
+}
+
+/// Mints without meta when the command says so (a key file), printing or
+/// writing the credentials; false when meta must mint.
+fn mint_offline(command: &CredentialCommand) -> Result<bool> {
+    if let CredentialCommand::Files {
+        key_file,
+        datanodes,
+        gateways,
+    } = command
+    {
+        let key = ::meta::load_or_create_credential_key(key_file)?;
+        for file in datanodes {
+            let principal = Principal::Datanode(DatanodeId(uuid::Uuid::new_v4().to_string()));
+            write_new_credential(&key, principal, file)?;
+        }
+        for gateway in gateways {
+            let (name, file) = gateway
+                .split_once('=')
+                .with_context(|| format!("--gateway {gateway:?}: expected NAME=FILE"))?;
+            write_new_credential(&key, Principal::Gateway(name.into()), Path::new(file))?;
+        }
+        return Ok(true);
+    }
+    let (principal, mint) = credential_request(command)?;
+    let Some(key_file) = &mint.key_file else {
+        return Ok(false);
+    };
+    let key = ::meta::load_or_create_credential_key(key_file)?;
+    println!("{}", Credential::mint(&key, principal, 0)?);
+    Ok(true)
+}
+
+/// Writes `principal`'s credential to `file` (mode 0600) unless the file exists.
+fn write_new_credential(key: &CredentialKey, principal: Principal, file: &Path) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let credential = Credential::mint(key, principal, 0)?;
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(file);
+    let mut out = match created {
+        Ok(out) => out,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("creating {}", file.display())),
+    };
+    writeln!(out, "{credential}")
+        .and_then(|()| out.sync_all())
+        .with_context(|| format!("writing {}", file.display()))?;
+    eprintln!("{} written to {}", credential.principal, file.display());
     Ok(())
 }
 

@@ -12,7 +12,6 @@ use std::time::Duration;
 const ACCESS_KEY: &str = "BENCHACCESSKEY";
 const SECRET_KEY: &str = "bench-secret-key";
 const ADMIN_TOKEN: &str = "bench-admin-token";
-const CLUSTER_TOKEN: &str = "bench-cluster-token";
 const DATANODES: usize = 5;
 
 fn binary() -> &'static str {
@@ -35,7 +34,7 @@ impl Proc {
             .env("TESSERA_ROOT_ACCESS_KEY", ACCESS_KEY)
             .env("TESSERA_ROOT_SECRET_KEY", SECRET_KEY)
             .env("TESSERA_ADMIN_TOKEN", ADMIN_TOKEN)
-            .env("TESSERA_CLUSTER_TOKEN", CLUSTER_TOKEN)
+            .env_remove("TESSERA_CREDENTIAL")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(stderr)
@@ -83,6 +82,26 @@ impl Drop for Proc {
     }
 }
 
+/// `tessera admin credential ARGS...` through meta at `meta`: the credential.
+fn mint(meta: &str, args: &[&str]) -> String {
+    let out = Command::new(binary())
+        .args([
+            "admin",
+            "--meta",
+            meta,
+            "--token",
+            ADMIN_TOKEN,
+            "credential",
+        ])
+        .args(args)
+        .env_remove("TESSERA_CONFIG")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "credential {args:?}: {stderr}");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
 struct Cluster {
     meta: String,
     s3: String,
@@ -115,9 +134,12 @@ impl Cluster {
         );
         let meta_addr = meta.field("meta");
         let mut procs = vec![meta];
+        // Each process gets its own credential, minted through meta.
         let mut datanode_pids = Vec::new();
         for i in 0..DATANODES {
             let data = dir.join(format!("dn{i}"));
+            let credential = dir.join(format!("dn{i}.credential"));
+            std::fs::write(&credential, mint(&meta_addr, &["datanode"])).unwrap();
             let dn = Proc::start(
                 &format!("dn{i}"),
                 &[
@@ -134,12 +156,16 @@ impl Cluster {
                     "false",
                     "--heartbeat-interval",
                     "200ms",
+                    "--credential-file",
+                    credential.to_str().unwrap(),
                 ],
                 &dir,
             );
             datanode_pids.push(dn.child.id());
             procs.push(dn);
         }
+        let credential = dir.join("gateway.credential");
+        std::fs::write(&credential, mint(&meta_addr, &["gateway", "gw1"])).unwrap();
         let gateway = Proc::start(
             "gateway",
             &[
@@ -152,6 +178,8 @@ impl Cluster {
                 local,
                 "--block-size",
                 "1MiB",
+                "--credential-file",
+                credential.to_str().unwrap(),
             ],
             &dir,
         );
@@ -205,7 +233,10 @@ impl Cluster {
             .env_remove("TESSERA_CONFIG")
             .env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
             .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
-            .env("TESSERA_CLUSTER_TOKEN", CLUSTER_TOKEN)
+            .env(
+                "TESSERA_CREDENTIAL",
+                mint(&self.meta, &["gateway", "bench"]),
+            )
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);

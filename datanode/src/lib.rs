@@ -74,6 +74,9 @@ pub struct DatanodeConfig {
     /// Uploads (temporary block files) untouched this long belong to a
     /// writer that died: they are discarded.
     pub upload_grace: Duration,
+    /// The id this datanode must have: its credential's. A fresh data folder
+    /// takes it; a folder holding another datanode's blocks refuses to start.
+    pub identity: Option<DatanodeId>,
 }
 
 /// Default [`DatanodeConfig::block_report_interval`].
@@ -110,6 +113,7 @@ impl Default for DatanodeConfig {
             local_socket: None,
             block_report_interval: DEFAULT_BLOCK_REPORT_INTERVAL,
             upload_grace: DEFAULT_UPLOAD_GRACE,
+            identity: None,
         }
     }
 }
@@ -181,10 +185,11 @@ pub async fn start_with<H: HeartbeatTarget>(
             "heartbeat interval must be positive".into(),
         ));
     }
-    let store = BlockStore::open(
+    let store = BlockStore::open_as(
         config.data_dir.clone(),
         config.bytes_per_checksum,
         config.fsync,
+        config.identity.clone(),
     )
     .await?;
     store.set_direct_writes(config.direct_writes);

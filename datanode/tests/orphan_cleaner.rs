@@ -1,5 +1,5 @@
 //! Orphan blocks end to end: real datanodes on 127.0.0.1:0 talk to a real
-//! meta over its RPC (with the cluster token) and send block reports; blocks
+//! meta over its RPC (each with its own credential) and send block reports; blocks
 //! a writer stored but never committed, and uploads it abandoned, disappear
 //! once the (tiny) grace period passed, while committed objects keep theirs
 //! and still read back.
@@ -8,8 +8,10 @@ use block_client::{ClientConfig, StoreClient};
 use bytes::Bytes;
 use datanode::{DatanodeConfig, RunningDatanode};
 use meta::Clock;
-use meta_api::{BlockGroup, CommitObject, CreateBucket, GetClusterStatus, GetObject, ObjectRecord};
-use proto::ReplicationConfig;
+use meta_api::{
+    BlockGroup, CommitObject, CreateBucket, GetClusterStatus, GetObject, ObjectRecord, Principal,
+};
+use proto::{DatanodeId, ReplicationConfig};
 use std::time::Duration;
 use test_support::data::random_bytes;
 use test_support::meta::{MetaUnderTest, Transport};
@@ -54,7 +56,6 @@ async fn uncommitted_blocks_are_found_and_deleted_while_committed_ones_stay() {
     })
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let remote = || under_test.cluster_client();
 
     let mut datanodes = Vec::new();
     for i in 0..3 {
@@ -65,11 +66,14 @@ async fn uncommitted_blocks_are_found_and_deleted_while_committed_ones_stay() {
             heartbeat_interval: Duration::from_millis(100),
             block_report_interval: Duration::from_millis(200),
             upload_grace: GRACE,
+            identity: Some(DatanodeId(uuid::Uuid::new_v4().to_string())),
             ..DatanodeConfig::default()
         };
-        datanodes.push(datanode::start(config, remote()).await.unwrap());
+        let id = config.identity.clone().unwrap();
+        let meta = under_test.client_as(Principal::Datanode(id));
+        datanodes.push(datanode::start(config, meta).await.unwrap());
     }
-    let meta = remote();
+    let meta = under_test.gateway_client();
     for _ in 0..200 {
         let status = under_test.call(GetClusterStatus).await;
         let healthy = status.ok().map(|s| s.datanodes.len());

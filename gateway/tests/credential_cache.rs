@@ -16,8 +16,8 @@ async fn a_key_is_served_from_the_cache_until_its_ttl() {
         })
         .await
         .unwrap();
-    let cached = CredentialCache::new(meta.cluster_client(), Duration::from_secs(3600));
-    let uncached = CredentialCache::new(meta.cluster_client(), Duration::ZERO);
+    let cached = CredentialCache::new(meta.gateway_client(), Duration::from_secs(3600));
+    let uncached = CredentialCache::new(meta.gateway_client(), Duration::ZERO);
     for cache in [&cached, &uncached] {
         let (record, user) = cache.lookup(&key.access_key).await.unwrap().unwrap();
         assert_eq!(
@@ -35,6 +35,6 @@ async fn a_key_is_served_from_the_cache_until_its_ttl() {
     assert!(uncached.lookup(&key.access_key).await.unwrap().is_none());
     // A cache of another meta never sees this one's entries.
     let other = MetaUnderTest::open(Transport::Local).await;
-    let elsewhere = CredentialCache::new(other.cluster_client(), Duration::from_secs(3600));
+    let elsewhere = CredentialCache::new(other.gateway_client(), Duration::from_secs(3600));
     assert!(elsewhere.lookup(&key.access_key).await.unwrap().is_none());
 }

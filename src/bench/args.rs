@@ -111,9 +111,9 @@ pub struct TargetArgs {
     /// Client settings for --via client.
     #[command(flatten)]
     pub storage: StorageSettings,
-    /// Cluster token for meta's RPC (--via client).
+    /// A gateway's credential for meta's RPC (--via client).
     #[command(flatten)]
-    pub cluster: crate::roles::ClusterTokenArgs,
+    pub credential: crate::roles::CredentialArgs,
 }
 
 /// S3 endpoint and credentials.

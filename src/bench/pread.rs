@@ -96,7 +96,7 @@ async fn open(args: &PreadArgs) -> Result<(Source, u64)> {
         Via::Client => {
             let store = store_ops::connect(
                 &args.target.meta()?,
-                &args.target.cluster,
+                &args.target.credential,
                 &args.target.storage,
             )?;
             let (bucket, key) = (&args.bucket, &args.key);

@@ -81,7 +81,7 @@ pub async fn run(args: PutArgs) -> Result<RunOutcome> {
         Via::Client => {
             let store = store_ops::connect(
                 &args.target.meta()?,
-                &args.target.cluster,
+                &args.target.credential,
                 &args.target.storage,
             )?;
             store_ops::ensure_bucket(&store, &bucket).await?;

@@ -61,13 +61,15 @@ pub fn md5_single_core_mb_per_s() -> f64 {
 }
 
 /// A client library handle on the cluster behind meta's RPC at `meta_addr`,
-/// presenting `cluster`'s token.
+/// acting as the gateway whose credential `credential` holds.
 pub fn connect(
     meta_addr: &str,
-    cluster: &crate::roles::ClusterTokenArgs,
+    credential: &crate::roles::CredentialArgs,
     storage: &StorageSettings,
 ) -> Result<StoreClient> {
-    let meta = cluster.remote_meta(meta_addr)?;
+    let credential =
+        credential.credential("gateway", |p| matches!(p, meta_api::Principal::Gateway(_)))?;
+    let meta = meta_api::MetaClient::remote(meta_addr, &credential.to_string());
     Ok(StoreClient::new(meta, storage.client_config()?))
 }
 

@@ -5,7 +5,8 @@ use crate::ops;
 use crate::shutdown::Shutdown;
 use anyhow::{Context, Result};
 use clap::Args;
-use meta_api::MetaClient;
+use meta_api::{MetaClient, Principal};
+use proto::DatanodeId;
 use std::path::{Path, PathBuf};
 
 /// Flags of `tessera datanode`.
@@ -30,9 +31,9 @@ pub struct DatanodeArgs {
     /// [default: <data>/dn.sock]; `--no-short-circuit` serves none.
     #[arg(long, env = "TESSERA_LOCAL_SOCKET")]
     pub local_socket: Option<PathBuf>,
-    /// The cluster token meta checks.
+    /// This datanode's credential for meta; it names the datanode's id.
     #[command(flatten)]
-    pub cluster: super::ClusterTokenArgs,
+    pub credential: super::CredentialArgs,
     /// Datanode settings.
     #[command(flatten)]
     pub datanode: DatanodeSettings,
@@ -71,20 +72,33 @@ pub fn local_socket_path(
     Ok(Some(path))
 }
 
-/// Starts one datanode over `dir`, serving short-circuit reads on
-/// `local_socket` when given.
+/// Where a datanode listens.
+pub struct Addresses {
+    /// The block protocol's TCP address.
+    pub listen: String,
+    /// The address clients dial, when it differs.
+    pub advertise: Option<String>,
+    /// The short-circuit socket, if any.
+    pub local_socket: Option<PathBuf>,
+}
+
+/// Starts datanode `id` over `dir`, talking to meta through `meta`.
 pub async fn start(
     dir: &Path,
-    listen: &str,
-    advertise: Option<String>,
-    local_socket: Option<PathBuf>,
+    id: DatanodeId,
+    addresses: Addresses,
     settings: &DatanodeSettings,
     storage: &StorageSettings,
     meta: MetaClient,
 ) -> Result<::datanode::RunningDatanode> {
+    let Addresses {
+        listen,
+        advertise,
+        local_socket,
+    } = addresses;
     let config = ::datanode::DatanodeConfig {
         data_dir: dir.to_path_buf(),
-        listen: listen.to_string(),
+        listen,
         advertise,
         bytes_per_checksum: u32::try_from(storage.bytes_per_checksum)
             .context("--bytes-per-checksum too large")?,
@@ -99,6 +113,7 @@ pub async fn start(
         local_socket,
         block_report_interval: settings.block_report_interval,
         upload_grace: settings.upload_grace,
+        identity: Some(id),
     };
     ::datanode::start(config, meta)
         .await
@@ -109,13 +124,23 @@ pub async fn start(
 pub async fn run(args: DatanodeArgs) -> Result<()> {
     let metrics = ops::install_recorder()?;
     let shutdown = Shutdown::on_signals();
-    let meta = args.cluster.remote_meta(&args.meta)?;
+    let credential = args
+        .credential
+        .credential("datanode", |p| matches!(p, Principal::Datanode(_)))?;
+    let meta = MetaClient::remote(&args.meta, &credential.to_string());
+    let Principal::Datanode(id) = credential.principal else {
+        unreachable!("checked to be a datanode's credential");
+    };
     let local_socket = local_socket_path(&args.data, args.local_socket.as_deref(), &args.storage)?;
+    let addresses = Addresses {
+        listen: args.listen.clone(),
+        advertise: args.advertise.clone(),
+        local_socket,
+    };
     let node = start(
         &args.data,
-        &args.listen,
-        args.advertise.clone(),
-        local_socket,
+        id,
+        addresses,
         &args.datanode,
         &args.storage,
         meta,

@@ -5,6 +5,7 @@ use crate::ops;
 use crate::shutdown::Shutdown;
 use anyhow::Result;
 use clap::Args;
+use meta_api::{MetaClient, Principal};
 
 /// Flags of `tessera gateway`.
 #[derive(Args, Debug)]
@@ -18,9 +19,9 @@ pub struct GatewayArgs {
     /// Address of /health and /metrics.
     #[arg(long, env = "TESSERA_OPS_LISTEN", default_value = "127.0.0.1:9880")]
     pub ops_listen: String,
-    /// The cluster token meta checks.
+    /// This gateway's credential for meta.
     #[command(flatten)]
-    pub cluster: super::ClusterTokenArgs,
+    pub credential: super::CredentialArgs,
     /// Gateway settings.
     #[command(flatten)]
     pub gateway: GatewaySettings,
@@ -33,7 +34,10 @@ pub struct GatewayArgs {
 pub async fn run(args: GatewayArgs) -> Result<()> {
     let metrics = ops::install_recorder()?;
     let shutdown = Shutdown::on_signals();
-    let meta = args.cluster.remote_meta(&args.meta)?;
+    let credential = args
+        .credential
+        .credential("gateway", |p| matches!(p, Principal::Gateway(_)))?;
+    let meta = MetaClient::remote(&args.meta, &credential.to_string());
     let (endpoint, task) =
         serve_gateway(&args.listen, meta, &args.storage, &args.gateway, &shutdown).await?;
     let ops_addr = ops::serve(&args.ops_listen, metrics, ops::always_healthy(), &shutdown).await?;

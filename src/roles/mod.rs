@@ -12,7 +12,7 @@ use ::meta::{Clock, MetaConfig, MetaService};
 use anyhow::{Context, Result};
 use block_client::{ClientConfig, StoreClient};
 use clap::Args;
-use meta_api::MetaClient;
+use meta_api::{Credential, MetaClient, Principal};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -63,11 +63,6 @@ pub struct MetaSettings {
     /// Token for admin requests; generated once and saved in the meta data folder when unset.
     #[arg(long, env = "TESSERA_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
-    /// Token every meta RPC connection must present (datanodes, gateways,
-    /// bench); generated once and saved in the meta data folder
-    /// (`cluster-token`) when unset.
-    #[arg(long, env = "TESSERA_CLUSTER_TOKEN", hide_env_values = true)]
-    pub cluster_token: Option<String>,
     /// Block files no record references are deleted only once allocated and
     /// written longer ago than this; every write must commit within it.
     #[arg(long, env = "TESSERA_ORPHAN_GRACE", default_value = "1h", value_parser = parse_duration)]
@@ -82,38 +77,48 @@ pub struct MetaSettings {
     pub token_lifetime: Duration,
 }
 
-/// How a separate process proves to meta that it belongs to the cluster.
+/// How a separate datanode or gateway proves to meta who it is: the
+/// credential `tessera admin credential` minted for it.
 #[derive(Args, Clone, Debug)]
-pub struct ClusterTokenArgs {
-    /// The cluster token meta was given or generated (saved in its data
-    /// folder as `cluster-token`).
-    #[arg(long, env = "TESSERA_CLUSTER_TOKEN", hide_env_values = true)]
-    pub cluster_token: Option<String>,
-    /// File holding the cluster token, when --cluster-token is not given.
-    #[arg(long, env = "TESSERA_CLUSTER_TOKEN_FILE")]
-    pub cluster_token_file: Option<std::path::PathBuf>,
+pub struct CredentialArgs {
+    /// This process's credential (`tdn1.…` for a datanode, `tgw1.…` for a
+    /// gateway); prefer --credential-file, which keeps it out of `ps`.
+    #[arg(long, env = "TESSERA_CREDENTIAL", hide_env_values = true)]
+    pub credential: Option<String>,
+    /// File holding the credential (mode 0600).
+    #[arg(long, env = "TESSERA_CREDENTIAL_FILE")]
+    pub credential_file: Option<std::path::PathBuf>,
 }
 
-impl ClusterTokenArgs {
-    /// The token, from the flag or the file.
-    pub fn token(&self) -> Result<String> {
-        if let Some(token) = &self.cluster_token {
-            return Ok(token.trim().to_string());
-        }
-        let Some(file) = &self.cluster_token_file else {
-            anyhow::bail!(
-                "meta needs the cluster token: pass --cluster-token (or TESSERA_CLUSTER_TOKEN), \
-                 or --cluster-token-file with meta's <data>/cluster-token"
-            );
+impl CredentialArgs {
+    /// The credential, from the flag or the file; its holder must be of the
+    /// kind `expected` names (`datanode` or `gateway`), as `is_kind` checks.
+    pub fn credential(
+        &self,
+        expected: &str,
+        is_kind: impl Fn(&Principal) -> bool,
+    ) -> Result<Credential> {
+        let text = if let Some(text) = &self.credential {
+            text.clone()
+        } else {
+            let Some(file) = &self.credential_file else {
+                anyhow::bail!(
+                    "meta needs this {expected}'s credential: pass --credential-file (or \
+                     TESSERA_CREDENTIAL_FILE) with what `tessera admin credential {expected}` printed"
+                );
+            };
+            std::fs::read_to_string(file)
+                .with_context(|| format!("reading the credential from {}", file.display()))?
         };
-        let text = std::fs::read_to_string(file)
-            .with_context(|| format!("reading the cluster token from {}", file.display()))?;
-        Ok(text.trim().to_string())
-    }
-
-    /// A client of the meta RPC at `addr` presenting the token.
-    pub fn remote_meta(&self, addr: &str) -> Result<MetaClient> {
-        Ok(MetaClient::remote(addr, &self.token()?))
+        let credential = Credential::parse(&text)
+            .context("the credential is not one `tessera admin credential` prints")?;
+        if !is_kind(&credential.principal) {
+            anyhow::bail!(
+                "the credential is a {}'s, not a {expected}'s",
+                credential.principal
+            );
+        }
+        Ok(credential)
     }
 }
 
@@ -261,7 +266,6 @@ pub fn open_meta(dir: &Path, settings: &MetaSettings, block_size: u64) -> Result
         orphan_grace: settings.orphan_grace,
         token_rotation: settings.token_key_rotation,
         token_lifetime: settings.token_lifetime,
-        cluster_token: settings.cluster_token.clone(),
         clock: Clock::System,
     })
     .with_context(|| format!("opening metadata in {}", dir.display()))?;

@@ -9,12 +9,16 @@ use super::{
 use crate::ops;
 use crate::shutdown::Shutdown;
 use ::meta::MetaService;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
-use meta_api::{DatanodeState, GetClusterStatus, Role};
+use meta_api::{DatanodeState, GetClusterStatus, Principal};
+use proto::DatanodeId;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The name of the gateway inside `tessera server` (its principal at meta).
+const SERVER_GATEWAY: &str = "server";
 
 /// Flags of `tessera server`.
 #[derive(Args, Debug)]
@@ -52,7 +56,7 @@ pub struct ServerArgs {
 /// default replication of a full cluster.
 async fn wait_for_datanodes(service: &Arc<MetaService>, count: usize) {
     for _ in 0..100 {
-        if let Ok(status) = service.call(GetClusterStatus, Role::Admin).await {
+        if let Ok(status) = service.call(GetClusterStatus, &Principal::Admin).await {
             let healthy = status
                 .datanodes
                 .iter()
@@ -73,22 +77,23 @@ pub async fn run(args: ServerArgs) -> Result<()> {
     let shutdown = Shutdown::on_signals();
     proto::durable::create_private_dir(&args.data)?;
     let service = open_meta(&args.data.join("meta"), &args.meta, args.storage.block_size)?;
-    let meta = service.client(Role::Cluster);
+    let meta = service.client(Principal::Gateway(SERVER_GATEWAY.into()));
     let (meta_addr, meta_rpc) = serve_meta(&args.meta_listen, service.clone(), &shutdown).await?;
     let mut nodes = Vec::with_capacity(args.datanodes);
     for i in 1..=args.datanodes {
         let dir = args.data.join(format!("datanode-{i}"));
         let local_socket = datanode::local_socket_path(&dir, None, &args.storage)?;
-        let node = datanode::start(
-            &dir,
-            "127.0.0.1:0",
-            None,
+        let id = ::datanode::BlockStore::identity_in(&dir)
+            .with_context(|| format!("reading the datanode id in {}", dir.display()))?
+            .unwrap_or_else(|| DatanodeId(uuid::Uuid::new_v4().to_string()));
+        let addresses = datanode::Addresses {
+            listen: "127.0.0.1:0".into(),
+            advertise: None,
             local_socket,
-            &args.datanode,
-            &args.storage,
-            meta.clone(),
-        )
-        .await?;
+        };
+        let meta = service.client(Principal::Datanode(id.clone()));
+        let node =
+            datanode::start(&dir, id, addresses, &args.datanode, &args.storage, meta).await?;
         nodes.push(node);
     }
     wait_for_datanodes(&service, args.datanodes).await;

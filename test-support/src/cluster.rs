@@ -3,13 +3,14 @@
 //! one datanode, and the write-then-commit step most tests start with. One
 //! copy, so that every test file starts its cluster the same way.
 
+use crate::meta::TEST_GATEWAY;
 use block_client::{ClientConfig, StoreClient, WrittenKey};
 use bytes::Bytes;
 use datanode::{DatanodeConfig, RunningDatanode};
 use meta::{MetaConfig, MetaService};
 use meta_api::{
     CommitObject, CreateBucket, DatanodeState, GetClusterStatus, GetObject, MetaClient,
-    ObjectRecord, Role,
+    ObjectRecord, Principal,
 };
 use proto::{BlockKey, DatanodeId, ReplicationConfig};
 use std::path::PathBuf;
@@ -93,6 +94,15 @@ pub struct TestCluster {
     configs: Vec<DatanodeConfig>,
 }
 
+/// Datanode `config`'s client of meta, acting as that datanode.
+fn datanode_client(service: &Arc<MetaService>, config: &DatanodeConfig) -> MetaClient {
+    let id = config
+        .identity
+        .clone()
+        .expect("test datanodes get their id up front");
+    service.client(Principal::Datanode(id))
+}
+
 impl TestCluster {
     /// Starts meta and `count` datanodes and waits until all are healthy.
     pub async fn start(count: usize, config: TestClusterConfig) -> Self {
@@ -110,8 +120,8 @@ impl TestCluster {
             tweak(&mut meta_config);
         }
         let service = MetaService::open(meta_config).unwrap();
-        let meta = service.client(Role::Cluster);
-        let admin = service.client(Role::Admin);
+        let meta = service.client(Principal::Gateway(TEST_GATEWAY.into()));
+        let admin = service.client(Principal::Admin);
         let configs: Vec<DatanodeConfig> = (0..count)
             .map(|i| {
                 let mut dn = config.datanode.clone();
@@ -119,6 +129,7 @@ impl TestCluster {
                 if config.local_sockets {
                     dn.local_socket = Some(dir.path().join(format!("dn{i}.sock")));
                 }
+                dn.identity = Some(DatanodeId(uuid::Uuid::new_v4().to_string()));
                 if let Some(tweak) = &config.datanode_tweak {
                     tweak(i, &mut dn);
                 }
@@ -127,9 +138,8 @@ impl TestCluster {
             .collect();
         let mut datanodes = Vec::new();
         for dn in &configs {
-            datanodes.push(Some(
-                datanode::start(dn.clone(), meta.clone()).await.unwrap(),
-            ));
+            let meta = datanode_client(&service, dn);
+            datanodes.push(Some(datanode::start(dn.clone(), meta).await.unwrap()));
         }
         let cluster = Self {
             dir,
@@ -179,7 +189,8 @@ impl TestCluster {
     /// Starts stopped datanode `i` again over its folder, on its old address.
     pub async fn restart(&mut self, i: usize) -> &RunningDatanode {
         assert!(self.datanodes[i].is_none(), "datanode {i} is running");
-        let running = datanode::start(self.configs[i].clone(), self.meta.clone())
+        let meta = datanode_client(&self.service, &self.configs[i]);
+        let running = datanode::start(self.configs[i].clone(), meta)
             .await
             .unwrap();
         self.datanodes[i].insert(running)

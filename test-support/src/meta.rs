@@ -22,6 +22,8 @@ pub const BLOCK: u64 = 1024;
 pub const ROOMY: u64 = 1 << 40;
 /// The tests' admin token.
 pub const ADMIN_TOKEN: &str = "admin-secret";
+/// The name of the gateway tests act as.
+pub const TEST_GATEWAY: &str = "test-gateway";
 
 /// How the test reaches meta.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,7 +125,7 @@ impl MetaUnderTest {
     async fn start(dir: TempDir, config: MetaConfig, transport: Transport) -> Self {
         let service = MetaService::open(config.clone()).expect("meta opens");
         let (meta, server) = match transport {
-            Transport::Local => (service.client(Role::Admin), None),
+            Transport::Local => (service.client(Principal::Admin), None),
             Transport::Remote => {
                 let server = RpcServer::start(service.clone()).await;
                 let meta = MetaClient::remote(&server.addr, service.admin_token());
@@ -166,12 +168,24 @@ impl MetaUnderTest {
         self.server.as_ref().map(|s| s.addr.as_str())
     }
 
-    /// A client with the cluster role over this meta's transport.
-    pub fn cluster_client(&self) -> MetaClient {
+    /// A client acting as `principal` over this meta's transport (over
+    /// TCP with the principal's credential, or the admin token).
+    pub fn client_as(&self, principal: Principal) -> MetaClient {
         match &self.server {
-            None => self.service.client(Role::Cluster),
-            Some(server) => MetaClient::remote(&server.addr, self.service.cluster_token()),
+            None => self.service.client(principal),
+            Some(server) => {
+                let secret = match principal {
+                    Principal::Admin => self.service.admin_token().to_string(),
+                    other => self.service.mint_credential(other).unwrap(),
+                };
+                MetaClient::remote(&server.addr, &secret)
+            }
         }
+    }
+
+    /// A client acting as a gateway (see [`Self::client_as`]).
+    pub fn gateway_client(&self) -> MetaClient {
+        self.client_as(Principal::Gateway(TEST_GATEWAY.into()))
     }
 
     /// Sends `request` with the admin role.

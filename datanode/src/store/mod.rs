@@ -194,12 +194,29 @@ impl BlockStore {
         bytes_per_checksum: u32,
         fsync: bool,
     ) -> Result<Arc<Self>, StoreError> {
+        Self::open_as(dir, bytes_per_checksum, fsync, None).await
+    }
+
+    /// The id of the datanode whose data folder `dir` is, if it has been
+    /// opened before (blocking: reads one small file).
+    pub fn identity_in(dir: impl Into<PathBuf>) -> Result<Option<DatanodeId>, StoreError> {
+        recovery::read_identity(&Paths::new(dir.into()))
+    }
+
+    /// [`Self::open`] for the datanode `identity` (its credential's): a
+    /// fresh folder takes that id, a folder of another datanode is refused.
+    pub async fn open_as(
+        dir: impl Into<PathBuf>,
+        bytes_per_checksum: u32,
+        fsync: bool,
+        identity: Option<DatanodeId>,
+    ) -> Result<Arc<Self>, StoreError> {
         checksum::validate_bytes_per_checksum(bytes_per_checksum)
             .map_err(|e| StoreError::Invalid(e.to_string()))?;
         let paths = Paths::new(dir.into());
         let (paths, id, recovered) = blocking(move || {
             recovery::prepare_folders(&paths)?;
-            let id = recovery::load_or_create_identity(&paths)?;
+            let id = recovery::load_or_create_identity(&paths, identity.as_ref())?;
             let recovered = recovery::load_blocks(&paths)?;
             Ok((paths, id, recovered))
         })

@@ -31,18 +31,46 @@ fn create_dir(dir: &Path) -> Result<(), StoreError> {
         .map_err(|e| StoreError::io(format!("create {}", dir.display()), e))
 }
 
-/// The datanode's identity, generated once and kept in the data folder.
-pub(super) fn load_or_create_identity(paths: &Paths) -> Result<DatanodeId, StoreError> {
+/// The identity kept in a data folder, if it has one yet.
+pub(super) fn read_identity(paths: &Paths) -> Result<Option<DatanodeId>, StoreError> {
     match fs::read_to_string(&paths.identity) {
         Ok(text) => {
             let id = uuid::Uuid::parse_str(text.trim()).map_err(|e| StoreError::Corrupt {
                 path: paths.identity.clone(),
                 reason: format!("not a uuid: {e}"),
             })?;
-            Ok(DatanodeId(id.to_string()))
+            Ok(Some(DatanodeId(id.to_string())))
         }
-        Err(e) if e.kind() == ErrorKind::NotFound => {
-            let id = uuid::Uuid::new_v4().to_string();
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(StoreError::io(
+            format!("read {}", paths.identity.display()),
+            e,
+        )),
+    }
+}
+
+/// The datanode's identity, kept in the data folder: `wanted` (its
+/// credential's) or a new one when the folder has none yet.
+pub(super) fn load_or_create_identity(
+    paths: &Paths,
+    wanted: Option<&DatanodeId>,
+) -> Result<DatanodeId, StoreError> {
+    let wanted = match wanted {
+        Some(id) => Some(DatanodeId(
+            uuid::Uuid::parse_str(&id.0)
+                .map_err(|e| StoreError::Invalid(format!("datanode id {id} is not a uuid: {e}")))?
+                .to_string(),
+        )),
+        None => None,
+    };
+    match (read_identity(paths)?, wanted) {
+        (Some(id), Some(wanted)) if wanted != id => Err(StoreError::Invalid(format!(
+            "{} holds datanode {id}, but the credential is datanode {wanted}'s",
+            paths.root.display()
+        ))),
+        (Some(id), _) => Ok(id),
+        (None, wanted) => {
+            let id = wanted.map_or_else(|| uuid::Uuid::new_v4().to_string(), |id| id.0);
             let tmp = paths.tmp.join("datanode.id");
             let written = File::create(&tmp).and_then(|mut f| {
                 f.write_all(format!("{id}\n").as_bytes())?;
@@ -56,10 +84,6 @@ pub(super) fn load_or_create_identity(paths: &Paths) -> Result<DatanodeId, Store
             tracing::info!(id = %id, dir = %paths.root.display(), "new datanode identity");
             Ok(DatanodeId(id))
         }
-        Err(e) => Err(StoreError::io(
-            format!("read {}", paths.identity.display()),
-            e,
-        )),
     }
 }
 

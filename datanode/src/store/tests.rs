@@ -274,6 +274,39 @@ async fn a_corrupt_identity_is_an_error() {
 }
 
 #[tokio::test]
+async fn a_fresh_folder_takes_its_credentials_id_and_another_datanodes_folder_refuses_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("dn");
+    assert_eq!(BlockStore::identity_in(&folder).unwrap(), None);
+    let id = DatanodeId("3F0C6A1E-8D4B-4C59-9A57-2B8F4F2D7E10".into());
+    let store = BlockStore::open_as(&folder, BPC, false, Some(id))
+        .await
+        .unwrap();
+    // Kept in the canonical (lower case) form a restart reads back.
+    let canonical = DatanodeId("3f0c6a1e-8d4b-4c59-9a57-2b8f4f2d7e10".into());
+    assert_eq!(store.id(), &canonical);
+    drop(store);
+    assert_eq!(
+        BlockStore::identity_in(&folder).unwrap(),
+        Some(canonical.clone())
+    );
+    let again = BlockStore::open_as(&folder, BPC, false, Some(canonical.clone()));
+    assert_eq!(again.await.unwrap().id(), &canonical);
+    assert_eq!(open(&folder).await.id(), &canonical);
+
+    let other = DatanodeId(uuid::Uuid::new_v4().to_string());
+    let refused = BlockStore::open_as(&folder, BPC, false, Some(other)).await;
+    assert!(matches!(refused, Err(StoreError::Invalid(_))));
+    let not_a_uuid = Some(DatanodeId("dn-1".into()));
+    let refused = BlockStore::open_as(dir.path().join("new"), BPC, false, not_a_uuid).await;
+    assert!(matches!(refused, Err(StoreError::Invalid(_))));
+    assert_eq!(
+        BlockStore::identity_in(dir.path().join("new")).unwrap(),
+        None
+    );
+}
+
+#[tokio::test]
 async fn idle_uploads_are_discarded() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path()).await;

@@ -55,13 +55,11 @@ pub enum MetaError {
     /// The access key does not exist.
     #[error("no such access key {0}")]
     NoSuchAccessKey(String),
-    /// The caller's role may not send this request (an admin request on a
-    /// connection opened with the cluster token).
-    #[error(
-        "this connection's role may not send this request; admin requests need the admin token"
-    )]
+    /// The connection's principal may not send this request (an admin
+    /// request with a gateway's credential, a datanode speaking for another).
+    #[error("this connection's credential may not send this request (admin requests need the admin token)")]
     Unauthorized,
-    /// The connection did not present the cluster token (or presented a wrong one).
+    /// The connection presented no valid credential or admin token.
     #[error("meta refused the connection: {0}")]
     Unauthenticated(String),
     /// The request is malformed.

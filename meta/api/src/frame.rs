@@ -3,8 +3,9 @@
 //! request frame holds an [`crate::AnyRequest`], its reply a
 //! `Result<AnyResponse, MetaError>`; one request at a time per connection.
 //!
-//! Each connection opens with a [`Handshake`] frame carrying a token; meta
-//! answers with the [`crate::Role`] the token grants, or refuses with
+//! Each connection opens with a [`Handshake`] frame carrying a secret (the
+//! admin token or a [`crate::Credential`]); meta answers with the
+//! [`crate::Principal`] the connection acts as, or refuses with
 //! `MetaError::Unauthenticated` and closes the connection, before reading any
 //! request.
 
@@ -18,13 +19,14 @@ pub const MAX_FRAME: u32 = 64 * 1024 * 1024;
 pub const MAX_HANDSHAKE_FRAME: u32 = 4096;
 
 /// The version of the RPC this code speaks: requests and answers as the
-/// typed envelopes of [`crate::requests`], the handshake answered with a role.
-pub const RPC_VERSION: u32 = 2;
+/// typed envelopes of [`crate::requests`], the handshake answered with a
+/// principal.
+pub const RPC_VERSION: u32 = 3;
 
 /// The first frame of every connection.
 #[derive(Serialize, Deserialize)]
 pub struct Handshake {
-    /// The cluster token or the admin token.
+    /// The admin token or a datanode's or gateway's credential.
     pub token: String,
     /// The client's [`RPC_VERSION`]; absent (1) from clients before versions.
     #[serde(default = "first_version")]

@@ -10,6 +10,7 @@ pub mod client;
 pub mod error;
 pub mod frame;
 pub mod naming;
+pub mod principal;
 pub mod records;
 pub mod remote;
 pub mod requests;
@@ -17,6 +18,7 @@ pub mod transport;
 
 pub use client::MetaClient;
 pub use error::MetaError;
+pub use principal::{Credential, CredentialKey, Principal};
 pub use records::*;
 pub use remote::RemoteMeta;
 pub use requests::*;

@@ -4,7 +4,8 @@
 
 use crate::error::MetaError;
 use crate::frame::{self, FrameError, Handshake, MAX_FRAME, MAX_HANDSHAKE_FRAME, RPC_VERSION};
-use crate::requests::{AnyRequest, AnyResponse, Role};
+use crate::principal::Principal;
+use crate::requests::{AnyRequest, AnyResponse};
 use crate::transport::MetaTransport;
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
@@ -35,8 +36,9 @@ impl std::fmt::Debug for RemoteMeta {
 }
 
 impl RemoteMeta {
-    /// A client of the meta at `addr` (host:port) presenting `token` (the
-    /// cluster token, or the admin token) on each connection; no I/O until
+    /// A client of the meta at `addr` (host:port) presenting `token` (a
+    /// datanode's or gateway's credential, or the admin token) on each
+    /// connection; no I/O until
     /// the first call. An empty token is refused by meta with
     /// `MetaError::Unauthenticated`.
     pub fn new(addr: &str, token: &str) -> RemoteMeta {
@@ -77,7 +79,7 @@ impl RemoteMeta {
     }
 
     /// Presents the token on a fresh connection; meta's refusal comes back as is.
-    async fn handshake(&self, stream: &mut TcpStream) -> Result<Role, MetaError> {
+    async fn handshake(&self, stream: &mut TcpStream) -> Result<Principal, MetaError> {
         let hello = Handshake {
             token: self.token.clone(),
             version: RPC_VERSION,
@@ -90,7 +92,7 @@ impl RemoteMeta {
         .await
         .map_err(|_| FrameError::TimedOut)
         .and_then(|r| r);
-        let reply: Result<Role, MetaError> = match reply {
+        let reply: Result<Principal, MetaError> = match reply {
             Ok(payload) => frame::decode(&payload).map_err(|e| self.finish_error(e))?,
             Err(e) => return Err(self.finish_error(e)),
         };

@@ -9,7 +9,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use meta::{MetaConfig, MetaService, ROOT_USER};
-use meta_api::{CreateBucket, ListObjects, ListPage, ObjectRecord, Role};
+use meta_api::{CreateBucket, ListObjects, ListPage, ObjectRecord, Principal};
 use proto::ReplicationConfig;
 use std::sync::Arc;
 use tokio::runtime::Runtime;
@@ -37,7 +37,7 @@ fn populate(runtime: &Runtime, meta: &MetaService, name: &str, keys: usize, per_
                 owner: ROOT_USER.to_string(),
                 replication: None,
             },
-            Role::Cluster,
+            &Principal::Gateway("bench".into()),
         ))
         .expect("create bucket");
     let mut batch = Vec::with_capacity(BATCH);
@@ -63,7 +63,7 @@ fn list(runtime: &Runtime, meta: &MetaService, bucket: &str, delimiter: bool) ->
         max_keys: PAGE,
     };
     runtime
-        .block_on(meta.call(request, Role::Cluster))
+        .block_on(meta.call(request, &Principal::Gateway("bench".into())))
         .expect("list")
 }
 

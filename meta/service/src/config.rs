@@ -41,9 +41,6 @@ pub struct MetaConfig {
     /// Orphan block files (written, never committed) are deleted only when
     /// allocated and written longer ago than this: writes must commit within it.
     pub orphan_grace: Duration,
-    /// Token every meta RPC connection must present (the admin token is
-    /// accepted too); generated and saved when None.
-    pub cluster_token: Option<String>,
     /// How often a new block token signing key takes over.
     pub token_rotation: Duration,
     /// How long a block token stays valid after meta signs it.
@@ -67,7 +64,6 @@ impl MetaConfig {
             block_size: DEFAULT_BLOCK_SIZE,
             deletion_delay: DEFAULT_DELETION_DELAY,
             orphan_grace: DEFAULT_ORPHAN_GRACE,
-            cluster_token: None,
             token_rotation: DEFAULT_TOKEN_ROTATION,
             token_lifetime: DEFAULT_TOKEN_LIFETIME,
             clock: Clock::System,
@@ -88,7 +84,6 @@ impl std::fmt::Debug for MetaConfig {
             .field("block_size", &self.block_size)
             .field("deletion_delay", &self.deletion_delay)
             .field("orphan_grace", &self.orphan_grace)
-            .field("cluster_token", &redacted(&self.cluster_token))
             .field("token_rotation", &self.token_rotation)
             .field("token_lifetime", &self.token_lifetime)
             .field("clock", &self.clock)

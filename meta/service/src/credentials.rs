@@ -1,13 +1,14 @@
-//! Secrets meta starts with: the root user and its S3 access key, and the admin
-//! token. Each comes from the configuration when given, else is generated once
-//! and saved (mode 0600) in the data folder so that a restart keeps it.
+//! Secrets meta starts with: the root user and its S3 access key, the admin
+//! token and the key cluster credentials are minted with. Each comes from the
+//! configuration when given, else is generated once and saved (mode 0600) in
+//! the data folder so that a restart keeps it.
 
 use crate::config::MetaConfig;
 use crate::store::db::StoreError;
 use crate::store::db::{all_json, encode, get_json};
 use crate::store::tables::{ACCESS_KEYS, USERS};
 use crate::store::Store;
-use meta_api::{AccessKeyRecord, MetaError, UnixMillis, UserRecord};
+use meta_api::{AccessKeyRecord, CredentialKey, MetaError, UnixMillis, UserRecord};
 use rand::Rng;
 use redb::WriteTransaction;
 use std::io::Write;
@@ -20,8 +21,9 @@ pub const ROOT_USER: &str = "root";
 pub const ROOT_CREDENTIALS_FILE: &str = "root-credentials";
 /// File (in the data folder) holding a generated admin token.
 pub const ADMIN_TOKEN_FILE: &str = "admin-token";
-/// File (in the data folder) holding a generated cluster token.
-pub const CLUSTER_TOKEN_FILE: &str = "cluster-token";
+/// File (in the data folder) holding the key datanodes' and gateways'
+/// credentials are minted with (64 hex digits).
+pub const CREDENTIAL_KEY_FILE: &str = "credential-key";
 
 /// The root user's S3 credentials.
 #[derive(Clone, PartialEq, Eq)]
@@ -253,54 +255,65 @@ fn credentials_of(record: AccessKeyRecord, generated: bool) -> RootCredentials {
 /// The admin token: from the configuration, else the saved one, else a new one
 /// saved now.
 pub(crate) fn admin_token(config: &MetaConfig) -> Result<String, StoreError> {
-    saved_token(
-        config,
-        config.admin_token.as_ref(),
-        ADMIN_TOKEN_FILE,
-        "admin",
-    )
-}
-
-/// The cluster token of meta RPC connections: from the configuration, else
-/// the saved one, else a new one saved now.
-pub(crate) fn cluster_token(config: &MetaConfig) -> Result<String, StoreError> {
-    saved_token(
-        config,
-        config.cluster_token.as_ref(),
-        CLUSTER_TOKEN_FILE,
-        "cluster",
-    )
-}
-
-/// A token given in the configuration, else saved in `file_name`, else
-/// generated and saved there.
-fn saved_token(
-    config: &MetaConfig,
-    given: Option<&String>,
-    file_name: &str,
-    what: &str,
-) -> Result<String, StoreError> {
-    if let Some(token) = given {
+    if let Some(token) = &config.admin_token {
         if token.trim().is_empty() {
-            return Err(MetaError::InvalidRequest(format!("the {what} token is empty")).into());
+            return Err(MetaError::InvalidRequest("the admin token is empty".into()).into());
         }
         return Ok(token.clone());
     }
-    let file = config.data_dir.join(file_name);
-    if let Some(text) = read_optional(&file)? {
-        let token = text.trim();
-        if token.is_empty() {
+    saved_secret(
+        &config.data_dir.join(ADMIN_TOKEN_FILE),
+        "admin token",
+        generate_admin_token,
+    )
+}
+
+/// The key cluster credentials are minted with: the saved one, else a new
+/// one saved now. `tessera admin credential --key-file` mints with the same
+/// file offline.
+pub(crate) fn credential_key(config: &MetaConfig) -> Result<CredentialKey, StoreError> {
+    credential_key_in(&config.data_dir.join(CREDENTIAL_KEY_FILE))
+}
+
+/// The credential key saved in `file`, else a new one saved there now (what
+/// `tessera admin credential --key-file` mints with before meta first starts).
+pub fn load_or_create_credential_key(file: &Path) -> Result<CredentialKey, MetaError> {
+    Ok(credential_key_in(file)?)
+}
+
+fn credential_key_in(file: &Path) -> Result<CredentialKey, StoreError> {
+    let text = saved_secret(file, "credential key", || {
+        CredentialKey::generate().to_hex()
+    })?;
+    CredentialKey::from_hex(&text).ok_or_else(|| {
+        StoreError::Corrupt(format!(
+            "{} does not hold a credential key ({} hex digits)",
+            file.display(),
+            CredentialKey::HEX_LEN
+        ))
+    })
+}
+
+/// The secret saved in `file`, else one from `generate` saved there now.
+fn saved_secret(
+    file: &Path,
+    what: &str,
+    generate: impl FnOnce() -> String,
+) -> Result<String, StoreError> {
+    if let Some(text) = read_optional(file)? {
+        let secret = text.trim();
+        if secret.is_empty() {
             return Err(StoreError::Corrupt(format!(
-                "{what} token file {} is empty",
+                "{what} file {} is empty",
                 file.display()
             )));
         }
-        return Ok(token.to_string());
+        return Ok(secret.to_string());
     }
-    let token = generate_admin_token();
-    write_private(&file, &format!("{token}\n"))?;
-    tracing::info!(path = %file.display(), "generated {what} token");
-    Ok(token)
+    let secret = generate();
+    write_private(file, &format!("{secret}\n"))?;
+    tracing::info!(path = %file.display(), "generated {what}");
+    Ok(secret)
 }
 
 #[cfg(test)]

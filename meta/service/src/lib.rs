@@ -4,12 +4,13 @@
 //!
 //! Modules point down: `store` at the bottom (the database, its tables and
 //! key encodings), then the in-memory parts (`registry`, `placement`,
-//! `orphans`, `decoded`, `credentials`), `state` over them, `ops` (one
+//! `orphans`, `decoded`, `credentials`, `tokens`, `authentication`), `state` over them, `ops` (one
 //! handler per request) over the state, `service` over the operations and
 //! `rpc` on top.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod authentication;
 mod config;
 mod credentials;
 mod decoded;
@@ -23,12 +24,14 @@ mod state;
 mod store;
 mod tokens;
 
+pub use authentication::Refusal;
 pub use config::{
     Clock, MetaConfig, DEFAULT_DEAD_AFTER, DEFAULT_DELETION_DELAY, DEFAULT_ORPHAN_GRACE,
     DEFAULT_STALE_AFTER,
 };
 pub use credentials::{
-    RootCredentials, ADMIN_TOKEN_FILE, CLUSTER_TOKEN_FILE, ROOT_CREDENTIALS_FILE, ROOT_USER,
+    load_or_create_credential_key, RootCredentials, ADMIN_TOKEN_FILE, CREDENTIAL_KEY_FILE,
+    ROOT_CREDENTIALS_FILE, ROOT_USER,
 };
 pub use ops::bad_replicas::BadReplicaReport;
 pub use rpc::serve;

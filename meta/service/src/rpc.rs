@@ -1,10 +1,10 @@
 //! The meta RPC server over TCP (framing in [`meta_api::frame`]): each
-//! connection opens with a handshake whose token sets the role of every
-//! request on it, then carries one request at a time.
+//! connection opens with a handshake whose secret sets the principal every
+//! request on it acts as, then carries one request at a time.
 
 use crate::service::MetaService;
 use meta_api::frame::{self, FrameError, Handshake, MAX_FRAME, MAX_HANDSHAKE_FRAME, RPC_VERSION};
-use meta_api::{AnyRequest, AnyResponse, MetaError, Role};
+use meta_api::{AnyRequest, AnyResponse, MetaError, Principal};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,9 +53,9 @@ pub async fn serve(
     Ok(())
 }
 
-/// Reads the handshake and checks its token; answers it either way. Returns
-/// the role the token grants when the connection may go on.
-async fn authenticate(stream: &mut TcpStream, service: &MetaService) -> Option<Role> {
+/// Reads the handshake and checks its secret; answers it either way. Returns
+/// the principal it proves when the connection may go on.
+async fn authenticate(stream: &mut TcpStream, service: &MetaService) -> Option<Principal> {
     let read = tokio::time::timeout(
         FRAME_TIMEOUT,
         frame::read_frame(stream, MAX_HANDSHAKE_FRAME),
@@ -68,21 +68,28 @@ async fn authenticate(stream: &mut TcpStream, service: &MetaService) -> Option<R
     let verdict = match frame::decode::<Handshake>(&payload) {
         Ok(h) if h.version != RPC_VERSION => Err(if h.version < RPC_VERSION {
             "the client speaks an older meta RPC version: upgrade it to this meta's release"
+                .to_string()
         } else {
-            "the client speaks a newer meta RPC version: upgrade meta first"
+            "the client speaks a newer meta RPC version: upgrade meta first".to_string()
         }),
         Ok(h) if h.token.is_empty() => {
-            Err("no cluster token given (--cluster-token or TESSERA_CLUSTER_TOKEN)")
+            Err("no credential given (--credential-file or TESSERA_CREDENTIAL)".to_string())
         }
-        Ok(h) => service.role_of(&h.token).ok_or("wrong cluster token"),
-        Err(_) => {
-            Err("the first frame must be the cluster token handshake (client too old, or no token)")
-        }
+        Ok(h) => match service.authenticate(&h.token) {
+            Ok(Ok(principal)) => Ok(principal),
+            Ok(Err(refusal)) => Err(refusal.to_string()),
+            // The store failed: the peer may try again.
+            Err(e) => Err(format!("meta cannot check credentials now: {e}")),
+        },
+        Err(_) => Err(
+            "the first frame must be the credential handshake (client too old, or no credential)"
+                .to_string(),
+        ),
     };
-    let reply: Result<Role, MetaError> = verdict.map_err(|reason| {
+    let reply: Result<Principal, MetaError> = verdict.map_err(|reason| {
         metrics::counter!("tessera_meta_connections_refused_total").increment(1);
         tracing::warn!(peer = ?stream.peer_addr().ok(), reason, "meta RPC connection refused");
-        MetaError::Unauthenticated(reason.to_string())
+        MetaError::Unauthenticated(reason)
     });
     let frame = frame::encode_frame(&reply).ok()?;
     stream.write_all(&frame).await.ok()?;
@@ -96,11 +103,11 @@ async fn serve_connection(
     service: Arc<MetaService>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let role = tokio::select! {
-        role = authenticate(&mut stream, &service) => role,
+    let principal = tokio::select! {
+        principal = authenticate(&mut stream, &service) => principal,
         _ = stop.wait_for(|stop| *stop) => None,
     };
-    let Some(role) = role else {
+    let Some(principal) = principal else {
         return;
     };
     loop {
@@ -132,7 +139,7 @@ async fn serve_connection(
             }
         };
         let reply = match frame::decode::<AnyRequest>(&payload) {
-            Ok(request) => service.serve(request, role).await,
+            Ok(request) => service.serve(request, &principal).await,
             Err(e) => Err(MetaError::Protocol(e.to_string())),
         };
         let frame = match frame::encode_frame(&reply) {

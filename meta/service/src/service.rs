@@ -1,8 +1,9 @@
 //! The metadata service: opens the store, bootstraps the root user and the
-//! tokens, and serves requests in process (as a [`MetaTransport`]) and for
-//! the RPC server. Request logic is synchronous over redb: point reads run on
+//! secrets, and serves requests in process (as a [`MetaTransport`]) and for
+//! the RPC server, each for the principal its caller proved to be. Request logic is synchronous over redb: point reads run on
 //! the caller's task, everything else on the blocking pool.
 
+use crate::authentication::{Authenticator, Refusal};
 use crate::config::MetaConfig;
 use crate::credentials::{self, RootCredentials};
 use crate::decoded::{DecodedCache, DEFAULT_DECODED_CACHE_BYTES};
@@ -18,11 +19,10 @@ use crate::tokens::TokenIssuer;
 use futures::future::BoxFuture;
 use meta_api::{
     AnyRequest, AnyResponse, DatanodeRecord, MetaClient, MetaError, MetaRequest, MetaTransport,
-    ObjectRecord, Role,
+    ObjectRecord, Principal,
 };
 use std::sync::{Arc, Weak};
 use std::time::Duration;
-use subtle::ConstantTimeEq;
 
 /// Name of the redb file in the data folder.
 pub const DATABASE_FILE: &str = "meta.redb";
@@ -33,8 +33,6 @@ const GAUGE_INTERVAL: Duration = Duration::from_secs(5);
 /// The metadata service over its redb store.
 pub struct MetaService {
     state: Arc<MetaState>,
-    admin_token: String,
-    cluster_token: String,
     root: RootCredentials,
 }
 
@@ -64,8 +62,10 @@ impl MetaService {
         let registry = Registry::load(datanodes);
         let block_ids = BlockIds::load(&store)?;
         let root = credentials::bootstrap_root(&store, &config, now)?;
-        let admin_token = credentials::admin_token(&config)?;
-        let cluster_token = credentials::cluster_token(&config)?;
+        let authenticator = Authenticator::new(
+            credentials::admin_token(&config)?,
+            credentials::credential_key(&config)?,
+        );
         let orphans = OrphanDetector::open(&store, config.orphan_grace, now)?;
         let tokens = TokenIssuer::load(
             &store,
@@ -81,42 +81,36 @@ impl MetaService {
             block_ids,
             orphans,
             tokens,
+            authenticator,
             decoded_objects: DecodedCache::new(DEFAULT_DECODED_CACHE_BYTES),
             decoded_buckets: DecodedCache::new(DEFAULT_DECODED_CACHE_BYTES / 8),
         });
         spawn_gauge_refresher(Arc::downgrade(&state));
         tracing::info!(data_dir = %state.config.data_dir.display(), "meta store opened");
-        Ok(Arc::new(MetaService {
-            state,
-            admin_token,
-            cluster_token,
-            root,
-        }))
+        Ok(Arc::new(MetaService { state, root }))
     }
 
-    /// The token of `tessera admin` (the [`Role::Admin`] role).
+    /// The token of `tessera admin` (the [`Principal::Admin`]).
     pub fn admin_token(&self) -> &str {
-        &self.admin_token
+        self.state.authenticator.admin_token()
     }
 
-    /// The token of datanodes and gateways (the [`Role::Cluster`] role).
-    pub fn cluster_token(&self) -> &str {
-        &self.cluster_token
+    /// The principal a handshake's secret proves (the admin token or a
+    /// credential), or why it proves none. Blocking: reads the store.
+    pub fn authenticate(&self, secret: &str) -> Result<Result<Principal, Refusal>, MetaError> {
+        self.state
+            .authenticator
+            .authenticate(&self.state.store, secret)
     }
 
-    /// The role `token` grants, if any; compared in constant time, whatever
-    /// the position of the first difference.
-    pub fn role_of(&self, token: &str) -> Option<Role> {
-        let is = |known: &str| bool::from(token.as_bytes().ct_eq(known.as_bytes()));
-        let admin = is(&self.admin_token);
-        let cluster = is(&self.cluster_token);
-        if admin {
-            Some(Role::Admin)
-        } else if cluster && !token.is_empty() {
-            Some(Role::Cluster)
-        } else {
-            None
-        }
+    /// The text of `principal`'s current credential (as `tessera admin
+    /// credential` prints it), for processes started alongside meta.
+    pub fn mint_credential(&self, principal: Principal) -> Result<String, MetaError> {
+        let credential = self
+            .state
+            .authenticator
+            .mint(&self.state.store, principal, false)?;
+        Ok(credential.to_string())
     }
 
     /// The root user's S3 credentials.
@@ -129,11 +123,11 @@ impl MetaService {
         &self.state.config
     }
 
-    /// A client of this service in this process, acting with `role`.
-    pub fn client(self: &Arc<Self>, role: Role) -> MetaClient {
+    /// A client of this service in this process, acting as `principal`.
+    pub fn client(self: &Arc<Self>, principal: Principal) -> MetaClient {
         MetaClient::new(Arc::new(LocalMeta {
             service: self.clone(),
-            role,
+            principal,
         }))
     }
 
@@ -156,23 +150,28 @@ impl MetaService {
         bad_replicas::bad_replicas(&self.state.store)
     }
 
-    /// Serves `request` for a caller acting with `role`.
+    /// Serves `request` for a caller acting as `principal`.
     pub async fn call<R: MetaRequest>(
         &self,
         request: R,
-        role: Role,
+        principal: &Principal,
     ) -> Result<R::Response, MetaError> {
-        let answer = self.serve(request.into_any(), role).await?;
+        let answer = self.serve(request.into_any(), principal).await?;
         R::response_of(answer)
             .map_err(|other| MetaError::Protocol(format!("{} answered as {other}", R::NAME)))
     }
 
-    /// Serves one request in its envelope for a caller acting with `role`.
-    pub async fn serve(&self, request: AnyRequest, role: Role) -> Result<AnyResponse, MetaError> {
+    /// Serves one request in its envelope for a caller acting as `principal`.
+    pub async fn serve(
+        &self,
+        request: AnyRequest,
+        principal: &Principal,
+    ) -> Result<AnyResponse, MetaError> {
         let name = request.name();
         metrics::counter!("tessera_meta_requests_total", "kind" => name).increment(1);
-        let result = if request.role() > role {
-            metrics::counter!("tessera_meta_admin_refused_total").increment(1);
+        let result = if !principal.may(&request) {
+            metrics::counter!("tessera_meta_unauthorized_total", "kind" => name).increment(1);
+            tracing::warn!(kind = name, %principal, "meta request refused: not this principal's");
             Err(MetaError::Unauthorized)
         } else if request.is_point_read() {
             let answer = request.dispatch(&*self.state, self.state.config.clock.now());
@@ -196,15 +195,15 @@ impl MetaService {
     }
 }
 
-/// The service reached in process, by a caller acting with one role.
+/// The service reached in process, by a caller acting as one principal.
 struct LocalMeta {
     service: Arc<MetaService>,
-    role: Role,
+    principal: Principal,
 }
 
 impl MetaTransport for LocalMeta {
     fn send(&self, request: AnyRequest) -> BoxFuture<'_, Result<AnyResponse, MetaError>> {
-        Box::pin(self.service.serve(request, self.role))
+        Box::pin(self.service.serve(request, &self.principal))
     }
 }
 

@@ -3,6 +3,7 @@
 //! caches of decoded records. The operations (`ops`) sit above it and serve
 //! requests over it; the service that owns it sits above them.
 
+use crate::authentication::Authenticator;
 use crate::config::MetaConfig;
 use crate::decoded::DecodedCache;
 use crate::orphans::OrphanDetector;
@@ -22,6 +23,8 @@ pub(crate) struct MetaState {
     pub(crate) orphans: OrphanDetector,
     /// Block token keys, and the tokens handed out with block locations.
     pub(crate) tokens: TokenIssuer,
+    /// The admin token and the cluster credential key.
+    pub(crate) authenticator: Authenticator,
     /// Object records decoded for reads, shared while their bytes are unchanged.
     pub(crate) decoded_objects: DecodedCache<ObjectRecord>,
     /// Bucket records decoded for reads, likewise.

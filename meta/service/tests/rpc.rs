@@ -1,9 +1,11 @@
-//! What only the RPC has: the handshake and its roles, frames that are too
+//! What only the RPC has: the handshake and its principals, frames that are too
 //! large or garbled, unreachable servers, and broken idle connections, over
 //! real TCP on 127.0.0.1:0.
 
+use meta::Refusal;
 use meta_api::frame::{decode, encode_frame, read_frame, Handshake, MAX_FRAME};
 use meta_api::*;
+use proto::{DatanodeId, ReplicationConfig};
 use test_support::meta::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -50,7 +52,7 @@ async fn a_broken_idle_connection_is_replaced() {
     let meta = MetaUnderTest::open(Transport::Local).await;
     let server = RpcServer::start(meta.service.clone()).await;
     let addr = server.addr().to_string();
-    let remote = RemoteMeta::new(&addr, meta.service.cluster_token());
+    let remote = RemoteMeta::new(&addr, &gateway_credential(&meta));
     remote
         .call(&ListBuckets { owner: None }.into_any())
         .await
@@ -73,8 +75,16 @@ async fn reply(stream: &mut TcpStream) -> Result<AnyResponse, MetaError> {
     decode(&payload).unwrap()
 }
 
-/// A raw connection that passed the handshake with `token`, and the role it got.
-async fn authenticated(addr: &str, token: &str) -> (TcpStream, Role) {
+/// A credential of the tests' gateway.
+fn gateway_credential(meta: &MetaUnderTest) -> String {
+    meta.service
+        .mint_credential(Principal::Gateway(TEST_GATEWAY.into()))
+        .unwrap()
+}
+
+/// A raw connection that passed the handshake with `token`, and the
+/// principal it acts as.
+async fn authenticated(addr: &str, token: &str) -> (TcpStream, Principal) {
     let mut stream = TcpStream::connect(addr).await.unwrap();
     let hello = encode_frame(&Handshake {
         token: token.to_string(),
@@ -83,7 +93,7 @@ async fn authenticated(addr: &str, token: &str) -> (TcpStream, Role) {
     .unwrap();
     stream.write_all(&hello).await.unwrap();
     let payload = read_frame(&mut stream, MAX_FRAME).await.unwrap();
-    let granted: Result<Role, MetaError> = decode(&payload).unwrap();
+    let granted: Result<Principal, MetaError> = decode(&payload).unwrap();
     (stream, granted.expect("handshake accepted"))
 }
 
@@ -91,7 +101,7 @@ async fn authenticated(addr: &str, token: &str) -> (TcpStream, Role) {
 async fn oversized_and_garbled_frames_are_refused() {
     let meta = MetaUnderTest::open(Transport::Remote).await;
     let addr = meta.rpc_addr().unwrap();
-    let (mut stream, _) = authenticated(addr, meta.service.cluster_token()).await;
+    let (mut stream, _) = authenticated(addr, &gateway_credential(&meta)).await;
     stream.write_all(b"\x00\x00\x00\x05hello").await.unwrap();
     let garbled = reply(&mut stream).await;
     assert!(
@@ -107,7 +117,7 @@ async fn oversized_and_garbled_frames_are_refused() {
         "{answer:?}"
     );
 
-    let (mut stream, _) = authenticated(addr, meta.service.cluster_token()).await;
+    let (mut stream, _) = authenticated(addr, &gateway_credential(&meta)).await;
     stream.write_all(&u32::MAX.to_be_bytes()).await.unwrap();
     let oversized = reply(&mut stream).await;
     assert!(
@@ -123,7 +133,7 @@ async fn oversized_and_garbled_frames_are_refused() {
 }
 
 #[tokio::test]
-async fn the_handshake_token_sets_the_role() {
+async fn the_handshake_secret_sets_the_principal() {
     let meta = MetaUnderTest::open(Transport::Remote).await;
     let addr = meta.rpc_addr().unwrap();
     let service = &meta.service;
@@ -134,29 +144,34 @@ async fn the_handshake_token_sets_the_role() {
 
     let none = ask("").await.unwrap_err();
     assert!(
-        matches!(&none, MetaError::Unauthenticated(m) if m.contains("no cluster token")),
+        matches!(&none, MetaError::Unauthenticated(m) if m.contains("no credential")),
         "{none:?}"
     );
     assert!(!none.may_have_applied());
-    assert_eq!(
-        ask("not-the-token").await.unwrap_err(),
-        MetaError::Unauthenticated("wrong cluster token".into())
+    let wrong = ask("not-the-token").await.unwrap_err();
+    assert!(
+        matches!(&wrong, MetaError::Unauthenticated(m) if m.contains("wrong token")),
+        "{wrong:?}"
     );
-    // A prefix of the right token is as wrong as any other.
-    let prefix = &service.cluster_token()[..8];
+    // A prefix of the admin token is as wrong as any other.
+    let prefix = &service.admin_token()[..4];
     assert!(matches!(
         ask(prefix).await,
         Err(MetaError::Unauthenticated(_))
     ));
-    assert!(ask(service.cluster_token()).await.is_ok());
+    let gateway = gateway_credential(&meta);
+    assert!(ask(&gateway).await.is_ok());
     assert!(ask(service.admin_token()).await.is_ok());
 
-    let (_, cluster) = authenticated(addr, service.cluster_token()).await;
+    let (_, as_gateway) = authenticated(addr, &gateway).await;
     let (_, admin) = authenticated(addr, service.admin_token()).await;
-    assert_eq!((cluster, admin), (Role::Cluster, Role::Admin));
-    let as_cluster = MetaClient::remote(addr, service.cluster_token());
     assert_eq!(
-        as_cluster.call(ListUsers).await.unwrap_err(),
+        (as_gateway, admin),
+        (Principal::Gateway(TEST_GATEWAY.into()), Principal::Admin)
+    );
+    let as_gateway = MetaClient::remote(addr, &gateway);
+    assert_eq!(
+        as_gateway.call(ListUsers).await.unwrap_err(),
         MetaError::Unauthorized
     );
     let as_admin = MetaClient::remote(addr, service.admin_token());
@@ -175,7 +190,7 @@ async fn the_handshake_token_sets_the_role() {
         .await
         .unwrap();
     let payload = read_frame(&mut stream, MAX_FRAME).await.unwrap();
-    let refused: Result<Role, MetaError> = decode(&payload).unwrap();
+    let refused: Result<Principal, MetaError> = decode(&payload).unwrap();
     assert!(
         matches!(&refused, Err(MetaError::Unauthenticated(m)) if m.contains("handshake")),
         "{refused:?}"
@@ -193,13 +208,13 @@ async fn a_client_of_another_rpc_version_is_refused_clearly() {
     let meta = MetaUnderTest::open(Transport::Remote).await;
     let addr = meta.rpc_addr().unwrap();
     // A handshake of the first version has no version field.
-    let old = format!(r#"{{"token":"{}"}}"#, meta.service.cluster_token());
+    let old = format!(r#"{{"token":"{}"}}"#, gateway_credential(&meta));
     let mut frame = (old.len() as u32).to_be_bytes().to_vec();
     frame.extend_from_slice(old.as_bytes());
     let mut stream = TcpStream::connect(addr).await.unwrap();
     stream.write_all(&frame).await.unwrap();
     let payload = read_frame(&mut stream, MAX_FRAME).await.unwrap();
-    let refused: Result<Role, MetaError> = decode(&payload).unwrap();
+    let refused: Result<Principal, MetaError> = decode(&payload).unwrap();
     assert!(
         matches!(&refused, Err(MetaError::Unauthenticated(m)) if m.contains("older meta RPC version")),
         "{refused:?}"
@@ -207,14 +222,151 @@ async fn a_client_of_another_rpc_version_is_refused_clearly() {
 }
 
 #[tokio::test]
-async fn tokens_grant_roles_only_on_an_exact_match() {
+async fn secrets_prove_a_principal_only_on_an_exact_match() {
     let meta = MetaUnderTest::open(Transport::Local).await;
     let service = &meta.service;
-    let cluster = service.cluster_token().to_string();
+    let gateway = gateway_credential(&meta);
     let admin = service.admin_token().to_string();
-    assert_eq!(service.role_of(&cluster), Some(Role::Cluster));
-    assert_eq!(service.role_of(&admin), Some(Role::Admin));
-    assert_eq!(service.role_of(&cluster[..cluster.len() - 1]), None);
-    assert_eq!(service.role_of(&format!("{cluster}x")), None);
-    assert_eq!(service.role_of(""), None);
+    let proves = |secret: &str| service.authenticate(secret).unwrap();
+    assert_eq!(
+        proves(&gateway),
+        Ok(Principal::Gateway(TEST_GATEWAY.into()))
+    );
+    assert_eq!(proves(&admin), Ok(Principal::Admin));
+    for wrong in [
+        &gateway[..gateway.len() - 1],
+        &format!("{gateway}x"),
+        &admin[..admin.len() - 1],
+        &format!("{admin}x"),
+        "",
+    ] {
+        assert_eq!(proves(wrong), Err(Refusal::Unknown), "{wrong:?}");
+    }
+    // A credential minted with another meta's key proves nothing here.
+    let other = MetaUnderTest::open(Transport::Local).await;
+    assert_eq!(proves(&gateway_credential(&other)), Err(Refusal::Unknown));
+}
+
+/// A datanode's credential over real TCP: its own heartbeats only, no
+/// namespace, no S3 secrets, no other datanode's identity.
+#[tokio::test]
+async fn a_datanode_credential_speaks_for_that_datanode_only() {
+    let meta = MetaUnderTest::open(Transport::Remote).await;
+    let id = dn("dn-a");
+    let other = dn("dn-b");
+    let datanode = meta.client_as(Principal::Datanode(id.clone()));
+    let heartbeat = |id: &DatanodeId| Heartbeat {
+        report: report(&id.0, ROOMY, 0),
+    };
+
+    let reply = datanode.call(heartbeat(&id)).await.unwrap();
+    assert!(
+        !reply.token_keys.is_empty(),
+        "a datanode gets the token keys"
+    );
+    let refused = [
+        datanode.call(heartbeat(&other)).await.unwrap_err(),
+        datanode
+            .call(BlockReport {
+                datanode: other.clone(),
+                blocks: Vec::new(),
+            })
+            .await
+            .unwrap_err(),
+        datanode
+            .call(GetAccessKey {
+                access_key: meta.service.root_credentials().access_key,
+            })
+            .await
+            .unwrap_err(),
+        datanode
+            .call(ListBuckets { owner: None })
+            .await
+            .unwrap_err(),
+        datanode
+            .call(AllocateBlock {
+                config: ReplicationConfig::Replicated { replicas: 1 },
+                exclude: Vec::new(),
+            })
+            .await
+            .unwrap_err(),
+        datanode
+            .call(MintCredential {
+                principal: Principal::Datanode(other.clone()),
+                rotate: false,
+            })
+            .await
+            .unwrap_err(),
+    ];
+    for refusal in refused {
+        assert_eq!(refusal, MetaError::Unauthorized);
+    }
+    datanode
+        .call(BlockReport {
+            datanode: id.clone(),
+            blocks: Vec::new(),
+        })
+        .await
+        .unwrap();
+    // The other datanode's address was never taken over.
+    let status = meta.call(GetClusterStatus).await.unwrap();
+    let ids: Vec<&DatanodeId> = status.datanodes.iter().map(|d| &d.id).collect();
+    assert_eq!(ids, vec![&id]);
+
+    // A gateway cannot speak for datanodes either.
+    let gateway = meta.gateway_client();
+    assert_eq!(
+        gateway.call(heartbeat(&id)).await.unwrap_err(),
+        MetaError::Unauthorized
+    );
+}
+
+#[tokio::test]
+async fn rotating_a_credential_refuses_the_older_ones() {
+    let meta = MetaUnderTest::open(Transport::Remote).await;
+    let addr = meta.rpc_addr().unwrap();
+    let principal = Principal::Gateway(TEST_GATEWAY.into());
+    let first = gateway_credential(&meta);
+    let mint = |rotate| MintCredential {
+        principal: principal.clone(),
+        rotate,
+    };
+    assert_eq!(meta.call(mint(false)).await.unwrap(), first);
+    let second = meta.call(mint(true)).await.unwrap();
+    assert_ne!(second, first);
+    let ask = |token: &str| {
+        let client = MetaClient::remote(addr, token);
+        async move { client.call(ListBuckets { owner: None }).await }
+    };
+    let old = ask(&first).await.unwrap_err();
+    assert!(
+        matches!(&old, MetaError::Unauthenticated(m) if m.contains("rotated")),
+        "{old:?}"
+    );
+    assert!(ask(&second).await.is_ok());
+    // Rotation outlives a restart; another gateway is untouched.
+    let other = meta
+        .call(MintCredential {
+            principal: Principal::Gateway("other".into()),
+            rotate: false,
+        })
+        .await
+        .unwrap();
+    let meta = meta.reopen().await;
+    let addr = meta.rpc_addr().unwrap();
+    assert_eq!(meta.call(mint(false)).await.unwrap(), second);
+    for (secret, accepted) in [(&first, false), (&second, true), (&other, true)] {
+        let client = MetaClient::remote(addr, secret);
+        let answer = client.call(ListBuckets { owner: None }).await;
+        assert_eq!(answer.is_ok(), accepted, "{answer:?}");
+    }
+    // The admin has no credential to mint.
+    let admin = meta
+        .call(MintCredential {
+            principal: Principal::Admin,
+            rotate: true,
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(admin, MetaError::InvalidRequest(_)), "{admin:?}");
 }

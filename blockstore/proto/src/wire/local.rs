@@ -603,6 +603,51 @@ mod tests {
         assert!(LocalRequest::decode(WATCH, &[0]).is_err());
     }
 
+    /// What a refusal says: a count that cannot fit the bytes left is named
+    /// as such before any item is read, bytes left after a whole message as
+    /// trailing; texts may be as long as the limit and no longer.
+    #[test]
+    fn refusals_name_the_lie() {
+        let malformed = |kind, body: &[u8]| match LocalReply::decode(kind, body) {
+            Err(ProtocolError::Malformed(text)) => text,
+            other => panic!("expected a malformed reply, got {other:?}"),
+        };
+        // Two keys of 9 bytes announced, 10 bytes behind the count.
+        let mut body = 2u32.to_be_bytes().to_vec();
+        body.extend_from_slice(&[0; 10]);
+        assert!(malformed(REVOKED, &body).contains("2 items announced"));
+        // One key announced and present, 10 bytes more.
+        let mut body = 1u32.to_be_bytes().to_vec();
+        body.extend_from_slice(&[0; 19]);
+        assert!(malformed(REVOKED, &body).contains("10 trailing bytes"));
+
+        let text = |len: usize| {
+            let mut body = (len as u32).to_be_bytes().to_vec();
+            body.extend_from_slice("a".repeat(len).as_bytes());
+            body
+        };
+        assert_eq!(
+            LocalReply::decode(REFUSED, &text(MAX_TEXT_LEN)).unwrap(),
+            LocalReply::Refused("a".repeat(MAX_TEXT_LEN))
+        );
+        let long = malformed(REFUSED, &text(MAX_TEXT_LEN + 1));
+        assert!(long.contains("text of 4097 bytes"), "{long}");
+    }
+
+    /// A send to a peer that is gone fails instead of spinning.
+    #[tokio::test]
+    async fn sending_to_a_closed_peer_is_an_error_not_a_spin() {
+        let (a, b) = UnixStream::pair().unwrap();
+        drop(a);
+        let bytes = vec![0u8; 1 << 20];
+        let sent = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            send_with_fd(&b, &bytes, None),
+        );
+        let error = sent.await.expect("the send returns").unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::BrokenPipe);
+    }
+
     /// Several MB of CRCs outgrow the socket's buffer: sends wait for room
     /// and reads come in pieces, and the reply still arrives whole with its
     /// descriptor. Cut inside its body, a reply is truncated, not closed.
@@ -615,16 +660,46 @@ mod tests {
             retire_at: u64::MAX,
         };
         let token = BlockToken::sign(&signer, BlockId(4), 1, crate::token::Modes::READ, 9);
-        for request in [LocalRequest::OpenBlock(key(4), token), LocalRequest::Watch] {
+        let open_block = LocalRequest::OpenBlock(key(4), token);
+        // The largest request: one byte more is refused before decoding.
+        let largest_body = open_block.encode().len() - LOCAL_HEADER_LEN;
+        for request in [open_block, LocalRequest::Watch] {
             send_with_fd(&a, &request.encode(), None).await.unwrap();
             assert_eq!(read_local_request(&b).await.unwrap(), request);
         }
-        let oversized = frame(OPEN_BLOCK, vec![0; MAX_REQUEST_BODY_LEN as usize + 1]);
+        let oversized = frame(OPEN_BLOCK, vec![0; largest_body + 1]);
         send_with_fd(&a, &oversized, None).await.unwrap();
         assert!(matches!(
             read_local_request(&b).await,
             Err(ProtocolError::TooLarge { .. })
         ));
+    }
+
+    /// More descriptors than a reply may carry are cut by the kernel: the
+    /// reader says so instead of taking the ones that fit.
+    #[tokio::test]
+    async fn a_flood_of_descriptors_is_refused() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let files: Vec<std::fs::File> = (0..16).map(|_| tempfile::tempfile().unwrap()).collect();
+        let fds: Vec<BorrowedFd<'_>> = files.iter().map(|f| f.as_fd()).collect();
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(16))];
+        let mut control = SendAncillaryBuffer::new(&mut space);
+        assert!(control.push(SendAncillaryMessage::ScmRights(&fds)));
+        let reply = LocalReply::Refused("x".into()).encode();
+        let sent = rustix::net::sendmsg(
+            a.as_fd(),
+            &[IoSlice::new(&reply)],
+            &mut control,
+            SendFlags::NOSIGNAL,
+        )
+        .unwrap();
+        assert_eq!(sent, reply.len());
+        match read_local_reply(&b).await {
+            Err(ProtocolError::Malformed(text)) => {
+                assert!(text.contains("too many descriptors"), "{text}")
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
     }
 
     #[tokio::test]

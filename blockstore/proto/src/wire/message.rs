@@ -632,6 +632,39 @@ pub(super) mod tests {
         }
     }
 
+    /// A checksum count that cannot fit the bytes left is refused as such
+    /// before any checksum is read; bytes after a whole header, as trailing.
+    #[test]
+    fn refusals_name_a_lying_checksum_count_and_trailing_bytes() {
+        let (request, payload_len) = sample_requests()
+            .into_iter()
+            .find(|(r, _)| matches!(r, Request::WriteChunks(w) if w.crcs.len() > 1))
+            .expect("a write with checksums");
+        let Request::WriteChunks(write) = &request else {
+            unreachable!()
+        };
+        let mut header = Vec::new();
+        request.encode_header(&mut header);
+        // Key (9), offset (8), bytes per checksum (4), then the count.
+        let count_at = 21;
+        let announced = write.crcs.len() as u32 + 1;
+        let mut lying = header.clone();
+        lying[count_at..count_at + 4].copy_from_slice(&announced.to_be_bytes());
+        let malformed = |header: &[u8]| match Request::decode(request.kind(), header, payload_len) {
+            Err(ProtocolError::Malformed(text)) => text,
+            other => panic!("expected a malformed header, got {other:?}"),
+        };
+        let text = malformed(&lying);
+        assert!(
+            text.contains(&format!("{announced} checksums announced")),
+            "{text}"
+        );
+        let mut trailing = header;
+        trailing.extend_from_slice(&[0; 5]);
+        let text = malformed(&trailing);
+        assert!(text.contains("5 trailing bytes"), "{text}");
+    }
+
     #[test]
     fn long_error_messages_are_cut_at_a_char_boundary() {
         let reply = Reply::Error(ErrorReply {

@@ -30,13 +30,15 @@ use serde::{Deserialize, Serialize};
 use std::fmt::Debug;
 use std::sync::Arc;
 
-/// Who may send a request. A connection's role comes from the token it
-/// presented; a role may send every request of the roles below it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// Whose request it is: which [`crate::Principal`]s may send it is decided
+/// in [`crate::Principal::may`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Role {
-    /// Datanodes and gateways: the namespace, block placement, heartbeats.
-    Cluster,
-    /// `tessera admin`: users, keys and cluster settings besides.
+    /// A datanode's, about itself: heartbeats and block reports.
+    Datanode,
+    /// A gateway's: the namespace, S3 credentials, block placement.
+    Gateway,
+    /// `tessera admin`'s: users, keys, credentials and cluster settings.
     Admin,
 }
 
@@ -163,35 +165,35 @@ macro_rules! request_table {
 
 request_table! {
     // Datanodes.
-    Heartbeat => HeartbeatReply, "heartbeat", Cluster;
-    BlockReport => u64, "block_report", Cluster;
-    ReportBadReplica => (), "report_bad_replica", Cluster;
-    AllocateBlock => BlockGroup, "allocate_block", Cluster;
-    DiscardBlocks => (), "discard_blocks", Cluster;
+    Heartbeat => HeartbeatReply, "heartbeat", Datanode;
+    BlockReport => u64, "block_report", Datanode;
+    ReportBadReplica => (), "report_bad_replica", Gateway;
+    AllocateBlock => BlockGroup, "allocate_block", Gateway;
+    DiscardBlocks => (), "discard_blocks", Gateway;
     // Credentials.
-    GetAccessKey => Option<AccessKeyRecord>, "get_access_key", Cluster, point_read;
-    GetUser => Option<UserRecord>, "get_user", Cluster, point_read;
+    GetAccessKey => Option<AccessKeyRecord>, "get_access_key", Gateway, point_read;
+    GetUser => Option<UserRecord>, "get_user", Gateway, point_read;
     // Buckets.
-    CreateBucket => (), "create_bucket", Cluster;
-    GetBucket => Option<Arc<BucketRecord>>, "get_bucket", Cluster, point_read;
-    DeleteBucket => (), "delete_bucket", Cluster;
-    ListBuckets => Vec<BucketRecord>, "list_buckets", Cluster;
-    SetBucketCors => (), "set_bucket_cors", Cluster;
-    SetBucketTags => (), "set_bucket_tags", Cluster;
-    DefaultReplication => ReplicationConfig, "default_replication", Cluster;
+    CreateBucket => (), "create_bucket", Gateway;
+    GetBucket => Option<Arc<BucketRecord>>, "get_bucket", Gateway, point_read;
+    DeleteBucket => (), "delete_bucket", Gateway;
+    ListBuckets => Vec<BucketRecord>, "list_buckets", Gateway;
+    SetBucketCors => (), "set_bucket_cors", Gateway;
+    SetBucketTags => (), "set_bucket_tags", Gateway;
+    DefaultReplication => ReplicationConfig, "default_replication", Gateway;
     // Objects.
-    CommitObject => (), "commit_object", Cluster;
-    GetObject => Option<Arc<ObjectRecord>>, "get_object", Cluster, point_read;
-    DeleteObject => Option<ObjectRecord>, "delete_object", Cluster;
-    ListObjects => ListPage, "list_objects", Cluster;
+    CommitObject => (), "commit_object", Gateway;
+    GetObject => Option<Arc<ObjectRecord>>, "get_object", Gateway, point_read;
+    DeleteObject => Option<ObjectRecord>, "delete_object", Gateway;
+    ListObjects => ListPage, "list_objects", Gateway;
     // Multipart uploads.
-    CreateUpload => (), "create_upload", Cluster;
-    GetUpload => Option<UploadRecord>, "get_upload", Cluster, point_read;
-    CommitPart => (), "commit_part", Cluster;
-    ListParts => PartsPage, "list_parts", Cluster;
-    CompleteUpload => ObjectRecord, "complete_upload", Cluster;
-    AbortUpload => (), "abort_upload", Cluster;
-    ListUploads => UploadPage, "list_uploads", Cluster;
+    CreateUpload => (), "create_upload", Gateway;
+    GetUpload => Option<UploadRecord>, "get_upload", Gateway, point_read;
+    CommitPart => (), "commit_part", Gateway;
+    ListParts => PartsPage, "list_parts", Gateway;
+    CompleteUpload => ObjectRecord, "complete_upload", Gateway;
+    AbortUpload => (), "abort_upload", Gateway;
+    ListUploads => UploadPage, "list_uploads", Gateway;
     // Administration.
     CreateUser => (), "create_user", Admin;
     DeleteUser => (), "delete_user", Admin;
@@ -202,4 +204,17 @@ request_table! {
     LimitKey => (), "limit_key", Admin;
     SetBucketPublicRead => (), "set_bucket_public_read", Admin;
     GetClusterStatus => ClusterStatus, "status", Admin;
+    MintCredential => String, "mint_credential", Admin;
+}
+
+impl AnyRequest {
+    /// The datanode a datanode's request speaks for, which must be the
+    /// datanode whose credential the connection presented.
+    pub fn datanode(&self) -> Option<&proto::DatanodeId> {
+        match self {
+            AnyRequest::Heartbeat(heartbeat) => Some(&heartbeat.report.id),
+            AnyRequest::BlockReport(report) => Some(&report.datanode),
+            _ => None,
+        }
+    }
 }

@@ -1,6 +1,7 @@
 //! Requests of `tessera admin`: users, access keys, bucket settings only an
 //! operator changes, and the cluster overview. They need [`super::Role::Admin`].
 
+use crate::principal::Principal;
 use crate::records::BucketGrant;
 use serde::{Deserialize, Serialize};
 
@@ -64,3 +65,14 @@ pub struct SetBucketPublicRead {
 /// The cluster overview: datanodes, counts, pending deletions.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct GetClusterStatus;
+
+/// The credential of a datanode or a gateway, at its current generation; with
+/// `rotate`, at a new generation, after which every older one is refused.
+/// Answers the credential's text.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MintCredential {
+    /// Whom it is for.
+    pub principal: Principal,
+    /// Whether to refuse the holder's earlier credentials from now on.
+    pub rotate: bool,
+}

@@ -9,7 +9,8 @@ use crate::store::tables::{require_bucket, ACCESS_KEYS, BUCKETS, OBJECTS, USERS}
 use meta_api::naming::validate_user_name;
 use meta_api::{
     AccessKeyRecord, BucketRecord, ClusterStatus, CreateKey, CreateUser, DeleteKey, DeleteUser,
-    GetClusterStatus, Handle, LimitKey, ListKeys, ListUsers, MetaError, UnixMillis, UserRecord,
+    GetClusterStatus, Handle, LimitKey, ListKeys, ListUsers, MetaError, MintCredential, UnixMillis,
+    UserRecord,
 };
 use redb::{ReadableTable, ReadableTableMetadata};
 
@@ -140,6 +141,15 @@ impl Handle<ListKeys> for MetaState {
                 .filter(|k| user.is_none_or(|u| k.user == u))
                 .collect())
         })
+    }
+}
+
+impl Handle<MintCredential> for MetaState {
+    fn handle(&self, request: MintCredential, _now: UnixMillis) -> Result<String, MetaError> {
+        let credential = self
+            .authenticator
+            .mint(&self.store, request.principal, request.rotate)?;
+        Ok(credential.to_string())
     }
 }
 

@@ -183,9 +183,11 @@ impl Store {
         // the old one before opening its snapshot is never reused.
         self.writes.fetch_add(1, Ordering::Release);
         match committed {
+            // Nothing of this write was applied, and the next ones are
+            // refused alike while the failure lasts: all answer the same.
             Err(StoreError::Disk(reason)) => {
                 self.failed(reason.clone());
-                Err(MetaError::Store(reason))
+                Err(MetaError::OutOfSpace(reason))
             }
             Ok(out) => {
                 self.recovered();

@@ -23,6 +23,7 @@ pub(crate) fn open(path: &Path) -> Result<Store, StoreError> {
         txn.open_table(COUNTERS)?;
         txn.open_table(BAD_REPLICAS)?;
         txn.open_table(TOKEN_KEYS)?;
+        txn.open_table(CREDENTIAL_GENERATIONS)?;
         deletions::prepare_tables(txn)?;
         Ok(())
     })?;

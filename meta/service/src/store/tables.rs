@@ -28,6 +28,10 @@ pub(crate) const DATANODES: TableDefinition<&str, &[u8]> = TableDefinition::new(
 pub(crate) const BAD_REPLICAS: TableDefinition<&str, &[u8]> = TableDefinition::new("bad_replicas");
 /// Key id -> `IssuerKey`: block token signing keys still valid (see `crate::tokens`).
 pub(crate) const TOKEN_KEYS: TableDefinition<u32, &[u8]> = TableDefinition::new("token_keys");
+/// `Principal::generation_key` -> the current generation of that datanode's
+/// or gateway's credential (absent: 0); older ones are refused.
+pub(crate) const CREDENTIAL_GENERATIONS: TableDefinition<&str, u64> =
+    TableDefinition::new("credential_generations");
 /// Named counters (the next free block id).
 pub(crate) const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
 

@@ -20,7 +20,7 @@ async fn reports_are_kept_per_block_file_and_counted(transport: Transport) {
         datanode: dn("b"),
         reason: "x".into(),
     };
-    meta.cluster_client().call(other).await.unwrap();
+    meta.gateway_client().call(other).await.unwrap();
     let reports = meta.service.bad_replicas().unwrap();
     assert_eq!(reports.len(), 2, "{reports:?}");
     let a = reports.iter().find(|r| r.datanode == dn("a")).unwrap();

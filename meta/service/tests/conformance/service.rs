@@ -440,12 +440,12 @@ async fn root_credentials_are_generated_once() {
     let lookup = GetAccessKey {
         access_key: creds.access_key.clone(),
     };
-    let key = first.call(lookup, Role::Admin).await;
+    let key = first.call(lookup, &Principal::Admin).await;
     assert!(matches!(key, Ok(Some(k)) if k.user == ROOT_USER && k.secret_key == creds.secret_key));
     let lookup = GetUser {
         name: ROOT_USER.into(),
     };
-    let Ok(Some(root)) = first.call(lookup, Role::Admin).await else {
+    let Ok(Some(root)) = first.call(lookup, &Principal::Admin).await else {
         panic!()
     };
     assert!(root.is_root);
@@ -475,7 +475,7 @@ async fn configured_root_credentials_win() {
     let lookup = || GetAccessKey {
         access_key: "ROOTACCESSKEY".into(),
     };
-    let key = meta.call(lookup(), Role::Admin).await;
+    let key = meta.call(lookup(), &Principal::Admin).await;
     assert!(matches!(key, Ok(Some(k)) if k.secret_key == "root/secret+key" && k.user == ROOT_USER));
     drop(meta);
 
@@ -484,7 +484,7 @@ async fn configured_root_credentials_win() {
     let lookup = || GetAccessKey {
         access_key: "ROOTACCESSKEY".into(),
     };
-    let key = meta.call(lookup(), Role::Admin).await;
+    let key = meta.call(lookup(), &Principal::Admin).await;
     assert!(matches!(key, Ok(Some(k)) if k.secret_key == "rotated"));
     drop(meta);
 
@@ -498,7 +498,7 @@ async fn configured_root_credentials_win() {
 async fn admin_operations_need_the_admin_role(transport: Transport) {
     let meta = MetaUnderTest::open(transport).await;
     // The cluster role (datanodes, gateways) may not administer.
-    let cluster = meta.cluster_client();
+    let cluster = meta.gateway_client();
     let refused = cluster.call(ListUsers).await;
     assert_eq!(refused.unwrap_err(), MetaError::Unauthorized);
     let refused = cluster.call(CreateUser { name: "x".into() }).await;
