@@ -472,12 +472,7 @@ mod tests {
             frame in 1usize..64,
             signed_framing in proptest::prelude::any::<bool>(),
         ) {
-            let framing = if signed_framing {
-                signed(AWS_STREAMING_SEED, true)
-            } else {
-                Framing::UnsignedTrailer
-            };
-            let _ = decode(&body, frame, framing, Some("x-amz-checksum-crc32"));
+            super::super::fuzzing::aws_chunked(&body, frame, signed_framing);
         }
 
         /// Data sent in chunks of any sizes, in frames of any size, comes out whole.

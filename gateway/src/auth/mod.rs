@@ -10,6 +10,7 @@ pub mod cache;
 mod canonical;
 mod checksum;
 mod chunked;
+pub mod fuzzing;
 mod payload;
 mod post_policy;
 mod presign;
