@@ -37,6 +37,28 @@ def equivalents() -> set[tuple[str, str]]:
     return found
 
 
+def mutant_name(outcome: dict) -> str | None:
+    scenario = outcome["scenario"]
+    if not isinstance(scenario, dict) or "Mutant" not in scenario:
+        return None  # the unmutated baseline
+    return scenario["Mutant"]["name"]
+
+
+def outcomes_of(d: Path) -> list[dict]:
+    """The outcomes of the last run in `d`; after an `--iterate` run, with the
+    previous run's caught and unviable mutants, which it did not test again."""
+    outcomes = json.loads((d / "mutants.out" / "outcomes.json").read_text())["outcomes"]
+    previous = d / "mutants.out.old" / "outcomes.json"
+    if previous.exists():
+        tested = {mutant_name(o) for o in outcomes}
+        for outcome in json.loads(previous.read_text())["outcomes"]:
+            name = mutant_name(outcome)
+            kept = outcome["summary"] in ("CaughtMutant", "Unviable")
+            if name is not None and name not in tested and kept:
+                outcomes.append(outcome)
+    return outcomes
+
+
 def main(argv: list[str]) -> int:
     sample = "--sample" in argv
     dirs = [Path(a) for a in argv if a != "--sample"]
@@ -44,12 +66,11 @@ def main(argv: list[str]) -> int:
     per_file: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     unlisted = []
     for d in dirs:
-        outcomes = json.loads((d / "mutants.out" / "outcomes.json").read_text())["outcomes"]
-        for outcome in outcomes:
-            mutant = outcome["scenario"]
-            if not isinstance(mutant, dict) or "Mutant" not in mutant:
-                continue  # the unmutated baseline
-            match = NAME.match(mutant["Mutant"]["name"])
+        for outcome in outcomes_of(d):
+            name = mutant_name(outcome)
+            if name is None:
+                continue
+            match = NAME.match(name)
             file, what = match.group("file"), match.group("what")
             summary = outcome["summary"]
             counts = per_file[file]

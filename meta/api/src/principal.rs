@@ -12,9 +12,9 @@
 //!
 //! Meta keeps no copy of a credential, only the current generation of each
 //! holder: rotating one mints the next generation and refuses every older
-//! one. What each holder may ask is decided once, in [`Principal::may`].
+//! one. What each holder may ask is decided once, in
+//! [`crate::AnyRequest::may_be_sent_by`].
 
-use crate::requests::{AnyRequest, Role};
 use hmac::{Hmac, Mac};
 use proto::DatanodeId;
 use serde::{Deserialize, Serialize};
@@ -35,17 +35,6 @@ pub enum Principal {
 }
 
 impl Principal {
-    /// Whether this principal may send `request`.
-    pub fn may(&self, request: &AnyRequest) -> bool {
-        match self {
-            Principal::Admin => true,
-            Principal::Gateway(_) => request.role() == Role::Gateway,
-            Principal::Datanode(id) => {
-                request.role() == Role::Datanode && request.datanode() == Some(id)
-            }
-        }
-    }
-
     /// The key of this principal's generation in meta's store (`dn.<id>`,
     /// `gw.<name>`); None for the admin, whose token has no generation.
     pub fn generation_key(&self) -> Option<String> {
@@ -256,8 +245,6 @@ impl fmt::Debug for Credential {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::records::DatanodeReport;
-    use crate::requests::{AllocateBlock, BlockReport, GetClusterStatus, Heartbeat};
 
     fn datanode(id: &str) -> Principal {
         Principal::Datanode(DatanodeId(id.to_string()))
@@ -334,45 +321,5 @@ mod tests {
             Some("gw.g")
         );
         assert_eq!(Principal::Admin.generation_key(), None);
-    }
-
-    #[test]
-    fn each_principal_may_send_its_own_requests_only() {
-        let heartbeat = |id: &str| {
-            AnyRequest::from(Heartbeat {
-                report: DatanodeReport {
-                    id: DatanodeId(id.into()),
-                    addr: "127.0.0.1:1".into(),
-                    local_socket: None,
-                    capacity: 0,
-                    used: 0,
-                    blocks: 0,
-                    deleted: Vec::new(),
-                },
-            })
-        };
-        let report = |id: &str| {
-            AnyRequest::from(BlockReport {
-                datanode: DatanodeId(id.into()),
-                blocks: Vec::new(),
-            })
-        };
-        let allocate = AnyRequest::from(AllocateBlock {
-            config: proto::ReplicationConfig::Replicated { replicas: 1 },
-            exclude: Vec::new(),
-        });
-        let status = AnyRequest::from(GetClusterStatus);
-        let gateway = Principal::Gateway("g".into());
-        let a = datanode("a");
-
-        assert!(a.may(&heartbeat("a")) && a.may(&report("a")));
-        assert!(!a.may(&heartbeat("b")) && !a.may(&report("b")));
-        assert!(!a.may(&allocate) && !a.may(&status));
-        assert!(gateway.may(&allocate));
-        assert!(!gateway.may(&heartbeat("a")) && !gateway.may(&report("a")));
-        assert!(!gateway.may(&status));
-        for request in [heartbeat("a"), report("b"), allocate, status] {
-            assert!(Principal::Admin.may(&request));
-        }
     }
 }

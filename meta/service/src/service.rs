@@ -169,7 +169,7 @@ impl MetaService {
     ) -> Result<AnyResponse, MetaError> {
         let name = request.name();
         metrics::counter!("tessera_meta_requests_total", "kind" => name).increment(1);
-        let result = if !principal.may(&request) {
+        let result = if !request.may_be_sent_by(principal) {
             metrics::counter!("tessera_meta_unauthorized_total", "kind" => name).increment(1);
             tracing::warn!(kind = name, %principal, "meta request refused: not this principal's");
             Err(MetaError::Unauthorized)

@@ -23,6 +23,7 @@ pub use uploads::*;
 pub use users::*;
 
 use crate::error::MetaError;
+use crate::principal::Principal;
 use crate::records::*;
 use proto::ReplicationConfig;
 use serde::de::DeserializeOwned;
@@ -30,8 +31,8 @@ use serde::{Deserialize, Serialize};
 use std::fmt::Debug;
 use std::sync::Arc;
 
-/// Whose request it is: which [`crate::Principal`]s may send it is decided
-/// in [`crate::Principal::may`].
+/// Whose request it is: which [`Principal`]s may send it is decided in
+/// [`AnyRequest::may_be_sent_by`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Role {
     /// A datanode's, about itself: heartbeats and block reports.
@@ -208,6 +209,17 @@ request_table! {
 }
 
 impl AnyRequest {
+    /// Whether `principal` may send this request: the admin anything, a
+    /// gateway the gateway's requests, a datanode the datanode's requests
+    /// about itself. The one place this is decided.
+    pub fn may_be_sent_by(&self, principal: &Principal) -> bool {
+        match principal {
+            Principal::Admin => true,
+            Principal::Gateway(_) => self.role() == Role::Gateway,
+            Principal::Datanode(id) => self.role() == Role::Datanode && self.datanode() == Some(id),
+        }
+    }
+
     /// The datanode a datanode's request speaks for, which must be the
     /// datanode whose credential the connection presented.
     pub fn datanode(&self) -> Option<&proto::DatanodeId> {
@@ -215,6 +227,60 @@ impl AnyRequest {
             AnyRequest::Heartbeat(heartbeat) => Some(&heartbeat.report.id),
             AnyRequest::BlockReport(report) => Some(&report.datanode),
             _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proto::DatanodeId;
+
+    fn datanode(id: &str) -> Principal {
+        Principal::Datanode(DatanodeId(id.to_string()))
+    }
+
+    fn may(principal: &Principal, request: &AnyRequest) -> bool {
+        request.may_be_sent_by(principal)
+    }
+
+    #[test]
+    fn each_principal_may_send_its_own_requests_only() {
+        let heartbeat = |id: &str| {
+            AnyRequest::from(Heartbeat {
+                report: DatanodeReport {
+                    id: DatanodeId(id.into()),
+                    addr: "127.0.0.1:1".into(),
+                    local_socket: None,
+                    capacity: 0,
+                    used: 0,
+                    blocks: 0,
+                    deleted: Vec::new(),
+                },
+            })
+        };
+        let report = |id: &str| {
+            AnyRequest::from(BlockReport {
+                datanode: DatanodeId(id.into()),
+                blocks: Vec::new(),
+            })
+        };
+        let allocate = AnyRequest::from(AllocateBlock {
+            config: proto::ReplicationConfig::Replicated { replicas: 1 },
+            exclude: Vec::new(),
+        });
+        let status = AnyRequest::from(GetClusterStatus);
+        let gateway = Principal::Gateway("g".into());
+        let a = datanode("a");
+
+        assert!(may(&a, &heartbeat("a")) && may(&a, &report("a")));
+        assert!(!may(&a, &heartbeat("b")) && !may(&a, &report("b")));
+        assert!(!may(&a, &allocate) && !may(&a, &status));
+        assert!(may(&gateway, &allocate));
+        assert!(!may(&gateway, &heartbeat("a")) && !may(&gateway, &report("a")));
+        assert!(!may(&gateway, &status));
+        for request in [heartbeat("a"), report("b"), allocate, status] {
+            assert!(may(&Principal::Admin, &request));
         }
     }
 }
