@@ -131,11 +131,15 @@ def big_file(tmp_path_factory):
     return path, write_random_file(path, BIG_OBJECT_SIZE)
 
 
-@pytest.fixture(scope="module")
-def cluster(tessera_bin, tmp_path_factory):
-    """Separate meta, five datanodes and a gateway; datanodes may be killed by tests."""
+@pytest.fixture(scope="module", params=["plain", "mutual-tls"])
+def cluster(request, tessera_bin, tmp_path_factory):
+    """Separate meta, five datanodes and a gateway, once with clear-text internal
+    links and once with mutual TLS on all of them; datanodes may be killed by tests."""
+    mutual_tls = request.param == "mutual-tls"
     try:
-        running = start_cluster(tessera_bin, tmp_path_factory.mktemp("cluster"), datanodes=5)
+        running = start_cluster(
+            tessera_bin, tmp_path_factory.mktemp("cluster"), datanodes=5, mutual_tls=mutual_tls
+        )
     except HarnessError as exc:
         pytest.fail(str(exc), pytrace=False)
     yield running

@@ -280,9 +280,10 @@ def saved_credentials(log_path: Path, meta_dir: Path) -> Credentials:
     )
 
 
-def run_admin(meta: str, token: str, *args: str, timeout: float = 30.0) -> object:
-    """Run `tessera admin --json ...` and return its parsed JSON output."""
-    argv = [str(find_binary()), "admin", "--meta", meta, "--token", token, "--json", *args]
+def run_admin(meta: str, token: str, *args: str, timeout: float = 30.0, tls: list[str] | None = None) -> object:
+    """Run `tessera admin --json ...` (with `tls`, the --cluster-* flags of
+    a mutual-TLS cluster) and return its parsed JSON output."""
+    argv = [str(find_binary()), "admin", "--meta", meta, "--token", token, "--json", *(tls or []), *args]
     result = subprocess.run(
         argv,
         check=False,
@@ -342,6 +343,7 @@ class Cluster:
     creds: Credentials
     work_dir: Path
     meta_ops: str = ""
+    certs: Path | None = None
     killed: list[int] = field(default_factory=list)
 
     @property
@@ -353,7 +355,8 @@ class Cluster:
         return self.creds.secret_key
 
     def admin(self, *args: str) -> object:
-        return run_admin(self.meta, self.creds.admin_token, *args)
+        tls = tls_args(self.certs, "admin") if self.certs else None
+        return run_admin(self.meta, self.creds.admin_token, *args, tls=tls)
 
     def status(self) -> object:
         return self.admin("status")
@@ -387,6 +390,31 @@ class Cluster:
         return problems
 
 
+def make_certs(binary: Path, certs: Path, names: list[str]) -> None:
+    """A cluster CA in `certs` and a certificate for each of `names`, dialled
+    at 127.0.0.1 or localhost, as `tessera admin certs` makes them."""
+    argv = [str(binary), "admin", "certs", "--dir", str(certs)]
+    for name in names:
+        argv += ["--node", f"{name}=127.0.0.1,localhost"]
+    result = subprocess.run(
+        argv, check=False, stdin=subprocess.DEVNULL, capture_output=True, timeout=60, env=process_env({})
+    )
+    if result.returncode != 0:
+        raise HarnessError(f"making certificates failed: {result.stderr.decode(errors='replace')}")
+
+
+def tls_args(certs: Path, name: str) -> list[str]:
+    """The --cluster-* flags of process `name` of the CA in `certs`."""
+    return [
+        "--cluster-ca",
+        str(certs / "ca.pem"),
+        "--cluster-cert",
+        str(certs / f"{name}.pem"),
+        "--cluster-key",
+        str(certs / f"{name}.key"),
+    ]
+
+
 def mint_credentials(binary: Path, meta_dir: Path, files: list[Path], gateway: Path) -> None:
     """Mint a datanode credential into each of `files` and the gateway's into
     `gateway`, offline with meta's credential key (created in `meta_dir`), as
@@ -410,12 +438,21 @@ def start_cluster(
     meta_args: tuple[str, ...] = (),
     datanode_args: tuple[str, ...] = (),
     gateway_args: tuple[str, ...] = (),
+    mutual_tls: bool = False,
 ) -> Cluster:
     """Start meta, `datanodes` datanodes and a gateway as separate processes;
-    `*_args` are appended to each role's command line."""
+    `*_args` are appended to each role's command line. With `mutual_tls`,
+    every internal link runs mutual TLS with a CA made for the cluster."""
     creds = Credentials.random()
     env = process_env(creds.env())
     started: list[Proc] = []
+    certs = work_dir / "certs" if mutual_tls else None
+    if certs:
+        make_certs(binary, certs, ["meta", "gateway", "admin", *(f"dn{i}" for i in range(datanodes))])
+
+    def tls(name: str) -> list[str]:
+        return tls_args(certs, name) if certs else []
+
     try:
         meta_dir = work_dir / "meta"
         meta_dir.mkdir(parents=True, exist_ok=True)
@@ -433,6 +470,7 @@ def start_cluster(
                 "127.0.0.1:0",
                 "--ops-listen",
                 "127.0.0.1:0",
+                *tls("meta"),
                 *meta_args,
             ],
             env,
@@ -462,6 +500,7 @@ def start_cluster(
                     "127.0.0.1:0",
                     "--credential-file",
                     str(dn_credentials[i]),
+                    *tls(f"dn{i}"),
                     *datanode_args,
                 ],
                 env,
@@ -485,6 +524,7 @@ def start_cluster(
                 "127.0.0.1:0",
                 "--credential-file",
                 str(gateway_credential),
+                *tls("gateway"),
                 *gateway_args,
             ],
             env,
@@ -494,7 +534,7 @@ def start_cluster(
         gw_fields = gateway.wait_ready()
         require(gw_fields, gateway, "s3", "ops")
         cluster = Cluster(
-            meta_proc, meta, nodes, gateway, gw_fields["s3"], gw_fields["ops"], creds, work_dir, fields["ops"]
+            meta_proc, meta, nodes, gateway, gw_fields["s3"], gw_fields["ops"], creds, work_dir, fields["ops"], certs
         )
         cluster.wait_datanodes(datanodes)
         return cluster

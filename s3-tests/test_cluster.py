@@ -1,5 +1,6 @@
-"""A real multi-process cluster (meta, five datanodes, gateway): EC and
-replicated objects stay readable after a datanode is SIGKILLed."""
+"""A real multi-process cluster (meta, five datanodes, gateway), with clear-text
+internal links and with mutual TLS on all of them: EC and replicated objects
+stay readable after a datanode is SIGKILLed; processes of another CA are refused."""
 
 import os
 import time
@@ -7,7 +8,7 @@ import time
 import pytest
 
 from tessera_clients import MIB, RawS3, empty_and_delete, metric_total, new_bucket_name, quote_key, s3_client
-from tessera_procs import find_key, healthy_datanodes
+from tessera_procs import HarnessError, Proc, find_key, healthy_datanodes, make_certs, process_env, run_admin, tls_args
 
 REPLICATION_HEADER = "x-tessera-replication"
 
@@ -185,3 +186,61 @@ def test_unknown_replication_is_refused(cluster, cluster_client):
         assert response.status_code == 400, response.text
     finally:
         empty_and_delete(cluster_client, bucket)
+
+
+@pytest.mark.parametrize("cluster", ["mutual-tls"], indirect=True)
+def test_processes_of_another_ca_are_refused(cluster, tessera_bin, tmp_path):
+    """With mutual TLS on, a datanode holding a valid credential but a
+    certificate of another CA never registers, and the admin tool with such a
+    certificate, or with none, gets nothing from meta."""
+    foreign = tmp_path / "foreign"
+    make_certs(tessera_bin, foreign, ["intruder", "admin"])
+    # Meta of this cluster is not trusted by a client of the other CA.
+    with pytest.raises(HarnessError) as distrusted:
+        run_admin(cluster.meta, cluster.creds.admin_token, "status", tls=tls_args(foreign, "admin"))
+    assert "invalid peer certificate" in str(distrusted.value)
+    with pytest.raises(HarnessError) as clear:
+        run_admin(cluster.meta, cluster.creds.admin_token, "status")
+    assert "--cluster-ca" in str(clear.value)
+
+    refused_before = metric_total(cluster.meta_ops, "tessera_meta_connections_refused_total")
+    minted = cluster.admin("credential", "datanode")
+    credential = tmp_path / "intruder.credential"
+    credential.write_text(minted["credential"])
+    credential.chmod(0o600)
+    # It trusts this cluster's CA (whose certificate is no secret) but holds
+    # a certificate of its own CA.
+    flags = tls_args(foreign, "intruder")
+    flags[1] = str(cluster.certs / "ca.pem")
+    intruder = Proc(
+        "intruder-dn",
+        [
+            str(tessera_bin),
+            "datanode",
+            "--meta",
+            cluster.meta,
+            "--data",
+            str(tmp_path / "intruder"),
+            "--listen",
+            "127.0.0.1:0",
+            "--ops-listen",
+            "127.0.0.1:0",
+            "--credential-file",
+            str(credential),
+            "--heartbeat-interval",
+            "200ms",
+            *flags,
+        ],
+        process_env({}),
+        tmp_path,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while metric_total(cluster.meta_ops, "tessera_meta_connections_refused_total") < refused_before + 3:
+            assert time.monotonic() < deadline, "meta refused no connection of the intruder"
+            assert intruder.alive(), intruder.describe()
+            time.sleep(0.2)
+        nodes = find_key(cluster.status(), "datanodes")
+        assert len(nodes) == 5, nodes
+    finally:
+        intruder.kill()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Smoke test of the compose cluster (docker-compose.yml): builds the image,
 # starts meta + five datanodes + gateway under a unique project name with the
-# secrets compose generates (read back from meta's volume), puts and
+# secrets and certificates compose generates (read back from meta's volume),
+# checks that meta refuses a clear-text client (mutual TLS), puts and
 # gets a 20 MiB object with aws-cli through http://127.0.0.1:9878, stops dn3,
 # reads the object again (erasure coding must rebuild it), and always tears the
 # cluster down with its volumes. Prints the containers' logs on failure.
@@ -116,6 +117,15 @@ print(sum(1 for n in nodes(doc) or [] if str(n.get("state", "")).lower() == "hea
     [ "$SECONDS" -lt "$deadline" ] || die "meta reports $healthy healthy datanodes after ${WAIT_SECONDS}s: $status"
     sleep 1
 done
+
+log "checking that meta's RPC refuses a clear-text client (every internal link runs mutual TLS)"
+clear=$("${COMPOSE[@]}" exec -T -e TESSERA_CLUSTER_CA= -e TESSERA_CLUSTER_CERT= -e TESSERA_CLUSTER_KEY= meta \
+    /tessera admin --meta 127.0.0.1:9879 --token "$TESSERA_ADMIN_TOKEN" --json status 2>&1) &&
+    die "meta answered a clear-text admin client: $clear"
+case "$clear" in
+    *--cluster-ca*) ;;
+    *) die "a clear-text admin client failed, but not for want of TLS: $clear" ;;
+esac
 
 log "writing a ${OBJECT_MIB} MiB object through $ENDPOINT"
 head -c $((OBJECT_MIB * 1024 * 1024)) /dev/urandom >"$WORK/in.bin"

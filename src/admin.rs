@@ -1,6 +1,9 @@
 //! `tessera admin`: users, access keys, buckets, cluster credentials and
 //! cluster status, through meta's RPC with the admin token; credentials can
-//! also be minted offline with meta's credential key file.
+//! also be minted offline with meta's credential key file, and the cluster's
+//! TLS certificates are made offline ([`certs`]).
+
+mod certs;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
@@ -32,6 +35,9 @@ pub struct AdminArgs {
     /// Machine-readable JSON output.
     #[arg(long)]
     pub json: bool,
+    /// Mutual TLS to meta, when the cluster runs it.
+    #[command(flatten)]
+    pub cluster_tls: crate::roles::ClusterTlsArgs,
     /// The admin operation to run.
     #[command(subcommand)]
     pub command: AdminCommand,
@@ -53,6 +59,9 @@ pub enum AdminCommand {
     /// stdout (or written to files).
     #[command(subcommand)]
     Credential(CredentialCommand),
+    /// The cluster CA and certificates of its processes for mutual TLS on
+    /// the internal links, written offline to a folder.
+    Certs(certs::CertsArgs),
     /// Datanodes and their state, capacity and use.
     Status,
 }
@@ -220,6 +229,9 @@ fn token(args: &AdminArgs) -> Result<String> {
 
 /// Runs one admin command and prints its result.
 pub async fn run(args: AdminArgs) -> Result<()> {
+    if let AdminCommand::Certs(certs) = &args.command {
+        return print_value(args.json, &certs::run(certs)?);
+    }
     if let AdminCommand::Credential(command) = &args.command {
         if mint_offline(command)? {
             return Ok(());
@@ -227,7 +239,7 @@ pub async fn run(args: AdminArgs) -> Result<()> {
     }
     let token = token(&args)?;
     // The admin token opens the connection with the admin role.
-    let meta = MetaClient::remote(&args.meta, &token);
+    let meta = MetaClient::remote(&args.meta, &token, args.cluster_tls.load()?);
     let done = json!({"ok": true});
     let value = match &args.command {
         AdminCommand::User(UserCommand::Create { name }) => {
@@ -312,11 +324,16 @@ pub async fn run(args: AdminArgs) -> Result<()> {
             json!({"principal": principal.to_string(), "credential": credential})
         }
         AdminCommand::Status => status_json(&meta.call(GetClusterStatus).await?),
+        AdminCommand::Certs(_) => unreachable!("made offline above"),
     };
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&value)?);
+    print_value(args.json, &value)
+}
+
+fn print_value(json: bool, value: &Value) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(value)?);
     } else {
-        print_human(&value);
+        print_human(value);
     }
     Ok(())
 }
@@ -372,24 +389,32 @@ fn mint_offline(command: &CredentialCommand) -> Result<bool> {
 
 /// Writes `principal`'s credential to `file` (mode 0600) unless the file exists.
 fn write_new_credential(key: &CredentialKey, principal: Principal, file: &Path) -> Result<()> {
+    let credential = Credential::mint(key, principal, 0)?;
+    if write_new_file(file, format!("{credential}\n").as_bytes(), 0o600)? {
+        eprintln!("{} written to {}", credential.principal, file.display());
+    }
+    Ok(())
+}
+
+/// Creates `file` with `mode` and `contents`, synced; false (and nothing
+/// written) when it exists already.
+fn write_new_file(file: &Path, contents: &[u8], mode: u32) -> Result<bool> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let credential = Credential::mint(key, principal, 0)?;
     let created = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
-        .mode(0o600)
+        .mode(mode)
         .open(file);
     let mut out = match created {
         Ok(out) => out,
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
         Err(e) => return Err(e).with_context(|| format!("creating {}", file.display())),
     };
-    writeln!(out, "{credential}")
+    out.write_all(contents)
         .and_then(|()| out.sync_all())
         .with_context(|| format!("writing {}", file.display()))?;
-    eprintln!("{} written to {}", credential.principal, file.display());
-    Ok(())
+    Ok(true)
 }
 
 fn key_json(k: &AccessKeyRecord) -> Value {

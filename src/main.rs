@@ -40,8 +40,8 @@ enum Command {
     Datanode(Box<roles::datanode::DatanodeArgs>),
     /// The S3 gateway.
     Gateway(Box<roles::gateway::GatewayArgs>),
-    /// Users, keys, buckets and cluster status.
-    Admin(admin::AdminArgs),
+    /// Users, keys, buckets, credentials, certificates and cluster status.
+    Admin(Box<admin::AdminArgs>),
     /// Load generators: positioned reads, S3 GETs, key writes.
     Bench(Box<bench::BenchArgs>),
     /// Exits 0 when an HTTP GET of URL answers 200 (container health checks).
@@ -71,7 +71,7 @@ fn main() -> Result<()> {
             Command::Meta(a) => roles::meta::run(*a).await,
             Command::Datanode(a) => roles::datanode::run(*a).await,
             Command::Gateway(a) => roles::gateway::run(*a).await,
-            Command::Admin(a) => admin::run(a).await,
+            Command::Admin(a) => admin::run(*a).await,
             Command::Bench(a) => bench::run(*a).await,
             Command::Probe { url } => probe::probe(&url).await,
         }

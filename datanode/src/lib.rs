@@ -13,6 +13,7 @@ mod error;
 pub mod heartbeat;
 mod local;
 mod payload_buffers;
+mod peer;
 mod send;
 pub mod server;
 pub mod store;
@@ -77,6 +78,10 @@ pub struct DatanodeConfig {
     /// The id this datanode must have: its credential's. A fresh data folder
     /// takes it; a folder holding another datanode's blocks refuses to start.
     pub identity: Option<DatanodeId>,
+    /// Mutual TLS with the cluster CA on the block port: clients must prove
+    /// a certificate of it. `None` serves clear text. (Meta is dialled by
+    /// the [`meta_api::MetaClient`] the datanode is given.)
+    pub tls: Option<Arc<tls::ClusterTls>>,
 }
 
 /// Default [`DatanodeConfig::block_report_interval`].
@@ -114,6 +119,7 @@ impl Default for DatanodeConfig {
             block_report_interval: DEFAULT_BLOCK_REPORT_INTERVAL,
             upload_grace: DEFAULT_UPLOAD_GRACE,
             identity: None,
+            tls: None,
         }
     }
 }
@@ -219,6 +225,7 @@ pub async fn start_with<H: HeartbeatTarget>(
         },
         server::ServerLimits::default(),
         config.read_settings(),
+        config.tls.clone(),
     ));
     let local = match &config.local_socket {
         Some(path) => {

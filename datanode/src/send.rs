@@ -19,6 +19,7 @@ pub(crate) mod open_blocks;
 mod sendfile;
 
 use crate::error::StoreError;
+use crate::peer::Peer;
 use crate::telemetry;
 use open_blocks::{OpenBlock, OpenRange};
 use proto::checksum::{self, ChecksumError};
@@ -151,18 +152,32 @@ pub(crate) enum SendError {
     Socket(std::io::Error),
 }
 
-/// Sends `range` of block `key` as the reply to request `request_id` on a
-/// TCP socket, by sendfile unless `settings` ask for copies.
-pub(crate) async fn send_range_to_socket(
-    stream: &mut TcpStream,
+/// Sends `range` of block `key` as the reply to request `request_id` to a
+/// block client: by sendfile on a plain TCP socket unless `settings` ask for
+/// copies, by copy through TLS.
+pub(crate) async fn send_range_to_peer<P: Peer>(
+    peer: &mut P,
     request_id: u64,
     key: BlockKey,
     range: OpenRange,
     settings: &ReadSettings,
 ) -> Result<(), SendError> {
-    if settings.socket_mode() == SendMode::Copy {
-        return send_range(stream, request_id, key, range, settings).await;
+    match peer.plain_socket() {
+        Some(socket) if settings.socket_mode() == SendMode::Sendfile => {
+            send_range_to_socket(socket, request_id, range, settings).await
+        }
+        _ => send_range(peer, request_id, key, range, settings).await,
     }
+}
+
+/// Sends `range` of block `key` as the reply to request `request_id` on a
+/// TCP socket by sendfile.
+async fn send_range_to_socket(
+    stream: &mut TcpStream,
+    request_id: u64,
+    range: OpenRange,
+    settings: &ReadSettings,
+) -> Result<(), SendError> {
     let OpenRange { header, block } = range;
     let (offset, length) = (header.offset, header.length);
     let head = wire::encode_reply_head(request_id, &Reply::ReadData(header))?;

@@ -1,10 +1,12 @@
-//! The block server: a TCP listener, one task per connection serving its
-//! requests one after the other, and a graceful shutdown that stops accepting
-//! and lets each request in flight finish.
+//! The block server: a TCP listener (mutual TLS over it when the cluster has
+//! a CA), one task per connection serving its requests one after the other,
+//! and a graceful shutdown that stops accepting and lets each request in
+//! flight finish.
 
 use crate::access::TokenGate;
 use crate::error::StoreError;
 use crate::payload_buffers;
+use crate::peer::{Peer, TlsPeer};
 use crate::send::open_blocks::{OpenBlocks, DEFAULT_OPEN_BLOCKS};
 use crate::send::{self, ReadSettings, SendError};
 use crate::store::BlockStore;
@@ -15,6 +17,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+use tls::ClusterTls;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -74,12 +77,14 @@ pub async fn serve_with_limits(
         shutdown,
         limits,
         ReadSettings::default(),
+        None,
     )
     .await
 }
 
-/// [`serve`] with explicit [`ServerLimits`] and [`ReadSettings`] (how read
-/// replies reach the socket).
+/// [`serve`] with explicit [`ServerLimits`], [`ReadSettings`] (how read
+/// replies reach the socket) and, with `tls`, mutual TLS with the cluster CA
+/// on every connection.
 pub async fn serve_with_settings(
     listener: TcpListener,
     store: Arc<BlockStore>,
@@ -87,6 +92,7 @@ pub async fn serve_with_settings(
     shutdown: impl Future<Output = ()> + Send + 'static,
     limits: ServerLimits,
     read: ReadSettings,
+    tls: Option<Arc<ClusterTls>>,
 ) -> std::io::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut connections = JoinSet::new();
@@ -115,7 +121,7 @@ pub async fn serve_with_settings(
                     if let Err(e) = stream.set_nodelay(true) {
                         tracing::warn!(%peer, error = %e, "could not set TCP_NODELAY");
                     }
-                    connections.spawn(serve_connection(stream, peer, shared.clone(), stop_rx.clone()));
+                    connections.spawn(open_connection(stream, peer, tls.clone(), shared.clone(), stop_rx.clone()));
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "accept failed");
@@ -167,24 +173,55 @@ enum Close {
     Stalled,
 }
 
-async fn serve_connection(
-    mut stream: TcpStream,
+/// Serves a new connection: as is, or once its peer proved a certificate
+/// of the cluster CA (within the frame read timeout) when `tls` is set.
+async fn open_connection(
+    tcp: TcpStream,
+    peer: SocketAddr,
+    tls: Option<Arc<ClusterTls>>,
+    shared: Arc<Shared>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let Some(tls) = tls else {
+        return serve_connection(tcp, peer, shared, stop).await;
+    };
+    let handshake = tokio::time::timeout(shared.limits.frame_read_timeout, tls.accept(tcp));
+    let accepted = tokio::select! {
+        accepted = handshake => accepted,
+        _ = stop.wait_for(|stopped| *stopped) => return,
+    };
+    match accepted {
+        Ok(Ok(stream)) => {
+            let stream: TlsPeer = tokio::io::BufReader::new(stream);
+            serve_connection(stream, peer, shared, stop).await;
+        }
+        Ok(Err(e)) => {
+            telemetry::tls_refusal();
+            tracing::warn!(%peer, error = %e, "TLS handshake refused");
+        }
+        Err(_elapsed) => {
+            telemetry::tls_refusal();
+            tracing::warn!(%peer, "TLS handshake not finished in time");
+        }
+    }
+}
+
+async fn serve_connection<P: Peer>(
+    mut stream: P,
     peer: SocketAddr,
     shared: Arc<Shared>,
     mut stop: watch::Receiver<bool>,
 ) {
     let limits = shared.limits;
-    let mut probe = [0u8; 1];
     loop {
         // Between requests, and only there, shutdown closes the connection.
-        let ready = tokio::select! {
+        let started = tokio::select! {
             biased;
             _ = stop.wait_for(|stopped| *stopped) => return,
-            ready = stream.peek(&mut probe) => ready,
+            started = stream.frame_started() => started,
         };
-        match ready {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
+        if !started {
+            return;
         }
         // The frame has started: all of it must arrive by this deadline.
         let deadline = Instant::now() + limits.frame_read_timeout;
@@ -242,8 +279,8 @@ fn op_name(request: &Request) -> &'static str {
 }
 
 /// Serves one request; an `Err` means the connection must close.
-async fn serve_request(
-    stream: &mut TcpStream,
+async fn serve_request<P: Peer>(
+    stream: &mut P,
     shared: &Shared,
     incoming: Incoming<Request>,
     deadline: Instant,
@@ -287,8 +324,7 @@ async fn serve_request(
             length,
         } => match open_blocks.open_range(store, key, offset, length).await {
             Ok(range) => {
-                match send::send_range_to_socket(stream, request_id, key, range, read_settings)
-                    .await
+                match send::send_range_to_peer(stream, request_id, key, range, read_settings).await
                 {
                     Ok(()) => {
                         telemetry::request(op, "ok");
@@ -311,8 +347,8 @@ async fn serve_request(
 
 /// Reads and drops the payload of a refused request, so that the connection
 /// stays in sync and the client reads the refusal.
-async fn skip_payload(
-    stream: &mut TcpStream,
+async fn skip_payload<P: Peer>(
+    stream: &mut P,
     payload_len: u32,
     deadline: Instant,
 ) -> Result<(), Close> {
@@ -330,8 +366,8 @@ async fn skip_payload(
 }
 
 /// Sends the reply to a request that returns no data.
-async fn answer(
-    stream: &mut TcpStream,
+async fn answer<P: Peer>(
+    stream: &mut P,
     request_id: u64,
     op: &'static str,
     key: proto::BlockKey,

@@ -28,6 +28,9 @@ pub const PROTOCOL_ERRORS: &str = "tessera_datanode_protocol_errors_total";
 pub const TOKEN_REFUSALS: &str = "tessera_datanode_token_refusals_total";
 /// Short-circuit connections refused because the peer runs as another user.
 pub const LOCAL_PEERS_REFUSED: &str = "tessera_datanode_local_peers_refused_total";
+/// Connections refused in the TLS handshake: no certificate of the cluster
+/// CA, no TLS at all, or a handshake that did not finish in time.
+pub const TLS_REFUSALS: &str = "tessera_datanode_tls_refusals_total";
 /// Committed blocks, by datanode id.
 pub const BLOCKS: &str = "tessera_datanode_store_blocks";
 /// Bytes of committed block data, by datanode id.
@@ -64,6 +67,10 @@ pub(crate) fn request(op: &'static str, outcome: &'static str) {
 
 pub(crate) fn protocol_error() {
     metrics::counter!(PROTOCOL_ERRORS).increment(1);
+}
+
+pub(crate) fn tls_refusal() {
+    metrics::counter!(TLS_REFUSALS).increment(1);
 }
 
 pub(crate) fn token_refused(reason: &'static str) {

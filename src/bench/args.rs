@@ -114,6 +114,9 @@ pub struct TargetArgs {
     /// A gateway's credential for meta's RPC (--via client).
     #[command(flatten)]
     pub credential: crate::roles::CredentialArgs,
+    /// Mutual TLS to meta and the datanodes (--via client).
+    #[command(flatten)]
+    pub cluster_tls: crate::roles::ClusterTlsArgs,
 }
 
 /// S3 endpoint and credentials.

@@ -97,6 +97,7 @@ async fn open(args: &PreadArgs) -> Result<(Source, u64)> {
             let store = store_ops::connect(
                 &args.target.meta()?,
                 &args.target.credential,
+                &args.target.cluster_tls,
                 &args.target.storage,
             )?;
             let (bucket, key) = (&args.bucket, &args.key);

@@ -82,6 +82,7 @@ pub async fn run(args: PutArgs) -> Result<RunOutcome> {
             let store = store_ops::connect(
                 &args.target.meta()?,
                 &args.target.credential,
+                &args.target.cluster_tls,
                 &args.target.storage,
             )?;
             store_ops::ensure_bucket(&store, &bucket).await?;

@@ -61,16 +61,19 @@ pub fn md5_single_core_mb_per_s() -> f64 {
 }
 
 /// A client library handle on the cluster behind meta's RPC at `meta_addr`,
-/// acting as the gateway whose credential `credential` holds.
+/// acting as the gateway whose credential `credential` holds, over mutual
+/// TLS when `cluster_tls` names the files.
 pub fn connect(
     meta_addr: &str,
     credential: &crate::roles::CredentialArgs,
+    cluster_tls: &crate::roles::ClusterTlsArgs,
     storage: &StorageSettings,
 ) -> Result<StoreClient> {
     let credential =
         credential.credential("gateway", |p| matches!(p, meta_api::Principal::Gateway(_)))?;
-    let meta = meta_api::MetaClient::remote(meta_addr, &credential.to_string());
-    Ok(StoreClient::new(meta, storage.client_config()?))
+    let tls = cluster_tls.load()?;
+    let meta = meta_api::MetaClient::remote(meta_addr, &credential.to_string(), tls.clone());
+    Ok(StoreClient::new(meta, storage.client_config(tls)?))
 }
 
 /// Creates `bucket` for the root user unless it exists.

@@ -1,6 +1,6 @@
 //! `tessera datanode`: one datanode process talking to a remote meta.
 
-use super::{print_ready, DatanodeSettings, StorageSettings};
+use super::{print_ready, ClusterTlsArgs, DatanodeSettings, StorageSettings};
 use crate::ops;
 use crate::shutdown::Shutdown;
 use anyhow::{Context, Result};
@@ -8,6 +8,7 @@ use clap::Args;
 use meta_api::{MetaClient, Principal};
 use proto::DatanodeId;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Flags of `tessera datanode`.
 #[derive(Args, Debug)]
@@ -40,6 +41,9 @@ pub struct DatanodeArgs {
     /// Block store settings.
     #[command(flatten)]
     pub storage: StorageSettings,
+    /// Mutual TLS on the block port and to meta.
+    #[command(flatten)]
+    pub cluster_tls: ClusterTlsArgs,
 }
 
 /// Longest Unix socket path (`sun_path` holds 108 bytes with the final NUL).
@@ -89,6 +93,7 @@ pub async fn start(
     addresses: Addresses,
     settings: &DatanodeSettings,
     storage: &StorageSettings,
+    tls: Option<Arc<tls::ClusterTls>>,
     meta: MetaClient,
 ) -> Result<::datanode::RunningDatanode> {
     let Addresses {
@@ -114,6 +119,7 @@ pub async fn start(
         block_report_interval: settings.block_report_interval,
         upload_grace: settings.upload_grace,
         identity: Some(id),
+        tls,
     };
     ::datanode::start(config, meta)
         .await
@@ -127,7 +133,8 @@ pub async fn run(args: DatanodeArgs) -> Result<()> {
     let credential = args
         .credential
         .credential("datanode", |p| matches!(p, Principal::Datanode(_)))?;
-    let meta = MetaClient::remote(&args.meta, &credential.to_string());
+    let tls = args.cluster_tls.load()?;
+    let meta = MetaClient::remote(&args.meta, &credential.to_string(), tls.clone());
     let Principal::Datanode(id) = credential.principal else {
         unreachable!("checked to be a datanode's credential");
     };
@@ -143,6 +150,7 @@ pub async fn run(args: DatanodeArgs) -> Result<()> {
         addresses,
         &args.datanode,
         &args.storage,
+        tls,
         meta,
     )
     .await?;
@@ -182,8 +190,8 @@ mod tests {
         assert_eq!(chosen, Some(PathBuf::from("/run/dn.sock")));
         let off = storage(&["--no-short-circuit"]);
         assert_eq!(local_socket_path(dir, None, &off).unwrap(), None);
-        assert!(!off.client_config().unwrap().short_circuit);
-        assert!(on.client_config().unwrap().short_circuit);
+        assert!(!off.client_config(None).unwrap().short_circuit);
+        assert!(on.client_config(None).unwrap().short_circuit);
     }
 
     #[test]

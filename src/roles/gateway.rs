@@ -1,6 +1,6 @@
 //! `tessera gateway`: the S3 gateway as its own process.
 
-use super::{print_ready, serve_gateway, GatewaySettings, StorageSettings};
+use super::{print_ready, serve_gateway, ClusterTlsArgs, GatewaySettings, StorageSettings};
 use crate::ops;
 use crate::shutdown::Shutdown;
 use anyhow::Result;
@@ -28,6 +28,9 @@ pub struct GatewayArgs {
     /// Block store settings.
     #[command(flatten)]
     pub storage: StorageSettings,
+    /// Mutual TLS to meta and the datanodes.
+    #[command(flatten)]
+    pub cluster_tls: ClusterTlsArgs,
 }
 
 /// Runs the gateway until SIGTERM, then finishes in-flight requests.
@@ -37,9 +40,17 @@ pub async fn run(args: GatewayArgs) -> Result<()> {
     let credential = args
         .credential
         .credential("gateway", |p| matches!(p, Principal::Gateway(_)))?;
-    let meta = MetaClient::remote(&args.meta, &credential.to_string());
-    let (endpoint, task) =
-        serve_gateway(&args.listen, meta, &args.storage, &args.gateway, &shutdown).await?;
+    let tls = args.cluster_tls.load()?;
+    let meta = MetaClient::remote(&args.meta, &credential.to_string(), tls.clone());
+    let (endpoint, task) = serve_gateway(
+        &args.listen,
+        meta,
+        &args.storage,
+        &args.gateway,
+        tls,
+        &shutdown,
+    )
+    .await?;
     let ops_addr = ops::serve(&args.ops_listen, metrics, ops::always_healthy(), &shutdown).await?;
     print_ready(&[("s3", endpoint), ("ops", format!("http://{ops_addr}"))]);
     task.await?;

@@ -1,6 +1,6 @@
 //! `tessera meta`: the metadata service as its own process.
 
-use super::{open_meta, print_ready, serve_meta, MetaSettings};
+use super::{open_meta, print_ready, serve_meta, ClusterTlsArgs, MetaSettings};
 use crate::ops;
 use crate::shutdown::Shutdown;
 use anyhow::Result;
@@ -25,15 +25,19 @@ pub struct MetaArgs {
     /// Metadata service settings.
     #[command(flatten)]
     pub meta: MetaSettings,
+    /// Mutual TLS on the meta RPC.
+    #[command(flatten)]
+    pub cluster_tls: ClusterTlsArgs,
 }
 
 /// Runs meta until SIGTERM.
 pub async fn run(args: MetaArgs) -> Result<()> {
     let metrics = ops::install_recorder()?;
     let shutdown = Shutdown::on_signals();
+    let tls = args.cluster_tls.load()?;
     let service = open_meta(&args.data, &args.meta, args.block_size)?;
     let health = ops::meta_health(service.clone());
-    let (addr, rpc) = serve_meta(&args.listen, service, &shutdown).await?;
+    let (addr, rpc) = serve_meta(&args.listen, service, tls, &shutdown).await?;
     let ops_addr = ops::serve(&args.ops_listen, metrics, health, &shutdown).await?;
     print_ready(&[
         ("meta", addr.to_string()),

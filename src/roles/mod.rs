@@ -122,6 +122,43 @@ impl CredentialArgs {
     }
 }
 
+/// Mutual TLS on the cluster's internal links (meta RPC and datanode
+/// ports): the cluster CA and this process's certificate and key, as
+/// `tessera admin certs` writes them. All three or none; none speaks clear
+/// text, which suits processes on one trusted host only.
+#[derive(Args, Clone, Debug, Default)]
+pub struct ClusterTlsArgs {
+    /// The cluster CA's certificate (PEM): peers must prove a certificate it issued.
+    #[arg(long, env = "TESSERA_CLUSTER_CA")]
+    pub cluster_ca: Option<PathBuf>,
+    /// This process's certificate (PEM), issued by the cluster CA for the
+    /// hosts others dial it at.
+    #[arg(long, env = "TESSERA_CLUSTER_CERT")]
+    pub cluster_cert: Option<PathBuf>,
+    /// This process's private key (PEM, mode 0600).
+    #[arg(long, env = "TESSERA_CLUSTER_KEY")]
+    pub cluster_key: Option<PathBuf>,
+}
+
+impl ClusterTlsArgs {
+    /// The TLS settings of the internal links, `None` for clear text.
+    pub fn load(&self) -> Result<Option<Arc<tls::ClusterTls>>> {
+        let files = match (&self.cluster_ca, &self.cluster_cert, &self.cluster_key) {
+            (None, None, None) => return Ok(None),
+            (Some(ca), Some(cert), Some(key)) => tls::ClusterTlsFiles {
+                ca: ca.clone(),
+                cert: cert.clone(),
+                key: key.clone(),
+            },
+            _ => anyhow::bail!(
+                "mutual TLS needs all of --cluster-ca, --cluster-cert and --cluster-key"
+            ),
+        };
+        let tls = tls::ClusterTls::load(&files).context("loading the cluster TLS files")?;
+        Ok(Some(tls))
+    }
+}
+
 /// Settings of the block store shared by writers and datanodes.
 #[derive(Args, Clone, Debug)]
 pub struct StorageSettings {
@@ -159,8 +196,8 @@ pub struct StorageSettings {
 }
 
 impl StorageSettings {
-    /// The client settings these imply.
-    pub fn client_config(&self) -> Result<ClientConfig> {
+    /// The client settings these imply, with `tls` on datanode links.
+    pub fn client_config(&self, tls: Option<Arc<tls::ClusterTls>>) -> Result<ClientConfig> {
         Ok(ClientConfig {
             block_size: self.block_size,
             bytes_per_checksum: u32::try_from(self.bytes_per_checksum)
@@ -171,6 +208,7 @@ impl StorageSettings {
             contended_read_window: self.contended_read_window,
             contended_read_share: self.contended_read_share,
             read_deadline: self.read_deadline,
+            tls,
             ..ClientConfig::default()
         })
     }
@@ -293,6 +331,7 @@ pub fn open_meta(dir: &Path, settings: &MetaSettings, block_size: u64) -> Result
 pub async fn serve_meta(
     listen: &str,
     service: Arc<MetaService>,
+    tls: Option<Arc<tls::ClusterTls>>,
     shutdown: &Shutdown,
 ) -> Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
     let listener = tokio::net::TcpListener::bind(listen)
@@ -301,7 +340,7 @@ pub async fn serve_meta(
     let addr = listener.local_addr()?;
     let stop = shutdown.wait();
     let task = tokio::spawn(async move {
-        if let Err(e) = ::meta::serve(listener, service, stop).await {
+        if let Err(e) = ::meta::serve(listener, service, tls, stop).await {
             tracing::error!("meta RPC: {e}");
         }
     });
@@ -316,6 +355,7 @@ pub async fn serve_gateway(
     meta: MetaClient,
     storage: &StorageSettings,
     settings: &GatewaySettings,
+    cluster_tls: Option<Arc<tls::ClusterTls>>,
     shutdown: &Shutdown,
 ) -> Result<(String, tokio::task::JoinHandle<()>)> {
     let tls = match (&settings.tls_cert, &settings.tls_key) {
@@ -335,7 +375,7 @@ pub async fn serve_gateway(
         .with_context(|| format!("binding the S3 gateway on {listen}"))?;
     let addr = listener.local_addr()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
-    let store = StoreClient::new(meta.clone(), storage.client_config()?);
+    let store = StoreClient::new(meta.clone(), storage.client_config(cluster_tls)?);
     let app = ::gateway::router(
         meta,
         store,

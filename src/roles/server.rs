@@ -3,8 +3,8 @@
 //! folder; the meta RPC is served too so `tessera admin` works against it.
 
 use super::{
-    datanode, open_meta, print_ready, serve_gateway, serve_meta, DatanodeSettings, GatewaySettings,
-    MetaSettings, StorageSettings,
+    datanode, open_meta, print_ready, serve_gateway, serve_meta, ClusterTlsArgs, DatanodeSettings,
+    GatewaySettings, MetaSettings, StorageSettings,
 };
 use crate::ops;
 use crate::shutdown::Shutdown;
@@ -50,6 +50,10 @@ pub struct ServerArgs {
     /// Gateway settings.
     #[command(flatten)]
     pub gateway: GatewaySettings,
+    /// Mutual TLS on the meta RPC and datanode ports (and the server's own
+    /// links to them); clear text by default, for loopback.
+    #[command(flatten)]
+    pub cluster_tls: ClusterTlsArgs,
 }
 
 /// Waits until meta sees `count` healthy datanodes, so the first PUT gets the
@@ -76,9 +80,11 @@ pub async fn run(args: ServerArgs) -> Result<()> {
     let metrics = ops::install_recorder()?;
     let shutdown = Shutdown::on_signals();
     proto::durable::create_private_dir(&args.data)?;
+    let tls = args.cluster_tls.load()?;
     let service = open_meta(&args.data.join("meta"), &args.meta, args.storage.block_size)?;
     let meta = service.client(Principal::Gateway(SERVER_GATEWAY.into()));
-    let (meta_addr, meta_rpc) = serve_meta(&args.meta_listen, service.clone(), &shutdown).await?;
+    let (meta_addr, meta_rpc) =
+        serve_meta(&args.meta_listen, service.clone(), tls.clone(), &shutdown).await?;
     let mut nodes = Vec::with_capacity(args.datanodes);
     for i in 1..=args.datanodes {
         let dir = args.data.join(format!("datanode-{i}"));
@@ -92,13 +98,21 @@ pub async fn run(args: ServerArgs) -> Result<()> {
             local_socket,
         };
         let meta = service.client(Principal::Datanode(id.clone()));
+        let (settings, storage) = (&args.datanode, &args.storage);
         let node =
-            datanode::start(&dir, id, addresses, &args.datanode, &args.storage, meta).await?;
+            datanode::start(&dir, id, addresses, settings, storage, tls.clone(), meta).await?;
         nodes.push(node);
     }
     wait_for_datanodes(&service, args.datanodes).await;
-    let (endpoint, gateway) =
-        serve_gateway(&args.listen, meta, &args.storage, &args.gateway, &shutdown).await?;
+    let (endpoint, gateway) = serve_gateway(
+        &args.listen,
+        meta,
+        &args.storage,
+        &args.gateway,
+        tls,
+        &shutdown,
+    )
+    .await?;
     let health = ops::meta_health(service.clone());
     let ops_addr = ops::serve(&args.ops_listen, metrics, health, &shutdown).await?;
     eprintln!(

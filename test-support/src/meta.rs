@@ -82,10 +82,23 @@ impl RpcServer {
     /// Serves `service` on `bind` (an address a stopped server used, to test
     /// clients across a restart).
     pub async fn start_at(service: Arc<MetaService>, bind: &str) -> Self {
+        Self::start_with(service, bind, None).await
+    }
+
+    /// Serves `service` on a fresh port over mutual TLS with `tls`.
+    pub async fn start_tls(service: Arc<MetaService>, tls: Arc<tls::ClusterTls>) -> Self {
+        Self::start_with(service, "127.0.0.1:0", Some(tls)).await
+    }
+
+    async fn start_with(
+        service: Arc<MetaService>,
+        bind: &str,
+        tls: Option<Arc<tls::ClusterTls>>,
+    ) -> Self {
         let listener = tokio::net::TcpListener::bind(bind).await.unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(meta::serve(listener, service, async move {
+        let task = tokio::spawn(meta::serve(listener, service, tls, async move {
             let _ = stopped.await;
         }));
         Self { addr, stop, task }
@@ -128,7 +141,7 @@ impl MetaUnderTest {
             Transport::Local => (service.client(Principal::Admin), None),
             Transport::Remote => {
                 let server = RpcServer::start(service.clone()).await;
-                let meta = MetaClient::remote(&server.addr, service.admin_token());
+                let meta = MetaClient::remote(&server.addr, service.admin_token(), None);
                 (meta, Some(server))
             }
         };
@@ -178,7 +191,7 @@ impl MetaUnderTest {
                     Principal::Admin => self.service.admin_token().to_string(),
                     other => self.service.mint_credential(other).unwrap(),
                 };
-                MetaClient::remote(&server.addr, &secret)
+                MetaClient::remote(&server.addr, &secret, None)
             }
         }
     }

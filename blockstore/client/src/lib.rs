@@ -65,6 +65,9 @@ pub struct ClientConfig {
     /// Full stripes an EC writer queues ahead of its flush task; each stream
     /// holds at most this many stripe buffer sets plus two.
     pub stripe_queue: usize,
+    /// Mutual TLS with the cluster CA on every datanode connection; `None`
+    /// speaks clear text.
+    pub tls: Option<Arc<tls::ClusterTls>>,
 }
 
 impl Default for ClientConfig {
@@ -82,6 +85,7 @@ impl Default for ClientConfig {
             short_circuit: false,
             buffer_pool_bytes: buffer_pool::DEFAULT_BUFFER_POOL_BYTES,
             stripe_queue: buffer_pool::DEFAULT_STRIPE_QUEUE,
+            tls: None,
         }
     }
 }

@@ -26,9 +26,9 @@ impl MetaClient {
     }
 
     /// A client of the meta at `addr` (host:port) presenting `token` (see
-    /// [`RemoteMeta::new`]).
-    pub fn remote(addr: &str, token: &str) -> Self {
-        Self::new(Arc::new(RemoteMeta::new(addr, token)))
+    /// [`RemoteMeta::new`]), over mutual TLS when `tls` is set.
+    pub fn remote(addr: &str, token: &str, tls: Option<Arc<tls::ClusterTls>>) -> Self {
+        Self::new(Arc::new(RemoteMeta::new(addr, token).with_tls(tls)))
     }
 
     /// Sends `request` and waits for its answer.

@@ -1,6 +1,7 @@
 //! The client side of the meta RPC over TCP (framing in [`crate::frame`]):
-//! connects lazily, presents its token on each new connection, keeps a few
-//! idle connections, and reconnects when one broke.
+//! connects lazily (over mutual TLS when the cluster has a CA), presents its
+//! token on each new connection, keeps a few idle connections, and
+//! reconnects when one broke.
 
 use crate::error::MetaError;
 use crate::frame::{self, FrameError, Handshake, MAX_FRAME, MAX_HANDSHAKE_FRAME, RPC_VERSION};
@@ -9,9 +10,10 @@ use crate::requests::{AnyRequest, AnyResponse};
 use crate::transport::MetaTransport;
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
+use std::sync::Arc;
 use std::time::Duration;
+use tls::{ClusterTls, Link};
 use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
 
 /// How long a client waits to connect.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -24,7 +26,8 @@ const MAX_IDLE: usize = 16;
 pub struct RemoteMeta {
     addr: String,
     token: String,
-    idle: Mutex<Vec<TcpStream>>,
+    tls: Option<Arc<ClusterTls>>,
+    idle: Mutex<Vec<Link>>,
 }
 
 impl std::fmt::Debug for RemoteMeta {
@@ -45,8 +48,16 @@ impl RemoteMeta {
         RemoteMeta {
             addr: addr.to_string(),
             token: token.to_string(),
+            tls: None,
             idle: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The same client over mutual TLS with the cluster CA of `tls` (meta
+    /// must then present a certificate naming the host of its address).
+    pub fn with_tls(mut self, tls: Option<Arc<ClusterTls>>) -> RemoteMeta {
+        self.tls = tls;
+        self
     }
 
     /// The address this client talks to.
@@ -79,7 +90,7 @@ impl RemoteMeta {
     }
 
     /// Presents the token on a fresh connection; meta's refusal comes back as is.
-    async fn handshake(&self, stream: &mut TcpStream) -> Result<Principal, MetaError> {
+    async fn handshake(&self, stream: &mut Link) -> Result<Principal, MetaError> {
         let hello = Handshake {
             token: self.token.clone(),
             version: RPC_VERSION,
@@ -87,6 +98,7 @@ impl RemoteMeta {
         let frame = frame::encode_frame(&hello).map_err(|e| MetaError::Protocol(e.to_string()))?;
         let reply = tokio::time::timeout(REPLY_TIMEOUT, async {
             stream.write_all(&frame).await?;
+            stream.flush().await?;
             frame::read_frame(stream, MAX_HANDSHAKE_FRAME).await
         })
         .await
@@ -94,6 +106,13 @@ impl RemoteMeta {
         .and_then(|r| r);
         let reply: Result<Principal, MetaError> = match reply {
             Ok(payload) => frame::decode(&payload).map_err(|e| self.finish_error(e))?,
+            Err(FrameError::TooLarge(len, _)) if self.tls.is_none() && is_tls_alert(len) => {
+                return Err(MetaError::Transport(format!(
+                    "{}: meta answered with a TLS alert: it runs mutual TLS, so pass \
+                     --cluster-ca, --cluster-cert and --cluster-key",
+                    self.addr
+                )))
+            }
             Err(e) => return Err(self.finish_error(e)),
         };
         reply
@@ -118,15 +137,10 @@ impl RemoteMeta {
         }
     }
 
-    async fn dial(&self) -> Result<TcpStream, MetaError> {
-        let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&self.addr))
+    async fn dial(&self) -> Result<Link, MetaError> {
+        let mut stream = Link::dial(&self.addr, self.tls.as_deref(), CONNECT_TIMEOUT)
             .await
-            .map_err(|_| MetaError::Transport(format!("{}: connect timed out", self.addr)))?
             .map_err(|e| MetaError::Transport(format!("{}: {e}", self.addr)))?;
-        stream
-            .set_nodelay(true)
-            .map_err(|e| MetaError::Transport(format!("{}: {e}", self.addr)))?;
-        let mut stream = stream;
         self.handshake(&mut stream).await?;
         Ok(stream)
     }
@@ -135,11 +149,12 @@ impl RemoteMeta {
     /// pool only after a complete exchange.
     async fn exchange(
         &self,
-        mut stream: TcpStream,
+        mut stream: Link,
         frame: &[u8],
     ) -> Result<Result<AnyResponse, MetaError>, FrameError> {
         let reply = tokio::time::timeout(REPLY_TIMEOUT, async {
             stream.write_all(frame).await?;
+            stream.flush().await?;
             frame::read_frame(&mut stream, MAX_FRAME).await
         })
         .await
@@ -151,6 +166,13 @@ impl RemoteMeta {
         }
         Ok(reply)
     }
+}
+
+/// Whether a frame length is the first four bytes of a TLS alert record
+/// (content type 21, version 3.x), which is what a TLS server sends a
+/// clear-text client before it hangs up.
+fn is_tls_alert(frame_len: u64) -> bool {
+    frame_len >> 16 == 0x1503
 }
 
 impl MetaTransport for RemoteMeta {

@@ -1,6 +1,7 @@
 //! The meta RPC server over TCP (framing in [`meta_api::frame`]): each
-//! connection opens with a handshake whose secret sets the principal every
-//! request on it acts as, then carries one request at a time.
+//! connection opens with mutual TLS when the cluster has a CA, then with a
+//! handshake whose secret sets the principal every request on it acts as,
+//! then carries one request at a time.
 
 use crate::service::MetaService;
 use meta_api::frame::{self, FrameError, Handshake, MAX_FRAME, MAX_HANDSHAKE_FRAME, RPC_VERSION};
@@ -8,6 +9,7 @@ use meta_api::{AnyRequest, AnyResponse, MetaError, Principal};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
+use tls::{ClusterTls, Link};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -18,9 +20,12 @@ const FRAME_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Serves meta on `listener` until `shutdown` completes; then stops accepting,
 /// lets every connection finish the request it is serving, and returns.
+/// With `tls`, a connection is served only once its peer proved a
+/// certificate of the cluster CA.
 pub async fn serve(
     listener: TcpListener,
     service: Arc<MetaService>,
+    tls: Option<Arc<ClusterTls>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -34,7 +39,7 @@ pub async fn serve(
                     if let Err(e) = stream.set_nodelay(true) {
                         tracing::debug!(%peer, error = %e, "TCP_NODELAY refused");
                     }
-                    connections.spawn(serve_connection(stream, service.clone(), stop_rx.clone()));
+                    connections.spawn(serve_connection(stream, tls.clone(), service.clone(), stop_rx.clone()));
                 }
                 Err(e) => {
                     // Out of descriptors and the like: pause instead of spinning.
@@ -55,7 +60,7 @@ pub async fn serve(
 
 /// Reads the handshake and checks its secret; answers it either way. Returns
 /// the principal it proves when the connection may go on.
-async fn authenticate(stream: &mut TcpStream, service: &MetaService) -> Option<Principal> {
+async fn authenticate(stream: &mut Link, service: &MetaService) -> Option<Principal> {
     let read = tokio::time::timeout(
         FRAME_TIMEOUT,
         frame::read_frame(stream, MAX_HANDSHAKE_FRAME),
@@ -88,21 +93,41 @@ async fn authenticate(stream: &mut TcpStream, service: &MetaService) -> Option<P
     };
     let reply: Result<Principal, MetaError> = verdict.map_err(|reason| {
         metrics::counter!("tessera_meta_connections_refused_total").increment(1);
-        tracing::warn!(peer = ?stream.peer_addr().ok(), reason, "meta RPC connection refused");
+        tracing::warn!(peer = ?stream.tcp().peer_addr().ok(), reason, "meta RPC connection refused");
         MetaError::Unauthenticated(reason)
     });
     let frame = frame::encode_frame(&reply).ok()?;
-    stream.write_all(&frame).await.ok()?;
+    send(stream, &frame).await.ok()?;
     reply.ok()
+}
+
+/// Writes a whole frame and pushes it out (TLS keeps records until flushed).
+async fn send(stream: &mut Link, frame: &[u8]) -> std::io::Result<()> {
+    stream.write_all(frame).await?;
+    stream.flush().await
 }
 
 /// Serves requests on one connection until the peer closes it, it breaks, or
 /// shutdown is signalled between requests.
 async fn serve_connection(
-    mut stream: TcpStream,
+    tcp: TcpStream,
+    tls: Option<Arc<ClusterTls>>,
     service: Arc<MetaService>,
     mut stop: watch::Receiver<bool>,
 ) {
+    let peer = tcp.peer_addr().ok();
+    let accepted = tokio::select! {
+        accepted = Link::accept(tcp, tls.as_deref(), FRAME_TIMEOUT) => accepted,
+        _ = stop.wait_for(|stop| *stop) => return,
+    };
+    let mut stream = match accepted {
+        Ok(stream) => stream,
+        Err(e) => {
+            metrics::counter!("tessera_meta_connections_refused_total").increment(1);
+            tracing::warn!(?peer, error = %e, "meta RPC connection refused");
+            return;
+        }
+    };
     let principal = tokio::select! {
         principal = authenticate(&mut stream, &service) => principal,
         _ = stop.wait_for(|stop| *stop) => None,
@@ -125,7 +150,7 @@ async fn serve_connection(
             Ok(Err(e @ FrameError::TooLarge(..))) => {
                 let reply: Result<AnyResponse, MetaError> = Err(MetaError::Protocol(e.to_string()));
                 if let Ok(frame) = frame::encode_frame(&reply) {
-                    let _ = stream.write_all(&frame).await;
+                    let _ = send(&mut stream, &frame).await;
                 }
                 return;
             }
@@ -153,7 +178,7 @@ async fn serve_connection(
                 }
             }
         };
-        if stream.write_all(&frame).await.is_err() {
+        if send(&mut stream, &frame).await.is_err() {
             return;
         }
         if *stop.borrow() {

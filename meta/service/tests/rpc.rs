@@ -38,7 +38,7 @@ async fn unreachable_meta_is_a_transport_error() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     drop(listener);
-    let client = MetaClient::remote(&addr, "token");
+    let client = MetaClient::remote(&addr, "token", None);
     let err = client
         .call(GetBucket { name: "b".into() })
         .await
@@ -138,7 +138,7 @@ async fn the_handshake_secret_sets_the_principal() {
     let addr = meta.rpc_addr().unwrap();
     let service = &meta.service;
     let ask = |token: &str| {
-        let client = MetaClient::remote(addr, token);
+        let client = MetaClient::remote(addr, token, None);
         async move { client.call(ListBuckets { owner: None }).await }
     };
 
@@ -169,12 +169,12 @@ async fn the_handshake_secret_sets_the_principal() {
         (as_gateway, admin),
         (Principal::Gateway(TEST_GATEWAY.into()), Principal::Admin)
     );
-    let as_gateway = MetaClient::remote(addr, &gateway);
+    let as_gateway = MetaClient::remote(addr, &gateway, None);
     assert_eq!(
         as_gateway.call(ListUsers).await.unwrap_err(),
         MetaError::Unauthorized
     );
-    let as_admin = MetaClient::remote(addr, service.admin_token());
+    let as_admin = MetaClient::remote(addr, service.admin_token(), None);
     assert!(as_admin.call(ListUsers).await.is_ok());
 
     // A client that sends a request without any handshake gets a clear
@@ -335,7 +335,7 @@ async fn rotating_a_credential_refuses_the_older_ones() {
     let second = meta.call(mint(true)).await.unwrap();
     assert_ne!(second, first);
     let ask = |token: &str| {
-        let client = MetaClient::remote(addr, token);
+        let client = MetaClient::remote(addr, token, None);
         async move { client.call(ListBuckets { owner: None }).await }
     };
     let old = ask(&first).await.unwrap_err();
@@ -356,7 +356,7 @@ async fn rotating_a_credential_refuses_the_older_ones() {
     let addr = meta.rpc_addr().unwrap();
     assert_eq!(meta.call(mint(false)).await.unwrap(), second);
     for (secret, accepted) in [(&first, false), (&second, true), (&other, true)] {
-        let client = MetaClient::remote(addr, secret);
+        let client = MetaClient::remote(addr, secret, None);
         let answer = client.call(ListBuckets { owner: None }).await;
         assert_eq!(answer.is_ok(), accepted, "{answer:?}");
     }
@@ -369,4 +369,45 @@ async fn rotating_a_credential_refuses_the_older_ones() {
         .await
         .unwrap_err();
     assert!(matches!(admin, MetaError::InvalidRequest(_)), "{admin:?}");
+}
+
+#[tokio::test]
+async fn over_mutual_tls_only_members_of_the_cluster_get_to_the_handshake() {
+    use test_support::certs::TestCa;
+    let meta = MetaUnderTest::open(Transport::Local).await;
+    let ca = TestCa::new();
+    let server = RpcServer::start_tls(meta.service.clone(), ca.tls("meta")).await;
+    let credential = gateway_credential(&meta);
+    let list = || ListBuckets { owner: None };
+
+    let member = MetaClient::remote(server.addr(), &credential, Some(ca.tls("gateway")));
+    member.call(list()).await.unwrap();
+    // Its credential still decides what it may do: a gateway is no admin.
+    let refused = member.call(GetClusterStatus).await.unwrap_err();
+    assert!(matches!(refused, MetaError::Unauthorized), "{refused:?}");
+
+    let stranger_ca = TestCa::new();
+    let strangers = [
+        ("clear text", None),
+        ("another CA", Some(stranger_ca.tls("gateway"))),
+    ];
+    for (who, tls) in strangers {
+        // Even with a valid credential.
+        let client = MetaClient::remote(server.addr(), &credential, tls);
+        let err = client.call(list()).await.unwrap_err();
+        assert!(matches!(err, MetaError::Transport(_)), "{who}: {err:?}");
+        if who == "clear text" {
+            assert!(err.to_string().contains("--cluster-ca"), "{err}");
+        }
+    }
+    // A meta of another CA is not trusted by a member either.
+    let impostor = RpcServer::start_tls(meta.service.clone(), stranger_ca.tls("meta")).await;
+    let fooled = MetaClient::remote(impostor.addr(), &credential, Some(ca.tls("gateway")));
+    let err = fooled.call(list()).await.unwrap_err();
+    assert!(
+        matches!(&err, MetaError::Transport(m) if m.contains("invalid peer certificate")),
+        "{err:?}"
+    );
+    impostor.stop().await;
+    server.stop().await;
 }

@@ -1,6 +1,7 @@
 //! Pooled connections to datanodes and the block requests over them.
 //!
-//! Each datanode address keeps a few idle TCP connections. A request takes
+//! Each datanode address keeps a few idle connections (TCP, or mutual TLS
+//! over it when the cluster has a CA). A request takes
 //! one out (the pool's lock is held only for the pop and the push, never
 //! across I/O), does one request/reply exchange and puts it back. A
 //! connection that saw any error is dropped instead.
@@ -22,7 +23,7 @@ use short_circuit::{ShortCircuit, ShortCircuitStats};
 use std::collections::HashMap;
 use std::io::ErrorKind;
 use std::sync::atomic::{AtomicU64, Ordering};
-use tokio::net::TcpStream;
+use tls::link::{DialError, Link};
 
 /// Idle connections kept per datanode; more are closed when returned.
 const MAX_IDLE_PER_DATANODE: usize = 16;
@@ -41,7 +42,7 @@ const INLINE_CHECKSUM_LIMIT: usize = 4 * 1024 * 1024;
 /// Connections to datanodes, reused across streams; shared by a whole process.
 pub struct DatanodePool {
     config: ClientConfig,
-    idle: Mutex<HashMap<String, Vec<TcpStream>>>,
+    idle: Mutex<HashMap<String, Vec<Link>>>,
     next_request_id: AtomicU64,
     /// Local reads of same-host datanodes, when `config.short_circuit`.
     short_circuit: Option<ShortCircuit>,
@@ -368,11 +369,11 @@ impl DatanodePool {
         }
     }
 
-    fn take_idle(&self, addr: &str) -> Option<TcpStream> {
+    fn take_idle(&self, addr: &str) -> Option<Link> {
         self.idle.lock().get_mut(addr).and_then(Vec::pop)
     }
 
-    fn put_idle(&self, addr: &str, stream: TcpStream) {
+    fn put_idle(&self, addr: &str, stream: Link) {
         let mut idle = self.idle.lock();
         let conns = idle.entry(addr.to_string()).or_default();
         if conns.len() < MAX_IDLE_PER_DATANODE {
@@ -380,21 +381,19 @@ impl DatanodePool {
         }
     }
 
-    async fn connect(&self, addr: &str) -> Result<TcpStream, ClientError> {
-        let stream = tokio::time::timeout(self.config.connect_timeout, TcpStream::connect(addr))
+    async fn connect(&self, addr: &str) -> Result<Link, ClientError> {
+        let tls = self.config.tls.as_deref();
+        Link::dial(addr, tls, self.config.connect_timeout)
             .await
-            .map_err(|_| ClientError::Timeout {
-                addr: addr.to_string(),
-            })?
-            .map_err(|e| ClientError::Io {
-                addr: addr.to_string(),
-                message: format!("connect: {e}"),
-            })?;
-        stream.set_nodelay(true).map_err(|e| ClientError::Io {
-            addr: addr.to_string(),
-            message: format!("set TCP_NODELAY: {e}"),
-        })?;
-        Ok(stream)
+            .map_err(|e| match e {
+                DialError::TimedOut => ClientError::Timeout {
+                    addr: addr.to_string(),
+                },
+                e => ClientError::Io {
+                    addr: addr.to_string(),
+                    message: e.to_string(),
+                },
+            })
     }
 }
 
@@ -413,7 +412,7 @@ struct ReadSink<'a> {
 /// Sends `request` and reads its reply; a read reply is checked against
 /// `sink` before any of its data is read, then its data goes to `sink`.
 async fn exchange(
-    stream: &mut TcpStream,
+    stream: &mut Link,
     request_id: u64,
     request: &Request,
     token: Option<&BlockToken>,
