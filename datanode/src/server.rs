@@ -173,8 +173,9 @@ enum Close {
     Stalled,
 }
 
-/// Serves a new connection: as is, or once its peer proved a certificate
-/// of the cluster CA (within the frame read timeout) when `tls` is set.
+/// Serves a new connection: as is when it comes from this host, or once its
+/// peer proved a certificate of the cluster CA (within the frame read
+/// timeout) when `tls` is set.
 async fn open_connection(
     tcp: TcpStream,
     peer: SocketAddr,
@@ -183,7 +184,13 @@ async fn open_connection(
     mut stop: watch::Receiver<bool>,
 ) {
     let Some(tls) = tls else {
-        return serve_connection(tcp, peer, shared, stop).await;
+        if tls::link::clear_text_allowed(&peer) {
+            return serve_connection(tcp, peer, shared, stop).await;
+        }
+        // Block tokens and data would cross the network readable.
+        telemetry::tls_refusal();
+        tracing::warn!(%peer, "clear-text connection from another host refused: links off this host need mutual TLS (--cluster-ca, --cluster-cert, --cluster-key)");
+        return;
     };
     let handshake = tokio::time::timeout(shared.limits.frame_read_timeout, tls.accept(tcp));
     let accepted = tokio::select! {

@@ -28,8 +28,9 @@ pub const PROTOCOL_ERRORS: &str = "tessera_datanode_protocol_errors_total";
 pub const TOKEN_REFUSALS: &str = "tessera_datanode_token_refusals_total";
 /// Short-circuit connections refused because the peer runs as another user.
 pub const LOCAL_PEERS_REFUSED: &str = "tessera_datanode_local_peers_refused_total";
-/// Connections refused in the TLS handshake: no certificate of the cluster
-/// CA, no TLS at all, or a handshake that did not finish in time.
+/// Connections refused for want of mutual TLS: no certificate of the cluster
+/// CA, no TLS at all, a handshake that did not finish in time, or clear text
+/// from another host.
 pub const TLS_REFUSALS: &str = "tessera_datanode_tls_refusals_total";
 /// Committed blocks, by datanode id.
 pub const BLOCKS: &str = "tessera_datanode_store_blocks";

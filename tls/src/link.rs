@@ -1,9 +1,15 @@
 //! A connection between two cluster processes: plain TCP, or TLS over it
 //! when the cluster runs mutual TLS. Both read and write the same way, so
 //! the meta RPC and the block protocol run over either unchanged.
+//!
+//! Credentials, S3 secrets, token keys and block tokens travel on these
+//! links, so clear text is spoken only within one host: a clear-text link
+//! whose other end is not a loopback address is refused on both ends
+//! ([`clear_text_allowed`]).
 
 use crate::cluster::ClusterTls;
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -33,6 +39,29 @@ pub enum DialError {
     /// does not name the host dialled, or a peer that speaks no TLS.
     #[error("TLS handshake: {0}")]
     Handshake(io::Error),
+    /// Clear text with a peer on another host: its secrets would cross the
+    /// network readable.
+    #[error(
+        "{0} is not on this host, and links off this host must run mutual TLS \
+         (--cluster-ca, --cluster-cert, --cluster-key)"
+    )]
+    ClearTextOffHost(SocketAddr),
+}
+
+/// Whether a clear-text link with `peer` is allowed: only when it is on this
+/// host (a loopback address, IPv4-mapped ones included).
+pub fn clear_text_allowed(peer: &SocketAddr) -> bool {
+    peer.ip().to_canonical().is_loopback()
+}
+
+/// `Ok` when `tcp` may carry clear text (see [`clear_text_allowed`]).
+fn check_clear_text(tcp: &TcpStream) -> Result<(), DialError> {
+    let peer = tcp.peer_addr().map_err(DialError::Connect)?;
+    if clear_text_allowed(&peer) {
+        Ok(())
+    } else {
+        Err(DialError::ClearTextOffHost(peer))
+    }
 }
 
 impl Link {
@@ -48,7 +77,10 @@ impl Link {
             let tcp = TcpStream::connect(addr).await.map_err(DialError::Connect)?;
             tcp.set_nodelay(true).map_err(DialError::Connect)?;
             match tls {
-                None => Ok(Link::Plain(tcp)),
+                None => {
+                    check_clear_text(&tcp)?;
+                    Ok(Link::Plain(tcp))
+                }
                 Some(tls) => {
                     let stream = tls.connect(tcp, addr).await.map_err(DialError::Handshake)?;
                     Ok(Link::Tls(Box::new(stream.into())))
@@ -60,14 +92,15 @@ impl Link {
             .map_err(|_| DialError::TimedOut)?
     }
 
-    /// Accepts an incoming connection: as is, or after the TLS handshake
-    /// (bounded by `timeout`) when `tls` is set.
+    /// Accepts an incoming connection: as is when it comes from this host,
+    /// or after the TLS handshake (bounded by `timeout`) when `tls` is set.
     pub async fn accept(
         tcp: TcpStream,
         tls: Option<&ClusterTls>,
         timeout: Duration,
     ) -> Result<Link, DialError> {
         let Some(tls) = tls else {
+            check_clear_text(&tcp)?;
             return Ok(Link::Plain(tcp));
         };
         let stream = tokio::time::timeout(timeout, tls.accept(tcp))

@@ -16,7 +16,15 @@ const TIMEOUT: Duration = Duration::from_secs(5);
 /// A server accepting one connection: it echoes the first 5 bytes, and
 /// returns how the accept went.
 async fn echo_once(tls: Option<Arc<ClusterTls>>) -> (String, JoinHandle<Result<(), String>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    echo_once_at("127.0.0.1", tls).await
+}
+
+/// [`echo_once`] listening on `ip`.
+async fn echo_once_at(
+    ip: &str,
+    tls: Option<Arc<ClusterTls>>,
+) -> (String, JoinHandle<Result<(), String>>) {
+    let listener = TcpListener::bind((ip, 0)).await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let task = tokio::spawn(async move {
         let (tcp, _) = listener.accept().await.unwrap();
@@ -133,4 +141,73 @@ async fn a_client_without_a_certificate_is_refused() {
     assert!(exchange.await.is_err());
     let refused = server.await.unwrap().unwrap_err();
     assert!(refused.contains("TLS handshake"), "{refused}");
+}
+
+/// This host's address on its default route: not a loopback one.
+fn address_off_loopback() -> std::net::IpAddr {
+    let probe = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    // No packet is sent: connecting a UDP socket only picks its route.
+    probe
+        .connect("198.51.100.1:9")
+        .expect("this test needs an interface besides loopback");
+    let ip = probe.local_addr().unwrap().ip();
+    assert!(!ip.is_loopback(), "{ip}");
+    ip
+}
+
+#[tokio::test]
+async fn clear_text_stays_on_loopback_and_tls_goes_anywhere() {
+    let ip = address_off_loopback();
+    let listener = TcpListener::bind((ip, 0)).await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    // Both ends refuse: the dialler before it sends a byte, the server for
+    // dialers that would.
+    let err = Link::dial(&addr, None, TIMEOUT).await.unwrap_err();
+    assert!(matches!(err, DialError::ClearTextOffHost(_)), "{err}");
+    assert!(err.to_string().contains("--cluster-ca"), "{err}");
+    let (tcp, _) = listener.accept().await.unwrap();
+    drop(tcp);
+    let raw = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let (tcp, _) = listener.accept().await.unwrap();
+    let refused = Link::accept(tcp, None, TIMEOUT).await.unwrap_err();
+    assert!(
+        matches!(refused, DialError::ClearTextOffHost(_)),
+        "{refused}"
+    );
+    drop(raw);
+
+    let ca = TestCa::new();
+    let ip = ip.to_string();
+    let server_tls = ClusterTls::load(&ca.files_for("meta", &[ip.as_str()])).unwrap();
+    let (tls_addr, server) = echo_once_at(&ip, Some(server_tls)).await;
+    assert_eq!(
+        hello(&tls_addr, Some(&ca.tls("gateway"))).await.unwrap(),
+        b"hello"
+    );
+    server.await.unwrap().unwrap();
+}
+
+#[test]
+fn loopback_is_loopback_in_every_spelling() {
+    use tls::link::clear_text_allowed;
+    for on_host in [
+        "127.0.0.1:1",
+        "127.9.9.9:1",
+        "[::1]:1",
+        "[::ffff:127.0.0.1]:1",
+    ] {
+        assert!(clear_text_allowed(&on_host.parse().unwrap()), "{on_host}");
+    }
+    for off_host in [
+        "10.0.0.1:1",
+        "192.0.2.2:1",
+        "[::ffff:10.0.0.1]:1",
+        "[2001:db8::1]:1",
+        "0.0.0.0:1",
+    ] {
+        assert!(
+            !clear_text_allowed(&off_host.parse().unwrap()),
+            "{off_host}"
+        );
+    }
 }

@@ -554,6 +554,27 @@ mod tests {
         assert_eq!(value, None);
     }
 
+    /// A signed body without -TRAILER takes no trailer lines, not even a
+    /// lone trailer signature.
+    #[test]
+    fn signed_bodies_without_trailer_take_no_trailer_lines() {
+        let body = aws_streaming_body();
+        assert!(body.ends_with(b"\r\n\r\n"));
+        let cut = body.len() - 2;
+        for extra in [
+            "x-amz-trailer-signature:abc\r\n",
+            "x-amz-checksum-crc32:AAAAAA==\r\n",
+        ] {
+            let with_trailer = [&body[..cut], extra.as_bytes(), b"\r\n"].concat();
+            let (_, error, _) =
+                decode(&with_trailer, 4096, signed(AWS_STREAMING_SEED, false), None);
+            assert!(
+                matches!(&error, Some(BodyError::MalformedChunk(m)) if m.contains("without a -TRAILER")),
+                "{extra}: {error:?}"
+            );
+        }
+    }
+
     /// One flipped byte in the second chunk: the first chunk is yielded, nothing of the second.
     #[test]
     fn tampered_chunk_data() {
@@ -603,6 +624,86 @@ mod tests {
         assert_eq!(items.concat(), b"hello world");
         assert!(items.len() > 2, "data is yielded frame by frame");
         assert_eq!(value.as_deref(), Some("DUoRhQ=="));
+    }
+
+    /// Header lines up to [`MAX_LINE`] bytes before their CRLF pass, longer
+    /// ones are refused, whether they arrive at once or in pieces.
+    #[test]
+    fn line_length_bound_is_exact() {
+        let body = |line_len: usize| {
+            let mut line = b"5;".to_vec();
+            line.resize(line_len, b'x');
+            [&line[..], b"\r\nhello\r\n0\r\n\r\n"].concat()
+        };
+        for frame in [usize::MAX, 7] {
+            let (items, error, _) = decode(&body(MAX_LINE), frame, Framing::UnsignedTrailer, None);
+            assert!(error.is_none(), "{error:?}");
+            assert_eq!(items.concat(), b"hello");
+            let (_, error, _) = decode(&body(MAX_LINE + 1), frame, Framing::UnsignedTrailer, None);
+            assert!(
+                matches!(&error, Some(BodyError::MalformedChunk(m)) if m.contains("too long")),
+                "{error:?}"
+            );
+        }
+    }
+
+    /// A chunk size of up to 16 hex digits is read; 17 are refused even when
+    /// their value is small.
+    #[test]
+    fn chunk_size_digits_are_bounded() {
+        let (items, error, _) = decode(
+            b"0000000000000005\r\nhello\r\n0\r\n\r\n",
+            64,
+            Framing::UnsignedTrailer,
+            None,
+        );
+        assert!(error.is_none(), "{error:?}");
+        assert_eq!(items.concat(), b"hello");
+        let (items, error, _) = decode(
+            b"00000000000000005\r\nhello\r\n0\r\n\r\n",
+            64,
+            Framing::UnsignedTrailer,
+            None,
+        );
+        assert!(items.is_empty());
+        assert!(
+            matches!(error, Some(BodyError::MalformedChunk(_))),
+            "{error:?}"
+        );
+    }
+
+    /// A signed chunk of exactly 16 MiB is announced without refusal (the
+    /// body then ends short of its data); one byte more is refused at once.
+    #[test]
+    fn signed_chunk_bound_is_exact() {
+        let header = |size: u64| format!("{size:x};chunk-signature={}\r\n", "0".repeat(64));
+        let framing = || signed(AWS_STREAMING_SEED, false);
+        let (_, error, _) = decode(header(MAX_SIGNED_CHUNK).as_bytes(), 64, framing(), None);
+        assert!(
+            matches!(error, Some(BodyError::IncompleteBody)),
+            "{error:?}"
+        );
+        let (_, error, _) = decode(header(MAX_SIGNED_CHUNK + 1).as_bytes(), 64, framing(), None);
+        assert!(
+            matches!(error, Some(BodyError::MalformedChunk(_))),
+            "{error:?}"
+        );
+    }
+
+    /// A body cut inside a trailer line is incomplete, not a body without
+    /// trailers.
+    #[test]
+    fn a_body_cut_mid_trailer_is_incomplete() {
+        let body = b"5\r\nhello\r\n0\r\nx-amz-checksum-crc32:DUoR";
+        let (_, error, _) = decode(body, 8, Framing::UnsignedTrailer, None);
+        assert!(
+            matches!(error, Some(BodyError::IncompleteBody)),
+            "{error:?}"
+        );
+        // Cut after the final chunk's line, before any trailer: complete.
+        let (items, error, _) = decode(b"5\r\nhello\r\n0\r\n", 8, Framing::UnsignedTrailer, None);
+        assert!(error.is_none(), "{error:?}");
+        assert_eq!(items.concat(), b"hello");
     }
 
     #[test]

@@ -59,11 +59,6 @@ impl ContentSha256 {
         )
     }
 
-    /// Whether each aws-chunked chunk carries a signature chained from the request's.
-    pub fn is_signed_streaming(self) -> bool {
-        matches!(self, Self::StreamingSigned | Self::StreamingSignedTrailer)
-    }
-
     /// Whether the aws-chunked body ends with trailing headers.
     pub fn has_trailer(self) -> bool {
         matches!(
@@ -98,7 +93,7 @@ mod tests {
         let unsigned = ContentSha256::parse("STREAMING-UNSIGNED-PAYLOAD-TRAILER").ok();
         assert_eq!(unsigned, Some(ContentSha256::StreamingUnsignedTrailer));
         assert!(unsigned.is_some_and(|p| p.is_aws_chunked() && p.has_trailer()));
-        assert!(signed.is_some_and(|p| p.is_signed_streaming() && !p.has_trailer()));
+        assert!(signed.is_some_and(|p| p.is_aws_chunked() && !p.has_trailer()));
         for bad in [
             "",
             "unsigned-payload",

@@ -334,6 +334,15 @@ mod tests {
     }
 
     #[test]
+    fn a_condition_object_names_one_field() {
+        let json = r#"{"expiration": "2030-01-01T00:00:00Z", "conditions": [
+            {"bucket": "b", "key": "k"}]}"#;
+        assert!(PostPolicy::decode(&encode(json)).is_err());
+        let json = r#"{"expiration": "2030-01-01T00:00:00Z", "conditions": [{}]}"#;
+        assert!(PostPolicy::decode(&encode(json)).is_err());
+    }
+
+    #[test]
     fn conditions_expiry_and_extra_fields() {
         let json = r#"{"expiration": "2030-01-01T00:00:00Z", "conditions": [
             {"bucket": "b"}, ["starts-with", "$key", "up/"], ["content-length-range", 1, 10],
