@@ -230,6 +230,49 @@ mod tests {
     }
 
     #[test]
+    fn bounds_are_exact() {
+        let decodes = Cell::new(0);
+        // Entries of 100 bytes (a 4-byte key, 96 stored) in 1,600: a record
+        // of exactly a sixteenth is kept, and sixteen fill the bound exactly.
+        let cache = DecodedCache::new(1600);
+        for i in 0..16u32 {
+            cache
+                .get_or_decode(
+                    &i.to_be_bytes(),
+                    &[b'x'; 96],
+                    0,
+                    0,
+                    decode_counting(&decodes),
+                )
+                .unwrap();
+        }
+        assert_eq!(cache.len(), 16);
+        assert_eq!(cache.entries.lock().bytes, 1600);
+        // Overwriting a key replaces its bytes in the count, whatever their size.
+        for size in [10, 96, 50] {
+            cache
+                .get_or_decode(
+                    &0u32.to_be_bytes(),
+                    &vec![b'y'; size],
+                    0,
+                    0,
+                    decode_counting(&decodes),
+                )
+                .unwrap();
+        }
+        assert_eq!(cache.entries.lock().bytes, 1500 + 4 + 50);
+        assert_eq!(cache.len(), 16);
+        // However small the records, no more than MAX_ENTRIES are kept.
+        let cache = DecodedCache::new(1 << 30);
+        for i in 0..MAX_ENTRIES as u32 + 10 {
+            cache
+                .get_or_decode(&i.to_be_bytes(), b"v", 0, 0, |_| Ok(()))
+                .unwrap();
+        }
+        assert_eq!(cache.len(), MAX_ENTRIES);
+    }
+
+    #[test]
     fn decode_errors_are_not_kept() {
         let cache: DecodedCache<String> = DecodedCache::new(1 << 20);
         let failed = cache.get_or_decode(b"k", b"bad", 0, 0, |_| {
