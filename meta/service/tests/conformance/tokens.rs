@@ -120,6 +120,20 @@ async fn writers_get_write_tokens_and_readers_read_tokens(transport: Transport) 
         check_all(&keys, group, &read, Modes::DELETE, at),
         Err(TokenError::WrongMode(Modes::DELETE))
     );
+    // The record stays cached while unchanged, but a lookup in a later
+    // token period gets a token of its own time.
+    let later = at + 20 * MINUTE;
+    meta.clock.set(later);
+    let again = meta
+        .call(GetObject {
+            bucket: "tokens".into(),
+            key: "k".into(),
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    let fresh = again.groups[0].token.expect("lookups sign a token");
+    assert!(fresh.expires >= ms(later + 22 * MINUTE), "{fresh:?}");
     // A meta restart keeps the keys: tokens handed out before stay good.
     let meta = meta.reopen().await;
     assert_eq!(keys_at(&meta, at).await, keys);
