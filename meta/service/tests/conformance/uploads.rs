@@ -325,6 +325,70 @@ async fn complete_checks_the_named_part_checksums(transport: Transport) {
     assert!(matches!(&done, Ok(r) if r.size == 10), "{done:?}");
 }
 
+/// Upload ids of 1 to 256 bytes are taken; an empty or longer one is not.
+async fn upload_ids_are_1_to_256_bytes(transport: Transport) {
+    let meta = MetaUnderTest::open(transport).await;
+    meta.create_bucket("bk1", "root").await;
+    let create = |upload_id: String| CreateUpload {
+        record: UploadRecord {
+            upload_id,
+            bucket: "bk1".into(),
+            key: "k".into(),
+            owner: "root".into(),
+            created: T0,
+            content_type: None,
+            headers: BTreeMap::new(),
+            user_metadata: BTreeMap::new(),
+            replication: ReplicationConfig::REPLICATED_1,
+            attributes: Default::default(),
+        },
+    };
+    meta.call(create("u".into())).await.unwrap();
+    meta.call(create("x".repeat(256))).await.unwrap();
+    for bad in [String::new(), "y".repeat(257)] {
+        let refused = meta.call(create(bad.clone())).await;
+        assert!(
+            matches!(refused, Err(MetaError::InvalidRequest(_))),
+            "{} bytes: {refused:?}",
+            bad.len()
+        );
+    }
+}
+
+/// The whole-object checksum of an upload's attributes (what a single PUT
+/// would carry) is not the completed object's: a multipart object has only
+/// its parts' checksums.
+async fn a_completed_object_has_no_whole_object_checksum(transport: Transport) {
+    let meta = MetaUnderTest::open(transport).await;
+    meta.register(3).await;
+    meta.create_bucket("bk1", "root").await;
+    let attributes = ObjectAttributes {
+        checksum: Some(StoredChecksum {
+            algorithm: "CRC32".into(),
+            value: "AAAAAQ==".into(),
+        }),
+        checksum_algorithm: Some("CRC32".into()),
+        ..Default::default()
+    };
+    let record = UploadRecord {
+        upload_id: UPLOAD.into(),
+        bucket: "bk1".into(),
+        key: "big/file".into(),
+        owner: "root".into(),
+        created: T0,
+        content_type: None,
+        headers: BTreeMap::new(),
+        user_metadata: BTreeMap::new(),
+        replication: ReplicationConfig::REPLICATED_1,
+        attributes,
+    };
+    meta.call(CreateUpload { record }).await.unwrap();
+    let e1 = put_part(&meta, 1, 10, "one", 31).await;
+    let done = meta.call(complete_request(&[(1, &e1)])).await.unwrap();
+    assert_eq!(done.attributes.checksum, None);
+    assert_eq!(done.attributes.checksum_algorithm.as_deref(), Some("CRC32"));
+}
+
 test_support::conformance!(
     complete_splices_parts_into_one_object,
     complete_checks_the_named_parts,
@@ -332,4 +396,6 @@ test_support::conformance!(
     a_reuploaded_part_replaces_the_old_one,
     abort_frees_every_part,
     uploads_and_parts_are_listed,
+    upload_ids_are_1_to_256_bytes,
+    a_completed_object_has_no_whole_object_checksum,
 );
