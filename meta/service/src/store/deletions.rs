@@ -332,6 +332,30 @@ mod tests {
     }
 
     #[test]
+    fn queued_block_files_are_counted_except_those_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = opened(&dir.path().join("m.redb"));
+        let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+        let handle = recorder.handle();
+        let keep = HashSet::from([BlockId(6)]);
+        let counts = metrics::with_local_recorder(&recorder, || {
+            store.write(|txn| {
+                let mut q = DeletionQueue::open(txn)?;
+                let three =
+                    q.queue_groups(&[group(5, "a"), group(6, "b"), group(7, "b")], &keep, 1)?;
+                let none = q.queue_groups(&[group(6, "a")], &keep, 1)?;
+                Ok((three, none))
+            })
+        });
+        assert_eq!(counts, Ok((2, 0)));
+        let metrics = handle.render();
+        assert!(
+            metrics.contains("tessera_meta_blocks_queued_for_deletion_total 2"),
+            "{metrics}"
+        );
+    }
+
+    #[test]
     fn legacy_queue_is_moved_and_due_at_once() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("m.redb");
