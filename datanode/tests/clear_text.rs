@@ -6,18 +6,9 @@
 use datanode::access::TokenGate;
 use datanode::{server, BlockStore};
 use proto::wire::{self, ProtocolError, Request};
+use test_support::certs::address_off_loopback;
 use test_support::node::{key, token, token_key, BPC};
 use tokio::net::{TcpListener, TcpStream};
-
-/// This host's address on its default route: not a loopback one.
-fn address_off_loopback() -> std::net::IpAddr {
-    let probe = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
-    // No packet is sent: connecting a UDP socket only picks its route.
-    probe
-        .connect("198.51.100.1:9")
-        .expect("this test needs an interface besides loopback");
-    probe.local_addr().unwrap().ip()
-}
 
 /// Sends a read of a missing block; the reply, or why none came.
 async fn read_missing(addr: String) -> Result<wire::Incoming<wire::Reply>, ProtocolError> {

@@ -13,7 +13,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tls::certs::Authority;
 
-const DAY: Duration = Duration::from_secs(86_400);
+/// `n` days, or an error naming `flag` when that is beyond any date.
+fn days(n: u64, flag: &str) -> Result<Duration> {
+    n.checked_mul(86_400)
+        .map(Duration::from_secs)
+        .with_context(|| format!("{flag} {n} is too many days"))
+}
 
 /// Flags of `tessera admin certs`.
 #[derive(Args, Debug)]
@@ -97,7 +102,9 @@ pub fn run(args: &CertsArgs) -> Result<Value> {
         .collect::<Result<Vec<_>>>()?;
     proto::durable::create_private_dir(&args.dir)
         .with_context(|| format!("creating {}", args.dir.display()))?;
-    let (ca, ca_created) = authority(&args.dir, DAY * args.ca_days as u32)?;
+    let (node_validity, ca_validity) =
+        (days(args.days, "--days")?, days(args.ca_days, "--ca-days")?);
+    let (ca, ca_created) = authority(&args.dir, ca_validity)?;
     let mut written = Vec::new();
     for node in &nodes {
         let (cert, key) = match &args.node_dir {
@@ -117,7 +124,7 @@ pub fn run(args: &CertsArgs) -> Result<Value> {
             continue;
         }
         let issued = ca
-            .issue(&node.name, &node.hosts, DAY * args.days as u32)
+            .issue(&node.name, &node.hosts, node_validity)
             .with_context(|| format!("issuing {}'s certificate", node.name))?;
         write_new_file(&key, issued.key_pem.as_bytes(), 0o600)?;
         write_new_file(&cert, issued.cert_pem.as_bytes(), 0o644)?;
@@ -174,6 +181,22 @@ mod tests {
                 .mode();
             assert_eq!(mode & 0o777, 0o600, "{key}");
         }
+    }
+
+    #[test]
+    fn days_beyond_any_date_are_refused_not_wrapped() {
+        let dir = tempfile::tempdir().unwrap();
+        for (days, ca_days) in [(u64::MAX, 1), (1, (1 << 32) + 1), (1, 1_000_000_000)] {
+            let args = CertsArgs {
+                dir: dir.path().join("certs"),
+                node_dir: None,
+                nodes: vec!["dn1=dn1".into()],
+                days,
+                ca_days,
+            };
+            assert!(run(&args).is_err(), "--days {days} --ca-days {ca_days}");
+        }
+        assert!(!dir.path().join("certs/dn1.pem").exists());
     }
 
     #[test]

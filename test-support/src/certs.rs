@@ -1,6 +1,7 @@
 //! Cluster CAs for tests of mutual TLS: each [`TestCa`] is a CA of its own
 //! in a temporary folder, issuing certificates for 127.0.0.1 and localhost
-//! as `tessera admin certs` would. Two `TestCa`s are two clusters.
+//! as `tessera admin certs` would. Two `TestCa`s are two clusters. And the
+//! host's own non-loopback address, where clear text must be refused.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,6 +11,19 @@ use tls::certs::Authority;
 use tls::{ClusterTls, ClusterTlsFiles};
 
 const DAY: Duration = Duration::from_secs(86_400);
+
+/// This host's address on its default route: not a loopback one, so that a
+/// connection to it from this host is, by its addresses, from another host.
+pub fn address_off_loopback() -> std::net::IpAddr {
+    let probe = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    // No packet is sent: connecting a UDP socket only picks its route.
+    probe
+        .connect("198.51.100.1:9")
+        .expect("this test needs an interface besides loopback");
+    let ip = probe.local_addr().unwrap().ip();
+    assert!(!ip.is_loopback(), "{ip}");
+    ip
+}
 
 /// A cluster CA and the folder its files are written to.
 pub struct TestCa {

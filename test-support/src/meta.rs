@@ -367,6 +367,23 @@ pub fn object(bucket: &str, key: &str, groups: Vec<BlockGroup>) -> ObjectRecord 
     record
 }
 
+/// Upload `upload_id` of `bucket`/`key` by root, created at [`T0`], with no
+/// headers, metadata or checksum, replicated once.
+pub fn upload(bucket: &str, key: &str, upload_id: &str) -> UploadRecord {
+    UploadRecord {
+        upload_id: upload_id.into(),
+        bucket: bucket.into(),
+        key: key.into(),
+        owner: "root".into(),
+        created: T0,
+        content_type: None,
+        headers: Default::default(),
+        user_metadata: Default::default(),
+        replication: ReplicationConfig::REPLICATED_1,
+        attributes: Default::default(),
+    }
+}
+
 /// Block file 0 of block `block`.
 pub fn key(block: u64) -> BlockKey {
     BlockKey::new(BlockId(block), 0)

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
-use test_support::certs::TestCa;
+use test_support::certs::{address_off_loopback, TestCa};
 use tls::link::{DialError, Link};
 use tls::ClusterTls;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -141,18 +141,6 @@ async fn a_client_without_a_certificate_is_refused() {
     assert!(exchange.await.is_err());
     let refused = server.await.unwrap().unwrap_err();
     assert!(refused.contains("TLS handshake"), "{refused}");
-}
-
-/// This host's address on its default route: not a loopback one.
-fn address_off_loopback() -> std::net::IpAddr {
-    let probe = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
-    // No packet is sent: connecting a UDP socket only picks its route.
-    probe
-        .connect("198.51.100.1:9")
-        .expect("this test needs an interface besides loopback");
-    let ip = probe.local_addr().unwrap().ip();
-    assert!(!ip.is_loopback(), "{ip}");
-    ip
 }
 
 #[tokio::test]

@@ -3,7 +3,6 @@
 //! metadata updates that must still find the same object; bucket tags.
 
 use meta_api::*;
-use proto::ReplicationConfig;
 use std::collections::BTreeMap;
 use test_support::meta::*;
 
@@ -153,18 +152,7 @@ async fn complete_upload_checks_its_condition(transport: Transport) {
     meta.create_bucket("bk1", "root").await;
     meta.commit(object("bk1", "k", vec![group(1, &["dn0"])]))
         .await;
-    let upload = UploadRecord {
-        upload_id: "up".into(),
-        bucket: "bk1".into(),
-        key: "k".into(),
-        owner: "root".into(),
-        created: T0,
-        content_type: None,
-        headers: BTreeMap::new(),
-        user_metadata: BTreeMap::new(),
-        replication: ReplicationConfig::REPLICATED_1,
-        attributes: Default::default(),
-    };
+    let upload = upload("bk1", "k", "up");
     meta.call(CreateUpload { record: upload }).await.unwrap();
     let etag = "0123456789abcdef0123456789abcdef".to_string();
     let part = PartRecord {

@@ -2,7 +2,6 @@
 
 use meta_api::*;
 use proto::{BlockId, BlockKey, ReplicationConfig};
-use std::collections::BTreeMap;
 use std::time::Duration;
 use test_support::meta::*;
 
@@ -53,18 +52,7 @@ async fn only_old_unreferenced_blocks_are_queued(transport: Transport) {
     let fresh_file = allocate(&meta, T0).await;
     meta.commit(object("bkt", "k", vec![committed.clone()]))
         .await;
-    let upload = UploadRecord {
-        upload_id: "u1".into(),
-        bucket: "bkt".into(),
-        key: "mp".into(),
-        owner: "root".into(),
-        created: T0,
-        content_type: None,
-        headers: BTreeMap::new(),
-        user_metadata: BTreeMap::new(),
-        replication: ReplicationConfig::REPLICATED_1,
-        attributes: Default::default(),
-    };
+    let upload = upload("bkt", "mp", "u1");
     meta.call(CreateUpload { record: upload }).await.unwrap();
     let part = PartRecord {
         upload_id: "u1".into(),

@@ -51,6 +51,15 @@ async fn allocate_at(
     meta.call_at(request, at).await.unwrap()
 }
 
+/// Object tokens/k as a reader gets it, with its read tokens.
+async fn read_tokens_k(meta: &MetaUnderTest) -> std::sync::Arc<ObjectRecord> {
+    let lookup = GetObject {
+        bucket: "tokens".into(),
+        key: "k".into(),
+    };
+    meta.call(lookup).await.unwrap().expect("the object exists")
+}
+
 fn ms(at: UnixMillis) -> u64 {
     u64::try_from(at).unwrap()
 }
@@ -103,14 +112,7 @@ async fn writers_get_write_tokens_and_readers_read_tokens(transport: Transport) 
     meta.commit(object("tokens", "k", vec![group])).await;
     let at = T0 + MINUTE;
     meta.clock.set(at);
-    let record = meta
-        .call(GetObject {
-            bucket: "tokens".into(),
-            key: "k".into(),
-        })
-        .await
-        .unwrap()
-        .unwrap();
+    let record = read_tokens_k(&meta).await;
     let group = &record.groups[0];
     let read = group.token.expect("lookups sign a token");
     assert_eq!(read.modes, Modes::READ);
@@ -124,14 +126,7 @@ async fn writers_get_write_tokens_and_readers_read_tokens(transport: Transport) 
     // token period gets a token of its own time.
     let later = at + 20 * MINUTE;
     meta.clock.set(later);
-    let again = meta
-        .call(GetObject {
-            bucket: "tokens".into(),
-            key: "k".into(),
-        })
-        .await
-        .unwrap()
-        .unwrap();
+    let again = read_tokens_k(&meta).await;
     let fresh = again.groups[0].token.expect("lookups sign a token");
     assert!(fresh.expires >= ms(later + 22 * MINUTE), "{fresh:?}");
     // A meta restart keeps the keys: tokens handed out before stay good.

@@ -3,7 +3,7 @@
 
 use md5::{Digest, Md5};
 use meta_api::*;
-use proto::{BlockKey, ReplicationConfig};
+use proto::BlockKey;
 use std::collections::BTreeMap;
 use test_support::data::md5_hex;
 use test_support::meta::*;
@@ -15,16 +15,10 @@ async fn start(meta: &MetaUnderTest) {
     meta.register(3).await;
     meta.create_bucket("bk1", "root").await;
     let record = UploadRecord {
-        upload_id: UPLOAD.into(),
-        bucket: "bk1".into(),
-        key: "big/file".into(),
-        owner: "root".into(),
-        created: T0,
         content_type: Some("video/mp4".into()),
         headers: BTreeMap::from([("cache-control".to_string(), "no-cache".to_string())]),
         user_metadata: BTreeMap::from([("origin".to_string(), "test".to_string())]),
-        replication: ReplicationConfig::REPLICATED_1,
-        attributes: Default::default(),
+        ..upload("bk1", "big/file", UPLOAD)
     };
     let created = meta.call(CreateUpload { record }).await;
     assert!(matches!(created, Ok(())), "{created:?}");
@@ -240,18 +234,7 @@ async fn uploads_and_parts_are_listed(transport: Transport) {
     let other_key = meta.call(get_upload("bk1", "other")).await;
     assert!(matches!(other_key, Ok(None)));
 
-    let mut second = UploadRecord {
-        upload_id: "upload-0".into(),
-        bucket: "bk1".into(),
-        key: "a-first".into(),
-        owner: "root".into(),
-        created: T0,
-        content_type: None,
-        headers: BTreeMap::new(),
-        user_metadata: BTreeMap::new(),
-        replication: ReplicationConfig::REPLICATED_1,
-        attributes: Default::default(),
-    };
+    let mut second = upload("bk1", "a-first", "upload-0");
     meta.call(CreateUpload {
         record: second.clone(),
     })
@@ -330,18 +313,7 @@ async fn upload_ids_are_1_to_256_bytes(transport: Transport) {
     let meta = MetaUnderTest::open(transport).await;
     meta.create_bucket("bk1", "root").await;
     let create = |upload_id: String| CreateUpload {
-        record: UploadRecord {
-            upload_id,
-            bucket: "bk1".into(),
-            key: "k".into(),
-            owner: "root".into(),
-            created: T0,
-            content_type: None,
-            headers: BTreeMap::new(),
-            user_metadata: BTreeMap::new(),
-            replication: ReplicationConfig::REPLICATED_1,
-            attributes: Default::default(),
-        },
+        record: upload("bk1", "k", &upload_id),
     };
     meta.call(create("u".into())).await.unwrap();
     meta.call(create("x".repeat(256))).await.unwrap();
@@ -371,16 +343,8 @@ async fn a_completed_object_has_no_whole_object_checksum(transport: Transport) {
         ..Default::default()
     };
     let record = UploadRecord {
-        upload_id: UPLOAD.into(),
-        bucket: "bk1".into(),
-        key: "big/file".into(),
-        owner: "root".into(),
-        created: T0,
-        content_type: None,
-        headers: BTreeMap::new(),
-        user_metadata: BTreeMap::new(),
-        replication: ReplicationConfig::REPLICATED_1,
         attributes,
+        ..upload("bk1", "big/file", UPLOAD)
     };
     meta.call(CreateUpload { record }).await.unwrap();
     let e1 = put_part(&meta, 1, 10, "one", 31).await;
