@@ -102,9 +102,13 @@ impl From<redb::Error> for StoreError {
     }
 }
 
+/// Opens the database file; a test swaps in a disk that fails on demand.
+type Opener = Box<dyn Fn(&Path) -> Result<Database, StoreError> + Send + Sync>;
+
 /// The meta database file and the transactions over it.
 pub(crate) struct Store {
     path: PathBuf,
+    open: Opener,
     /// The open database; `None` only while it is being opened again.
     db: RwLock<Option<Arc<Database>>>,
     /// Why and since when writes fail, while they do.
@@ -131,9 +135,14 @@ impl Store {
     /// Opens (or creates) the database file at `path`; `schema::open` then
     /// makes sure every table exists.
     pub(crate) fn open_database(path: &Path) -> Result<Self, StoreError> {
+        Self::open_with(path, Box::new(open_file))
+    }
+
+    fn open_with(path: &Path, open: Opener) -> Result<Self, StoreError> {
         Ok(Self {
             path: path.to_path_buf(),
-            db: RwLock::new(Some(Arc::new(open_file(path)?))),
+            db: RwLock::new(Some(Arc::new(open(path)?))),
+            open,
             failure: Mutex::new(None),
             writes: AtomicU64::new(0),
         })
@@ -248,7 +257,7 @@ impl Store {
                 }
             }
         }
-        *slot = Some(Arc::new(open_file(&self.path)?));
+        *slot = Some(Arc::new((self.open)(&self.path)?));
         Ok(())
     }
 
@@ -326,6 +335,210 @@ pub(crate) fn any_with_prefix<V: redb::Value + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use redb::backends::FileBackend;
+    use redb::{StorageBackend, TableDefinition};
+    use std::io;
+    use std::sync::atomic::AtomicBool;
+
+    const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("test");
+
+    /// A disk that can fill up: while `full`, the file cannot grow, as on a
+    /// real full disk (pages it already has can still be rewritten).
+    #[derive(Debug)]
+    struct FillableDisk {
+        file: FileBackend,
+        full: Arc<AtomicBool>,
+        writes: Arc<AtomicU64>,
+    }
+
+    fn no_space() -> io::Error {
+        io::Error::new(io::ErrorKind::StorageFull, "No space left on device")
+    }
+
+    impl StorageBackend for FillableDisk {
+        fn len(&self) -> io::Result<u64> {
+            self.file.len()
+        }
+        fn read(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+            self.file.read(offset, len)
+        }
+        fn set_len(&self, len: u64) -> io::Result<()> {
+            if self.full.load(Ordering::SeqCst) && len > self.file.len()? {
+                return Err(no_space());
+            }
+            self.file.set_len(len)
+        }
+        fn sync_data(&self, eventual: bool) -> io::Result<()> {
+            self.file.sync_data(eventual)
+        }
+        fn write(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+            self.writes.fetch_add(1, Ordering::SeqCst);
+            if self.full.load(Ordering::SeqCst) && offset + data.len() as u64 > self.file.len()? {
+                return Err(no_space());
+            }
+            self.file.write(offset, data)
+        }
+    }
+
+    /// A store on a [`FillableDisk`], with the disk's switch and write count.
+    fn store_on_fillable_disk(path: &Path) -> (Store, Arc<AtomicBool>, Arc<AtomicU64>) {
+        let full = Arc::new(AtomicBool::new(false));
+        let writes = Arc::new(AtomicU64::new(0));
+        let (disk_full, disk_writes) = (full.clone(), writes.clone());
+        let open: Opener = Box::new(move |path| {
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(path)
+                .map_err(|e| StoreError::Io(e.to_string()))?;
+            let disk = FillableDisk {
+                file: FileBackend::new(file)?,
+                full: disk_full.clone(),
+                writes: disk_writes.clone(),
+            };
+            Ok(Database::builder().create_with_backend(disk)?)
+        });
+        (Store::open_with(path, open).unwrap(), full, writes)
+    }
+
+    fn put(store: &Store, key: &str, value: &[u8]) -> Result<(), MetaError> {
+        store.write(|txn| {
+            txn.open_table(TABLE)?.insert(key, value)?;
+            Ok(())
+        })
+    }
+
+    fn get(store: &Store, key: &str) -> Option<Vec<u8>> {
+        store
+            .read(|txn| {
+                let table = txn.open_table(TABLE)?;
+                Ok(table.get(key)?.map(|v| v.value().to_vec()))
+            })
+            .unwrap()
+    }
+
+    fn failed_gauge(handle: &metrics_exporter_prometheus::PrometheusHandle) -> String {
+        handle
+            .render()
+            .lines()
+            .find(|line| line.starts_with("tessera_meta_store_failed "))
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    #[test]
+    fn a_full_disk_refuses_writes_keeps_reads_and_recovers_when_space_returns() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, full, writes) = store_on_fillable_disk(&dir.path().join("m.redb"));
+        let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+        let handle = recorder.handle();
+        metrics::with_local_recorder(&recorder, || {
+            put(&store, "kept", b"before").unwrap();
+            let epoch = store.write_epoch();
+
+            full.store(true, Ordering::SeqCst);
+            let big = vec![7u8; 8 << 20];
+            match put(&store, "big", &big) {
+                Err(MetaError::OutOfSpace(reason)) => {
+                    assert!(reason.contains("No space left"), "{reason}")
+                }
+                other => panic!("a write to a full disk answered {other:?}"),
+            }
+            assert!(store.failure().is_some());
+            assert_eq!(failed_gauge(&handle), "tessera_meta_store_failed 1");
+            assert!(store.write_epoch() > epoch, "a failed write ends too");
+            // Reopened at once: reads go on and see only what was committed.
+            assert_eq!(get(&store, "kept").as_deref(), Some(&b"before"[..]));
+            assert_eq!(get(&store, "big"), None);
+
+            // Space is back, but for a moment writes are refused untried.
+            full.store(false, Ordering::SeqCst);
+            let tried = writes.load(Ordering::SeqCst);
+            assert!(matches!(
+                put(&store, "soon", b"x"),
+                Err(MetaError::OutOfSpace(_))
+            ));
+            assert_eq!(
+                writes.load(Ordering::SeqCst),
+                tried,
+                "the disk was not tried"
+            );
+            assert!(store.failure().is_some());
+
+            std::thread::sleep(RETRY_AFTER_FAILURE + Duration::from_millis(50));
+            put(&store, "after", &big).unwrap();
+            assert_eq!(store.failure(), None);
+            assert_eq!(failed_gauge(&handle), "tessera_meta_store_failed 0");
+            assert_eq!(get(&store, "after").map(|v| v.len()), Some(big.len()));
+            assert_eq!(get(&store, "kept").as_deref(), Some(&b"before"[..]));
+        });
+    }
+
+    #[test]
+    fn a_write_still_failing_after_the_pause_is_refused_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, full, _) = store_on_fillable_disk(&dir.path().join("m.redb"));
+        full.store(true, Ordering::SeqCst);
+        let big = vec![1u8; 8 << 20];
+        assert!(matches!(
+            put(&store, "a", &big),
+            Err(MetaError::OutOfSpace(_))
+        ));
+        std::thread::sleep(RETRY_AFTER_FAILURE + Duration::from_millis(50));
+        assert!(matches!(
+            put(&store, "a", &big),
+            Err(MetaError::OutOfSpace(_))
+        ));
+        assert!(store.failure().is_some());
+        // A refusal inside the transaction is not a disk failure.
+        full.store(false, Ordering::SeqCst);
+        std::thread::sleep(RETRY_AFTER_FAILURE + Duration::from_millis(50));
+        let refused = store.write(|_| -> Result<(), StoreError> {
+            Err(MetaError::NoSuchBucket("b".into()).into())
+        });
+        assert_eq!(refused, Err(MetaError::NoSuchBucket("b".into())));
+        put(&store, "a", b"small").unwrap();
+        assert_eq!(store.failure(), None);
+    }
+
+    #[test]
+    fn disk_errors_are_told_from_database_errors() {
+        let io = || io::Error::other("EIO");
+        assert!(matches!(
+            StoreError::from(redb::StorageError::Io(io())),
+            StoreError::Disk(_)
+        ));
+        assert!(matches!(
+            StoreError::from(redb::StorageError::PreviousIo),
+            StoreError::Disk(_)
+        ));
+        assert!(matches!(
+            StoreError::from(redb::StorageError::Corrupted("page".into())),
+            StoreError::Database(_)
+        ));
+        assert!(matches!(
+            StoreError::from(redb::Error::Io(io())),
+            StoreError::Disk(_)
+        ));
+        assert!(matches!(
+            StoreError::from(redb::Error::PreviousIo),
+            StoreError::Disk(_)
+        ));
+        assert!(matches!(
+            StoreError::from(redb::Error::Corrupted("page".into())),
+            StoreError::Database(_)
+        ));
+        assert!(matches!(
+            StoreError::from(redb::CommitError::Storage(redb::StorageError::Io(io()))),
+            StoreError::Disk(_)
+        ));
+        assert_eq!(
+            MetaError::from(StoreError::Disk("full".into())),
+            MetaError::Store("full".into())
+        );
+    }
 
     #[test]
     fn prefix_end_is_the_least_upper_bound() {
