@@ -458,10 +458,27 @@ fn status_json(status: &ClusterStatus) -> Value {
             "id": d.id.0, "address": d.addr, "state": format!("{:?}", d.state).to_lowercase(),
             "capacity": d.capacity, "used": d.used, "blocks": d.blocks,
             "last_heartbeat": d.last_heartbeat,
+            "scrub": {
+                "passes": d.scrub.passes, "checked_bytes": d.scrub.checked_bytes,
+                "pass_bytes": d.scrub.pass_bytes, "last_pass_end": d.scrub.last_pass_end,
+                "damaged": d.scrub.damaged,
+            },
         })).collect::<Vec<_>>(),
         "buckets": status.buckets,
         "objects": status.objects,
         "pending_deletions": status.pending_deletions,
+        "block_groups": {
+            "healthy": status.redundancy.healthy,
+            "degraded": status.redundancy.degraded,
+            "at_risk": status.redundancy.at_risk,
+            "lost": status.redundancy.lost,
+        },
+        "repair": {
+            "queued": status.redundancy.queued,
+            "running": status.redundancy.running,
+            "repaired_bytes": status.redundancy.repaired_bytes,
+            "last_scan": status.redundancy.last_scan,
+        },
     })
 }
 
@@ -475,23 +492,45 @@ fn print_human(value: &Value) {
         Value::Object(map) => {
             if let Some(Value::Array(nodes)) = map.get("datanodes") {
                 println!(
-                    "{:<38} {:<22} {:<8} {:>14} {:>14} {:>8}",
-                    "DATANODE", "ADDRESS", "STATE", "CAPACITY", "USED", "BLOCKS"
+                    "{:<38} {:<22} {:<8} {:>14} {:>14} {:>8} {:>7} {:>7}",
+                    "DATANODE",
+                    "ADDRESS",
+                    "STATE",
+                    "CAPACITY",
+                    "USED",
+                    "BLOCKS",
+                    "SCRUB",
+                    "DAMAGED"
                 );
                 for n in nodes {
+                    let scrub = &n["scrub"];
+                    let done = scrub["checked_bytes"].as_u64().unwrap_or(0) as f64;
+                    let all = scrub["pass_bytes"].as_u64().unwrap_or(0).max(1) as f64;
                     println!(
-                        "{:<38} {:<22} {:<8} {:>14} {:>14} {:>8}",
+                        "{:<38} {:<22} {:<8} {:>14} {:>14} {:>8} {:>6.0}% {:>7}",
                         n["id"].as_str().unwrap_or(""),
                         n["address"].as_str().unwrap_or(""),
                         n["state"].as_str().unwrap_or(""),
                         n["capacity"],
                         n["used"],
-                        n["blocks"]
+                        n["blocks"],
+                        (100.0 * done / all).min(100.0),
+                        scrub["damaged"]
                     );
                 }
                 println!(
                     "buckets {}  objects {}  pending deletions {}",
                     map["buckets"], map["objects"], map["pending_deletions"]
+                );
+                let groups = &map["block_groups"];
+                let repair = &map["repair"];
+                println!(
+                    "block groups: healthy {}  degraded {}  at risk {}  lost {}",
+                    groups["healthy"], groups["degraded"], groups["at_risk"], groups["lost"]
+                );
+                println!(
+                    "repair: queued {}  running {}  repaired bytes {}",
+                    repair["queued"], repair["running"], repair["repaired_bytes"]
                 );
                 return;
             }

@@ -9,9 +9,12 @@
 //! of [`REPORT_PIECE`] blocks) from a task of its own, so a long report never
 //! delays a heartbeat; meta queues the orphans among them for deletion.
 //! Uploads (temporary files) untouched for the upload grace period belong to
-//! a writer that died and are removed here.
+//! a writer that died and are removed here. Repairs meta hands out with an
+//! answer go to the [`RepairWorker`].
 
 use crate::access::TokenGate;
+use crate::repair::RepairWorker;
+use crate::scrub::ScrubState;
 use crate::store::BlockStore;
 use meta_api::{
     BlockReport, DatanodeReport, Heartbeat, HeartbeatReply, MetaClient, MetaError, ReportedBlock,
@@ -162,6 +165,8 @@ pub(crate) async fn run<H: HeartbeatTarget>(
     store: Arc<BlockStore>,
     gate: Arc<TokenGate>,
     settings: HeartbeatSettings,
+    repairs: Option<Arc<RepairWorker>>,
+    scrub: Arc<ScrubState>,
     mut stop: watch::Receiver<bool>,
 ) {
     let target = Arc::new(target);
@@ -170,7 +175,10 @@ pub(crate) async fn run<H: HeartbeatTarget>(
     let mut report_task: Option<JoinHandle<Result<u64, MetaError>>> = None;
     let mut next_report = Instant::now();
     loop {
-        let report = report(&store, &settings, deleted.clone()).await;
+        let mut report = report(&store, &settings, deleted.clone()).await;
+        report.damaged = scrub.take_damaged();
+        report.scrub = scrub.progress();
+        let damaged = report.damaged.clone();
         let answer = tokio::select! {
             _ = stop.wait_for(|stopped| *stopped) => break,
             answer = tokio::time::timeout(HEARTBEAT_TIMEOUT, target.heartbeat(report)) => answer,
@@ -179,6 +187,9 @@ pub(crate) async fn run<H: HeartbeatTarget>(
         match answer {
             Ok(Ok(answer)) => {
                 gate.set_keys(answer.token_keys);
+                if let Some(repairs) = &repairs {
+                    repairs.start(answer.repairs);
+                }
                 deleted.clear();
                 for key in answer.deletions {
                     match store.delete(key).await {
@@ -191,6 +202,9 @@ pub(crate) async fn run<H: HeartbeatTarget>(
             }
             Ok(Err(e)) => tracing::warn!(error = %e, "heartbeat to meta failed; will retry"),
             Err(_) => tracing::warn!("heartbeat to meta timed out; will retry"),
+        }
+        if !registered {
+            scrub.unreported(damaged);
         }
         if let Some(task) = report_task.take_if(|t| t.is_finished()) {
             match futures::FutureExt::now_or_never(task) {
@@ -248,6 +262,8 @@ async fn report(
         used: stats.used,
         blocks: stats.blocks,
         deleted,
+        damaged: Vec::new(),
+        scrub: Default::default(),
     }
 }
 

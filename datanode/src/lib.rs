@@ -14,6 +14,8 @@ pub mod heartbeat;
 mod local;
 mod payload_buffers;
 mod peer;
+mod repair;
+mod scrub;
 mod send;
 pub mod server;
 pub mod store;
@@ -25,10 +27,13 @@ pub use send::{ReadSettings, SendMode, UnknownSendMode, DEFAULT_READAHEAD_BYTES}
 pub use store::BlockStore;
 
 use access::TokenGate;
+use block_client::{ClientConfig, StoreClient};
 use heartbeat::HeartbeatSettings;
 use meta_api::MetaClient;
 use proto::checksum::DEFAULT_BYTES_PER_CHECKSUM;
 use proto::DatanodeId;
+use repair::RepairWorker;
+use scrub::ScrubState;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -82,7 +87,19 @@ pub struct DatanodeConfig {
     /// a certificate of it. `None` serves clear text. (Meta is dialled by
     /// the [`meta_api::MetaClient`] the datanode is given.)
     pub tls: Option<Arc<tls::ClusterTls>>,
+    /// Bytes a second this datanode's repairs read, all together (0: no limit).
+    pub repair_bandwidth: u64,
+    /// The scrubber reads every block file against its checksums once per
+    /// this period, paced to spread the pass over it; zero turns it off.
+    pub scrub_period: Duration,
 }
+
+/// Default [`DatanodeConfig::scrub_period`]: a pass a week.
+pub const DEFAULT_SCRUB_PERIOD: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Default [`DatanodeConfig::repair_bandwidth`]: 64 MiB/s, a fraction of a
+/// disk's sequential rate, so that reads and writes keep most of it.
+pub const DEFAULT_REPAIR_BANDWIDTH: u64 = 64 * 1024 * 1024;
 
 /// Default [`DatanodeConfig::block_report_interval`].
 pub const DEFAULT_BLOCK_REPORT_INTERVAL: Duration = Duration::from_secs(600);
@@ -120,6 +137,8 @@ impl Default for DatanodeConfig {
             upload_grace: DEFAULT_UPLOAD_GRACE,
             identity: None,
             tls: None,
+            repair_bandwidth: DEFAULT_REPAIR_BANDWIDTH,
+            scrub_period: DEFAULT_SCRUB_PERIOD,
         }
     }
 }
@@ -132,6 +151,7 @@ pub struct RunningDatanode {
     stop: watch::Sender<bool>,
     server: JoinHandle<std::io::Result<()>>,
     heartbeat: JoinHandle<()>,
+    scrubber: JoinHandle<()>,
     local: Option<JoinHandle<()>>,
 }
 
@@ -162,6 +182,9 @@ impl RunningDatanode {
         if let Err(e) = self.heartbeat.await {
             tracing::error!(error = %e, "heartbeat task failed");
         }
+        if let Err(e) = self.scrubber.await {
+            tracing::error!(error = %e, "scrubber task failed");
+        }
         if let Some(local) = self.local {
             if let Err(e) = local.await {
                 tracing::error!(error = %e, "short-circuit server task failed");
@@ -171,18 +194,37 @@ impl RunningDatanode {
     }
 }
 
-/// Opens the block store, starts the block server and the heartbeats to `meta`.
+/// Opens the block store, starts the block server, the heartbeats to `meta`
+/// and the repairs meta hands out with them.
 pub async fn start(
     config: DatanodeConfig,
     meta: MetaClient,
 ) -> Result<RunningDatanode, DatanodeError> {
-    start_with(config, meta).await
+    let client = StoreClient::new(
+        meta.clone(),
+        ClientConfig {
+            bytes_per_checksum: config.bytes_per_checksum,
+            tls: config.tls.clone(),
+            ..ClientConfig::default()
+        },
+    );
+    let bandwidth = config.repair_bandwidth;
+    start_inner(config, meta, Some((client, bandwidth))).await
 }
 
-/// [`start`] with any heartbeat receiver (tests use a stand-in for meta).
+/// [`start`] with any heartbeat receiver (tests use a stand-in for meta);
+/// such a datanode runs no repairs.
 pub async fn start_with<H: HeartbeatTarget>(
     config: DatanodeConfig,
     target: H,
+) -> Result<RunningDatanode, DatanodeError> {
+    start_inner(config, target, None).await
+}
+
+async fn start_inner<H: HeartbeatTarget>(
+    config: DatanodeConfig,
+    target: H,
+    repair_client: Option<(StoreClient, u64)>,
 ) -> Result<RunningDatanode, DatanodeError> {
     proto::checksum::validate_bytes_per_checksum(config.bytes_per_checksum)
         .map_err(|e| DatanodeError::Config(e.to_string()))?;
@@ -254,11 +296,22 @@ pub async fn start_with<H: HeartbeatTarget>(
         block_report_interval: config.block_report_interval,
         upload_grace: config.upload_grace,
     };
+    let repairs = repair_client
+        .map(|(client, bandwidth)| RepairWorker::new(store.id().clone(), client, bandwidth));
+    let scrub_state = Arc::new(ScrubState::default());
+    let scrubber = tokio::spawn(scrub::run(
+        store.clone(),
+        config.scrub_period,
+        scrub_state.clone(),
+        stop_rx.clone(),
+    ));
     let heartbeat = tokio::spawn(heartbeat::run(
         target,
         store.clone(),
         gate,
         settings,
+        repairs,
+        scrub_state,
         stop_rx,
     ));
     let id = store.id().clone();
@@ -270,6 +323,7 @@ pub async fn start_with<H: HeartbeatTarget>(
         stop,
         server,
         heartbeat,
+        scrubber,
         local,
     })
 }

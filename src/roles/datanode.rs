@@ -120,6 +120,8 @@ pub async fn start(
         upload_grace: settings.upload_grace,
         identity: Some(id),
         tls,
+        repair_bandwidth: settings.repair_bandwidth,
+        scrub_period: settings.scrub_period,
     };
     ::datanode::start(config, meta)
         .await

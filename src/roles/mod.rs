@@ -8,7 +8,7 @@ pub mod meta;
 pub mod server;
 
 use crate::shutdown::Shutdown;
-use ::meta::{Clock, MetaConfig, MetaService};
+use ::meta::{Clock, MetaConfig, MetaService, RepairSettings};
 use anyhow::{Context, Result};
 use block_client::{ClientConfig, StoreClient};
 use clap::Args;
@@ -75,6 +75,32 @@ pub struct MetaSettings {
     /// single PUT or GET may take.
     #[arg(long, env = "TESSERA_TOKEN_LIFETIME", default_value = "10h", value_parser = parse_duration)]
     pub token_lifetime: Duration,
+    /// Repairs of damaged block groups running at once in the cluster.
+    #[arg(long, env = "TESSERA_MAX_REPAIRS", default_value_t = RepairSettings::default().max_repairs)]
+    pub max_repairs: usize,
+    /// Repairs one datanode takes part in at once (running one, or receiving its block files).
+    #[arg(long, env = "TESSERA_MAX_REPAIRS_PER_DATANODE", default_value_t = RepairSettings::default().max_repairs_per_datanode)]
+    pub max_repairs_per_datanode: usize,
+    /// A repair not reported done within this long is handed out again.
+    #[arg(long, env = "TESSERA_REPAIR_TIMEOUT", default_value = "10m", value_parser = parse_duration)]
+    pub repair_timeout: Duration,
+    /// Longest time between two scans for damaged block groups (a datanode's
+    /// death or a corrupt block file starts one at once).
+    #[arg(long, env = "TESSERA_REDUNDANCY_SCAN_INTERVAL", default_value = "10m", value_parser = parse_duration)]
+    pub redundancy_scan_interval: Duration,
+}
+
+impl MetaSettings {
+    /// The repair limits these settings give.
+    fn repair(&self) -> RepairSettings {
+        RepairSettings {
+            max_repairs: self.max_repairs,
+            max_repairs_per_datanode: self.max_repairs_per_datanode,
+            repair_timeout: self.repair_timeout,
+            scan_interval: self.redundancy_scan_interval,
+            ..RepairSettings::default()
+        }
+    }
 }
 
 /// How a separate datanode or gateway proves to meta who it is: the
@@ -247,6 +273,12 @@ pub struct DatanodeSettings {
     /// Uploads (temporary block files) untouched this long are discarded.
     #[arg(long, env = "TESSERA_UPLOAD_GRACE", default_value = "1h", value_parser = parse_duration)]
     pub upload_grace: Duration,
+    /// Bytes a second the repairs a datanode runs may read, all together; 0: no limit.
+    #[arg(long, env = "TESSERA_REPAIR_BANDWIDTH", default_value = "64MiB", value_parser = parse_size)]
+    pub repair_bandwidth: u64,
+    /// The scrubber reads every block file against its checksums once per period, paced to spread each pass over it; 0s turns it off.
+    #[arg(long, env = "TESSERA_SCRUB_PERIOD", default_value = "7d", value_parser = parse_duration)]
+    pub scrub_period: Duration,
 }
 
 /// Settings of the S3 gateway.
@@ -304,6 +336,7 @@ pub fn open_meta(dir: &Path, settings: &MetaSettings, block_size: u64) -> Result
         orphan_grace: settings.orphan_grace,
         token_rotation: settings.token_key_rotation,
         token_lifetime: settings.token_lifetime,
+        repair: settings.repair(),
         clock: Clock::System,
     })
     .with_context(|| format!("opening metadata in {}", dir.display()))?;

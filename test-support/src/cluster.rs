@@ -92,6 +92,9 @@ pub struct TestCluster {
     /// The datanodes by index; None while stopped.
     pub datanodes: Vec<Option<RunningDatanode>>,
     configs: Vec<DatanodeConfig>,
+    /// The shared datanode settings and tweak, for datanodes added later.
+    datanode_template: DatanodeConfig,
+    datanode_tweak: Option<DatanodeTweak>,
 }
 
 /// Datanode `config`'s client of meta, acting as that datanode.
@@ -101,6 +104,26 @@ fn datanode_client(service: &Arc<MetaService>, config: &DatanodeConfig) -> MetaC
         .clone()
         .expect("test datanodes get their id up front");
     service.client(Principal::Datanode(id))
+}
+
+/// The settings of datanode `i` of a cluster in `dir`.
+fn datanode_config(
+    template: &DatanodeConfig,
+    tweak: Option<&DatanodeTweak>,
+    dir: &std::path::Path,
+    i: usize,
+    local_socket: bool,
+) -> DatanodeConfig {
+    let mut dn = template.clone();
+    dn.data_dir = dir.join(format!("dn{i}"));
+    if local_socket {
+        dn.local_socket = Some(dir.join(format!("dn{i}.sock")));
+    }
+    dn.identity = Some(DatanodeId(uuid::Uuid::new_v4().to_string()));
+    if let Some(tweak) = tweak {
+        tweak(i, &mut dn);
+    }
+    dn
 }
 
 impl TestCluster {
@@ -122,18 +145,19 @@ impl TestCluster {
         let service = MetaService::open(meta_config).unwrap();
         let meta = service.client(Principal::Gateway(TEST_GATEWAY.into()));
         let admin = service.client(Principal::Admin);
+        let mut template = config.datanode.clone();
+        if !config.local_sockets {
+            template.local_socket = None;
+        }
         let configs: Vec<DatanodeConfig> = (0..count)
             .map(|i| {
-                let mut dn = config.datanode.clone();
-                dn.data_dir = dir.path().join(format!("dn{i}"));
-                if config.local_sockets {
-                    dn.local_socket = Some(dir.path().join(format!("dn{i}.sock")));
-                }
-                dn.identity = Some(DatanodeId(uuid::Uuid::new_v4().to_string()));
-                if let Some(tweak) = &config.datanode_tweak {
-                    tweak(i, &mut dn);
-                }
-                dn
+                datanode_config(
+                    &template,
+                    config.datanode_tweak.as_ref(),
+                    dir.path(),
+                    i,
+                    config.local_sockets,
+                )
             })
             .collect();
         let mut datanodes = Vec::new();
@@ -148,9 +172,29 @@ impl TestCluster {
             admin,
             datanodes,
             configs,
+            datanode_template: template,
+            datanode_tweak: config.datanode_tweak,
         };
         cluster.wait_healthy(count).await;
         cluster
+    }
+
+    /// Starts one more datanode, with a fresh folder and identity; answers its index.
+    pub async fn add_datanode(&mut self) -> usize {
+        let i = self.configs.len();
+        let local_sockets = self.configs.iter().any(|c| c.local_socket.is_some());
+        let config = datanode_config(
+            &self.datanode_template,
+            self.datanode_tweak.as_ref(),
+            self.dir.path(),
+            i,
+            local_sockets,
+        );
+        let meta = datanode_client(&self.service, &config);
+        self.datanodes
+            .push(Some(datanode::start(config.clone(), meta).await.unwrap()));
+        self.configs.push(config);
+        i
     }
 
     /// A store client of this cluster.

@@ -330,6 +330,8 @@ pub fn report(name: &str, capacity: u64, used: u64) -> DatanodeReport {
         used,
         blocks: 0,
         deleted: Vec::new(),
+        damaged: Vec::new(),
+        scrub: Default::default(),
     }
 }
 

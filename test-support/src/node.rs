@@ -109,6 +109,7 @@ pub fn heartbeat_reply(deletions: Vec<BlockKey>) -> HeartbeatReply {
     HeartbeatReply {
         deletions,
         token_keys: vec![token_key()],
+        repairs: Vec::new(),
     }
 }
 

@@ -55,7 +55,11 @@ struct Target {
     datanode: DatanodeId,
     /// Bytes its block file holds so far (the next write's offset).
     held: u64,
+    /// Failed during this write, or never placed (`absent`): gets no more bytes.
     failed: bool,
+    /// Meta placed no datanode for it (too few were healthy): the group was
+    /// written short and meta rebuilds this block file after the commit.
+    absent: bool,
 }
 
 /// A block group being written.
@@ -81,7 +85,23 @@ impl OpenGroup {
             datanode: r.datanode.clone(),
             held: 0,
             failed: false,
+            absent: false,
         };
+        let absent = |index: u8| Target {
+            key: BlockKey::new(group.block, index),
+            addr: String::new(),
+            datanode: DatanodeId(String::new()),
+            held: 0,
+            failed: true,
+            absent: true,
+        };
+        if group.replicas.len() < replication.min_width() {
+            return Err(invalid(format!(
+                "{} block files placed, {} needed",
+                group.replicas.len(),
+                replication.min_width()
+            )));
+        }
         let targets = match replication {
             ReplicationConfig::Ec(layout) => {
                 let mut by_index: Vec<Option<Target>> = (0..layout.width()).map(|_| None).collect();
@@ -96,11 +116,11 @@ impl OpenGroup {
                 by_index
                     .into_iter()
                     .enumerate()
-                    .map(|(i, t)| t.ok_or_else(|| invalid(format!("no internal block {i}"))))
-                    .collect::<Result<Vec<_>, ClientError>>()?
+                    .map(|(i, t)| t.unwrap_or_else(|| absent(i as u8)))
+                    .collect()
             }
             ReplicationConfig::Replicated { replicas } => {
-                if group.replicas.len() != replicas as usize {
+                if group.replicas.len() > replicas as usize {
                     return Err(invalid(format!("{} replicas", group.replicas.len())));
                 }
                 group
@@ -233,6 +253,7 @@ impl GroupSink {
             let pool = &pool;
             async move {
                 let result = match unit {
+                    _ if target.absent => Ok(0),
                     Unit::Stripe { cells, .. } => {
                         match cells.iter().find(|c| c.index == position) {
                             Some(cell) => pool
@@ -324,7 +345,7 @@ impl GroupSink {
         let doomed: Vec<(BlockKey, String)> = self.groups[g]
             .targets
             .iter()
-            .filter(|t| t.failed)
+            .filter(|t| t.failed && !t.absent)
             .map(|t| (t.key, t.addr.clone()))
             .collect();
         tokio::spawn(async move {

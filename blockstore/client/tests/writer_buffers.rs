@@ -114,7 +114,8 @@ async fn abort_and_drop_give_every_buffer_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_write_gives_every_buffer_back() {
-    // Five datanodes for rs-3-2: once one is gone no new group can be placed.
+    // Five datanodes for rs-3-2: once two are gone no new group can be placed
+    // (a short one needs four).
     let mut cluster = Cluster::start_tuned(5, 8 * CELL as u64, |c| c.stripe_queue = 2).await;
     let pool = cluster.client.buffer_pool().clone();
     let mut writer = cluster.client.writer(rs(3, 2));
@@ -122,6 +123,7 @@ async fn a_failed_write_gives_every_buffer_back() {
     writer.flush().await.unwrap();
     let victim = cluster.datanode_with_open_upload();
     cluster.stop(victim).await;
+    cluster.stop((victim + 1) % 5).await;
     let rest = random_bytes(12 * STRIPE, 4);
     let mut failure = None;
     for chunk in rest.chunks(40_000) {

@@ -59,6 +59,23 @@ impl ReplicationConfig {
         }
     }
 
+    /// Block files of a group enough to read all of it: `data` cells for EC,
+    /// one replica.
+    pub fn readable_from(&self) -> usize {
+        match self {
+            Self::Ec(l) => l.data as usize,
+            Self::Replicated { .. } => 1,
+        }
+    }
+
+    /// Fewest block files a new group may be written with when datanodes
+    /// are down: enough to keep one spare beyond [`Self::readable_from`]
+    /// (the rest are rebuilt once the group is committed), and never more
+    /// than the full width.
+    pub fn min_width(&self) -> usize {
+        (self.readable_from() + 1).min(self.width())
+    }
+
     /// Bytes of object data one block (group) holds when `block_size` is the
     /// size of one block file.
     pub fn group_capacity(&self, block_size: u64) -> u64 {
@@ -273,6 +290,22 @@ mod tests {
         assert_eq!(l.internal_block_len(35, 0), 15);
         assert_eq!(l.internal_block_len(35, 1), 10);
         assert_eq!(l.internal_block_len(35, 2), 10);
+    }
+
+    #[test]
+    fn degraded_groups_keep_one_spare() {
+        assert_eq!(ReplicationConfig::RS_3_2.readable_from(), 3);
+        assert_eq!(ReplicationConfig::RS_3_2.min_width(), 4);
+        assert_eq!(ReplicationConfig::RS_6_3.min_width(), 7);
+        assert_eq!(ReplicationConfig::REPLICATED_3.readable_from(), 1);
+        assert_eq!(ReplicationConfig::REPLICATED_3.min_width(), 2);
+        assert_eq!(ReplicationConfig::REPLICATED_1.min_width(), 1);
+        let no_parity = ReplicationConfig::Ec(EcLayout {
+            data: 2,
+            parity: 0,
+            cell_size: 4096,
+        });
+        assert_eq!(no_parity.min_width(), 2);
     }
 
     #[test]

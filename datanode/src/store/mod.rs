@@ -11,8 +11,11 @@
 pub(crate) mod direct;
 mod paths;
 mod recovery;
+mod scrub;
 pub(crate) mod sidecar;
 mod uploads;
+
+pub use scrub::Verified;
 
 use uploads::sync_shard;
 
@@ -422,6 +425,16 @@ impl BlockStore {
         Ok((meta, file, crcs))
     }
 
+    /// Takes committed block `key` out of the index (its files stay).
+    fn forget(&self, key: BlockKey) -> Option<BlockMeta> {
+        let mut index = self.index.write();
+        let removed = index.blocks.remove(&key);
+        if let Some(meta) = removed {
+            index.used -= meta.length;
+        }
+        removed
+    }
+
     /// Deletes block `key`, committed or still uploading. Returns whether
     /// there was anything to delete; absent is not an error.
     pub async fn delete(&self, key: BlockKey) -> Result<bool, StoreError> {
@@ -434,15 +447,7 @@ impl BlockStore {
                 self.discard(key, &handle, &mut block).await;
             }
         }
-        let removed = {
-            let mut index = self.index.write();
-            let removed = index.blocks.remove(&key);
-            if let Some(meta) = removed {
-                index.used -= meta.length;
-            }
-            removed
-        };
-        if removed.is_some() {
+        if self.forget(key).is_some() {
             existed = true;
             // No receivers is fine: no short-circuit client is watching.
             let _ = self.removals.send(key);

@@ -198,7 +198,7 @@ fn check_block(paths: &Paths, key: BlockKey) -> Result<BlockMeta, String> {
 }
 
 /// Moves `path` (when it exists) into the quarantine folder, never to be served.
-fn quarantine(paths: &Paths, path: &Path, reason: &str) {
+pub(super) fn quarantine(paths: &Paths, path: &Path, reason: &str) {
     if !path.exists() {
         return;
     }

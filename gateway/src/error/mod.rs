@@ -219,8 +219,10 @@ impl From<MetaError> for S3Error {
             MetaError::EntityTooSmall(n) => Self::new(S3Code::EntityTooSmall)
                 .detail("PartNumber", n.to_string())
                 .detail("MinSizeAllowed", "5242880"),
+            // Too few datanodes for even a short group: SDKs back off and
+            // retry a SlowDown, which gives dead datanodes time to return.
             e @ MetaError::NotEnoughDatanodes { .. } => {
-                Self::with_message(S3Code::ServiceUnavailable, e.to_string()).caused_by(e)
+                Self::with_message(S3Code::SlowDown, e.to_string()).caused_by(e)
             }
             MetaError::NoSuchAccessKey(_) => Self::new(S3Code::InvalidAccessKeyId),
             MetaError::Unauthorized => Self::new(S3Code::AccessDenied),
@@ -396,7 +398,7 @@ mod tests {
                     needed: 5,
                     available: 2,
                 },
-                S3Code::ServiceUnavailable,
+                S3Code::SlowDown,
             ),
             (
                 MetaError::NoSuchAccessKey("AK".into()),

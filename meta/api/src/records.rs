@@ -391,6 +391,35 @@ pub struct DatanodeRecord {
     pub last_heartbeat: UnixMillis,
     /// Liveness derived from heartbeats.
     pub state: DatanodeState,
+    /// How far its scrubber got, as of its last heartbeat.
+    #[serde(default)]
+    pub scrub: ScrubProgress,
+}
+
+/// How far a datanode's scrubber (which reads every block file against its
+/// checksums in the background) got.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScrubProgress {
+    /// Whole passes over every block file since the datanode started.
+    pub passes: u64,
+    /// Bytes checked in the current pass.
+    pub checked_bytes: u64,
+    /// Bytes the current pass checks in all.
+    pub pass_bytes: u64,
+    /// When the last whole pass ended (0: none yet).
+    pub last_pass_end: UnixMillis,
+    /// Damaged block files found since the datanode started.
+    pub damaged: u64,
+}
+
+/// A block file a datanode found damaged (by its scrubber) and took out of
+/// service; meta counts it as missing and has it rebuilt.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DamagedBlockFile {
+    /// The block file.
+    pub key: BlockKey,
+    /// What was wrong with it.
+    pub reason: String,
 }
 
 /// What a datanode reports on each heartbeat.
@@ -410,6 +439,12 @@ pub struct DatanodeReport {
     pub blocks: u64,
     /// Block files deleted since the last heartbeat, acknowledging earlier commands.
     pub deleted: Vec<BlockKey>,
+    /// Block files found damaged since the last answered heartbeat.
+    #[serde(default)]
+    pub damaged: Vec<DamagedBlockFile>,
+    /// How far the scrubber got.
+    #[serde(default)]
+    pub scrub: ScrubProgress,
 }
 
 /// Cluster overview for `tessera admin status`.
@@ -423,6 +458,31 @@ pub struct ClusterStatus {
     pub objects: u64,
     /// Block files queued for deletion.
     pub pending_deletions: u64,
+    /// How well the stored groups are protected, and the repairs.
+    #[serde(default)]
+    pub redundancy: RedundancyStatus,
+}
+
+/// The block groups by how much of their redundancy they keep (as the last
+/// redundancy scan found them), and the repair work.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RedundancyStatus {
+    /// Groups with every block file readable.
+    pub healthy: u64,
+    /// Groups missing block files but keeping a spare.
+    pub degraded: u64,
+    /// Groups one more loss away from unreadable.
+    pub at_risk: u64,
+    /// Groups that cannot be read until a datanode returns.
+    pub lost: u64,
+    /// Groups waiting for repair.
+    pub queued: u64,
+    /// Repairs running.
+    pub running: u64,
+    /// Bytes read and written by repairs since meta started.
+    pub repaired_bytes: u64,
+    /// When the last scan ran (0: none yet).
+    pub last_scan: UnixMillis,
 }
 
 /// Smallest size of every part of a multipart upload but the last, as in S3.

@@ -1,5 +1,6 @@
 //! Settings of the metadata service, and the clock it reads.
 
+use crate::repair::RepairSettings;
 use meta_api::{now_millis, UnixMillis};
 use proto::DEFAULT_BLOCK_SIZE;
 use std::path::PathBuf;
@@ -45,6 +46,8 @@ pub struct MetaConfig {
     pub token_rotation: Duration,
     /// How long a block token stays valid after meta signs it.
     pub token_lifetime: Duration,
+    /// Limits on the repair of groups that lost block files.
+    pub repair: RepairSettings,
     /// Where meta reads the time: the system clock, or one a test moves.
     pub clock: Clock,
 }
@@ -66,6 +69,7 @@ impl MetaConfig {
             orphan_grace: DEFAULT_ORPHAN_GRACE,
             token_rotation: DEFAULT_TOKEN_ROTATION,
             token_lifetime: DEFAULT_TOKEN_LIFETIME,
+            repair: RepairSettings::default(),
             clock: Clock::System,
         }
     }
@@ -86,6 +90,7 @@ impl std::fmt::Debug for MetaConfig {
             .field("orphan_grace", &self.orphan_grace)
             .field("token_rotation", &self.token_rotation)
             .field("token_lifetime", &self.token_lifetime)
+            .field("repair", &self.repair)
             .field("clock", &self.clock)
             .finish()
     }

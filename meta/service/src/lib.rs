@@ -4,7 +4,8 @@
 //!
 //! Modules point down: `store` at the bottom (the database, its tables and
 //! key encodings), then the in-memory parts (`registry`, `placement`,
-//! `orphans`, `decoded`, `credentials`, `tokens`, `authentication`), `state` over them, `ops` (one
+//! `orphans`, `decoded`, `credentials`, `tokens`, `authentication`,
+//! `redundancy`, `repair`), `state` over them, `ops` (one
 //! handler per request) over the state, `service` over the operations and
 //! `rpc` on top.
 #![forbid(unsafe_code)]
@@ -17,7 +18,9 @@ mod decoded;
 mod ops;
 mod orphans;
 mod placement;
+mod redundancy;
 mod registry;
+mod repair;
 pub mod rpc;
 mod service;
 mod state;
@@ -34,5 +37,6 @@ pub use credentials::{
     ROOT_CREDENTIALS_FILE, ROOT_USER,
 };
 pub use ops::bad_replicas::BadReplicaReport;
+pub use repair::RepairSettings;
 pub use rpc::serve;
 pub use service::{MetaService, DATABASE_FILE};

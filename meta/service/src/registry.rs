@@ -210,6 +210,7 @@ mod tests {
             blocks: 7,
             last_heartbeat,
             state: DatanodeState::Healthy,
+            scrub: Default::default(),
         }
     }
 

@@ -11,6 +11,7 @@ use crate::ops::bad_replicas::{self, BadReplicaReport};
 use crate::orphans::OrphanDetector;
 use crate::placement::BlockIds;
 use crate::registry::Registry;
+use crate::repair::RepairBook;
 use crate::state::MetaState;
 use crate::store;
 use crate::store::db::all_json;
@@ -21,6 +22,7 @@ use meta_api::{
     AnyRequest, AnyResponse, DatanodeRecord, MetaClient, MetaError, MetaRequest, MetaTransport,
     ObjectRecord, Principal,
 };
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -29,6 +31,9 @@ pub const DATABASE_FILE: &str = "meta.redb";
 
 /// How often the datanode gauges are refreshed when no heartbeat arrives.
 const GAUGE_INTERVAL: Duration = Duration::from_secs(5);
+
+/// How often meta looks for groups to scan and repairs to hand out.
+const REDUNDANCY_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The metadata service over its redb store.
 pub struct MetaService {
@@ -74,7 +79,10 @@ impl MetaService {
             config.stale_after,
             now,
         )?;
+        let repairs = RepairBook::new(config.repair.clone());
         let state = Arc::new(MetaState {
+            repairs,
+            stopping: Default::default(),
             config,
             store,
             registry,
@@ -86,6 +94,7 @@ impl MetaService {
             decoded_buckets: DecodedCache::new(DEFAULT_DECODED_CACHE_BYTES / 8),
         });
         spawn_gauge_refresher(Arc::downgrade(&state));
+        spawn_redundancy_checker(Arc::downgrade(&state));
         tracing::info!(data_dir = %state.config.data_dir.display(), "meta store opened");
         Ok(Arc::new(MetaService { state, root }))
     }
@@ -195,6 +204,22 @@ impl MetaService {
     }
 }
 
+/// Longest a dropped service waits for a background round to end.
+const STOP_WAIT: Duration = Duration::from_secs(30);
+
+impl Drop for MetaService {
+    /// Stops the background rounds and waits for one under way, so that the
+    /// database is closed when the service is gone (a new service may open
+    /// the same file at once).
+    fn drop(&mut self) {
+        self.state.stopping.store(true, Ordering::Release);
+        let start = std::time::Instant::now();
+        while Arc::strong_count(&self.state) > 1 && start.elapsed() < STOP_WAIT {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
 /// The service reached in process, by a caller acting as one principal.
 struct LocalMeta {
     service: Arc<MetaService>,
@@ -225,6 +250,36 @@ fn spawn_gauge_refresher(state: Weak<MetaState>) {
                 state.config.stale_after,
                 state.config.dead_after,
             );
+        }
+    });
+}
+
+/// Runs the redundancy upkeep (scans, repair scheduling) while the service
+/// lives, on the blocking pool, one round at a time.
+fn spawn_redundancy_checker(state: Weak<MetaState>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    runtime.spawn(async move {
+        let mut tick = tokio::time::interval(REDUNDANCY_CHECK_INTERVAL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(state) = state.upgrade() else {
+                return;
+            };
+            let round = tokio::task::spawn_blocking(move || {
+                if state.stopping.load(Ordering::Acquire) {
+                    return Ok(());
+                }
+                let now = state.config.clock.now();
+                state.check_redundancy(now)
+            });
+            match round.await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::warn!(error = %e, "redundancy check failed"),
+                Err(e) => tracing::warn!(error = %e, "redundancy check stopped"),
+            }
         }
     });
 }

@@ -9,6 +9,7 @@ use crate::decoded::DecodedCache;
 use crate::orphans::OrphanDetector;
 use crate::placement::BlockIds;
 use crate::registry::Registry;
+use crate::repair::RepairBook;
 use crate::store::Store;
 use crate::tokens::TokenIssuer;
 use meta_api::{BlockGroup, BucketRecord, ObjectRecord, UnixMillis};
@@ -21,6 +22,10 @@ pub(crate) struct MetaState {
     pub(crate) registry: Registry,
     pub(crate) block_ids: BlockIds,
     pub(crate) orphans: OrphanDetector,
+    /// Repairs in flight and what the last redundancy scan found.
+    pub(crate) repairs: RepairBook,
+    /// Set when the service is dropped: background rounds stop starting.
+    pub(crate) stopping: std::sync::atomic::AtomicBool,
     /// Block token keys, and the tokens handed out with block locations.
     pub(crate) tokens: TokenIssuer,
     /// The admin token and the cluster credential key.

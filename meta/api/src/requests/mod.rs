@@ -168,6 +168,7 @@ request_table! {
     // Datanodes.
     Heartbeat => HeartbeatReply, "heartbeat", Datanode;
     BlockReport => u64, "block_report", Datanode;
+    FinishRepair => (), "finish_repair", Datanode;
     ReportBadReplica => (), "report_bad_replica", Gateway;
     AllocateBlock => BlockGroup, "allocate_block", Gateway;
     DiscardBlocks => (), "discard_blocks", Gateway;
@@ -226,6 +227,7 @@ impl AnyRequest {
         match self {
             AnyRequest::Heartbeat(heartbeat) => Some(&heartbeat.report.id),
             AnyRequest::BlockReport(report) => Some(&report.datanode),
+            AnyRequest::FinishRepair(finish) => Some(&finish.datanode),
             _ => None,
         }
     }
@@ -256,6 +258,8 @@ mod tests {
                     used: 0,
                     blocks: 0,
                     deleted: Vec::new(),
+                    damaged: Vec::new(),
+                    scrub: Default::default(),
                 },
             })
         };

@@ -2,15 +2,16 @@
 //!
 //! A reader that meets a bad cell or replica still answers from the others;
 //! it reports the bad one here so the damage is visible (log, counter, table)
-//! instead of being silently worked around on every read.
+//! instead of being silently worked around on every read, and so that
+//! the redundancy scan counts the block file as missing and has it rebuilt.
 
 use crate::state::MetaState;
-use crate::store::db::{all_json, decode, encode};
+use crate::store::db::{all_json, decode, encode, StoreError};
 use crate::store::tables::BAD_REPLICAS;
 use crate::store::Store;
 use meta_api::{Handle, MetaError, ReportBadReplica, UnixMillis};
 use proto::{BlockKey, DatanodeId};
-use redb::ReadableTable;
+use redb::{ReadableTable, WriteTransaction};
 use serde::{Deserialize, Serialize};
 
 /// One report of a corrupt block file; a later report of the same block file
@@ -30,7 +31,7 @@ pub struct BadReplicaReport {
 }
 
 /// Key of a report: one entry per (block file, datanode).
-fn report_key(block: BlockKey, datanode: &DatanodeId) -> String {
+pub(crate) fn report_key(block: BlockKey, datanode: &DatanodeId) -> String {
     format!("{block}/{datanode}")
 }
 
@@ -44,24 +45,39 @@ impl Handle<ReportBadReplica> for MetaState {
         } = request;
         tracing::warn!(%block, %datanode, %reason, "client reported a corrupt block file");
         metrics::counter!("tessera_meta_bad_replicas_total").increment(1);
-        let key = report_key(block, &datanode);
-        self.store.write(|txn| {
-            let mut table = txn.open_table(BAD_REPLICAS)?;
-            let count = match table.get(key.as_str())? {
-                Some(old) => decode::<BadReplicaReport>(old.value())?.count,
-                None => 0,
-            };
-            let report = BadReplicaReport {
-                block,
-                datanode,
-                reason,
-                reported: now,
-                count: count + 1,
-            };
-            table.insert(key.as_str(), encode(&report)?.as_slice())?;
-            Ok(())
-        })
+        self.store
+            .write(|txn| record_bad_replica(txn, block, datanode, reason, now))?;
+        // The block file counts as missing from now on: the next redundancy
+        // check scans for its group and queues it for repair.
+        self.repairs.request_scan();
+        Ok(())
     }
+}
+
+/// Records (or refreshes) a report of corrupt block file `block` on
+/// `datanode`, from a client's read or the datanode's own scrubber.
+pub(crate) fn record_bad_replica(
+    txn: &WriteTransaction,
+    block: BlockKey,
+    datanode: DatanodeId,
+    reason: String,
+    now: UnixMillis,
+) -> Result<(), StoreError> {
+    let key = report_key(block, &datanode);
+    let mut table = txn.open_table(BAD_REPLICAS)?;
+    let count = match table.get(key.as_str())? {
+        Some(old) => decode::<BadReplicaReport>(old.value())?.count,
+        None => 0,
+    };
+    let report = BadReplicaReport {
+        block,
+        datanode,
+        reason,
+        reported: now,
+        count: count + 1,
+    };
+    table.insert(key.as_str(), encode(&report)?.as_slice())?;
+    Ok(())
 }
 
 /// Every report kept, in block order.

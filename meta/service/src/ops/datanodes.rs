@@ -2,6 +2,7 @@
 //! handed back, block token keys), block reports (orphan detection) and the placement of new
 //! block groups.
 
+use crate::ops::bad_replicas::record_bad_replica;
 use crate::placement::{choose, validate_replication, Candidate};
 use crate::state::MetaState;
 use crate::store::db::{decode, encode};
@@ -25,6 +26,7 @@ impl Handle<Heartbeat> for MetaState {
     /// missing block as done).
     fn handle(&self, request: Heartbeat, now: UnixMillis) -> Result<HeartbeatReply, MetaError> {
         let report = request.report;
+        let report_id = report.id.clone();
         if report.id.0.is_empty() || report.id.0.len() > 256 {
             return Err(MetaError::InvalidRequest(
                 "datanode id must be 1 to 256 bytes".into(),
@@ -44,6 +46,7 @@ impl Handle<Heartbeat> for MetaState {
             blocks: report.blocks,
             last_heartbeat: now,
             state: DatanodeState::Healthy,
+            scrub: report.scrub,
         };
         let pending = self.store.write(|txn| {
             let mut datanodes = txn.open_table(DATANODES)?;
@@ -56,12 +59,21 @@ impl Handle<Heartbeat> for MetaState {
                 tracing::info!(datanode = %record.id, addr = %record.addr, "datanode registered");
             }
             datanodes.insert(record.id.0.as_str(), encode(&record)?.as_slice())?;
+            for damaged in &report.damaged {
+                tracing::warn!(datanode = %record.id, block = %damaged.key, reason = %damaged.reason, "datanode found a damaged block file");
+                record_bad_replica(txn, damaged.key, report.id.clone(), damaged.reason.clone(), now)?;
+            }
             let mut deletions = DeletionQueue::open(txn)?;
             for key in &report.deleted {
                 deletions.acknowledge(&report.id, *key)?;
             }
             deletions.due(&report.id, now, MAX_DELETIONS_PER_HEARTBEAT)
         })?;
+        if !report.damaged.is_empty() {
+            metrics::counter!("tessera_meta_bad_replicas_total")
+                .increment(report.damaged.len() as u64);
+            self.repairs.request_scan();
+        }
         self.registry.upsert(record);
         self.registry
             .publish_gauges(now, self.config.stale_after, self.config.dead_after);
@@ -71,13 +83,15 @@ impl Handle<Heartbeat> for MetaState {
         Ok(HeartbeatReply {
             deletions: pending,
             token_keys: self.tokens.keys(now),
+            repairs: self.repairs.take_commands(&report_id),
         })
     }
 }
 
 impl Handle<AllocateBlock> for MetaState {
     /// A fresh block (group) on `config.width()` distinct healthy datanodes with
-    /// free space, none of `exclude`.
+    /// free space, none of `exclude`; on as few as `config.min_width()` when
+    /// no more are available.
     fn handle(&self, request: AllocateBlock, now: UnixMillis) -> Result<BlockGroup, MetaError> {
         let AllocateBlock { config, exclude } = request;
         validate_replication(&config)?;
@@ -97,7 +111,13 @@ impl Handle<AllocateBlock> for MetaState {
                 addr: n.record.addr,
             })
             .collect();
-        let chosen = choose(candidates, config.width(), &mut rand::thread_rng())?;
+        // Short of datanodes, a group keeps one spare block file at least
+        // and is queued for repair once committed; the data cells come first.
+        let width = candidates.len().clamp(config.min_width(), config.width());
+        if width < config.width() {
+            metrics::counter!("tessera_meta_short_groups_allocated_total").increment(1);
+        }
+        let chosen = choose(candidates, width, &mut rand::thread_rng())?;
         let block = self.block_ids.next(&self.store)?;
         self.registry.note_allocated(chosen.iter().map(|c| &c.id));
         let replicas = chosen

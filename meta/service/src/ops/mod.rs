@@ -6,6 +6,7 @@ mod buckets;
 mod datanodes;
 pub(crate) mod listing;
 mod objects;
+mod repairs;
 mod upload_listing;
 mod uploads;
 mod users;

@@ -1,9 +1,11 @@
 //! Committed objects: commit (atomic replace), lookup, delete, and freeing the
 //! blocks of writes that never committed.
 
+use crate::redundancy::queue_short_groups;
 use crate::state::MetaState;
 use crate::store::db::{decode, encode, get_json};
 use crate::store::deletions::DeletionQueue;
+use crate::store::repairs::GroupOwner;
 use crate::store::tables::{block_ids, object_key, require_bucket, BUCKETS, OBJECTS};
 use crate::tokens::forget_tokens;
 use meta_api::naming::validate_object_key;
@@ -62,6 +64,12 @@ impl Handle<CommitObject> for MetaState {
                 check_condition(condition, current.as_ref(), &record.key)?;
             }
             let old = objects.insert(key.as_slice(), encode(&record)?.as_slice())?;
+            let owner = GroupOwner {
+                bucket: record.bucket.clone(),
+                key: record.key.clone(),
+                part: None,
+            };
+            queue_short_groups(txn, &record.groups, &record.replication, &owner, now)?;
             let Some(old) = old else {
                 return Ok(false);
             };

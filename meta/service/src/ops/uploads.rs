@@ -3,9 +3,11 @@
 //! into one object without copying data, in a single transaction.
 
 use super::objects::check_condition;
+use crate::redundancy::queue_short_groups;
 use crate::state::MetaState;
 use crate::store::db::{decode, encode, get_json, StoreError};
 use crate::store::deletions::DeletionQueue;
+use crate::store::repairs::GroupOwner;
 use crate::store::tables::{
     block_ids, object_key, part_key, require_bucket, BUCKETS, OBJECTS, PARTS, UPLOADS,
 };
@@ -141,13 +143,15 @@ impl Handle<CommitPart> for MetaState {
             )));
         }
         self.store.write(|txn| {
-            if txn
-                .open_table(UPLOADS)?
-                .get(part.upload_id.as_str())?
-                .is_none()
-            {
-                return Err(MetaError::NoSuchUpload(part.upload_id.clone()).into());
-            }
+            let upload: UploadRecord =
+                get_json(&txn.open_table(UPLOADS)?, part.upload_id.as_str())?
+                    .ok_or_else(|| MetaError::NoSuchUpload(part.upload_id.clone()))?;
+            let owner = GroupOwner {
+                bucket: upload.bucket,
+                key: upload.key,
+                part: Some((part.upload_id.clone(), part.number)),
+            };
+            queue_short_groups(txn, &part.groups, &upload.replication, &owner, now)?;
             let mut parts = txn.open_table(PARTS)?;
             let old = parts.insert(
                 part_key(&part.upload_id, part.number).as_slice(),

@@ -5,6 +5,7 @@ use crate::credentials::{generate_access_key, generate_secret_key, ROOT_USER};
 use crate::state::MetaState;
 use crate::store::db::{all_json, encode, get_json};
 use crate::store::deletions::pending_count;
+use crate::store::repairs::queued;
 use crate::store::tables::{require_bucket, ACCESS_KEYS, BUCKETS, OBJECTS, USERS};
 use meta_api::naming::validate_user_name;
 use meta_api::{
@@ -173,6 +174,7 @@ impl Handle<GetClusterStatus> for MetaState {
                 buckets: txn.open_table(BUCKETS)?.len()?,
                 objects: txn.open_table(OBJECTS)?.len()?,
                 pending_deletions: pending_count(txn)?,
+                redundancy: self.redundancy_status(queued(txn)?),
             })
         })
     }

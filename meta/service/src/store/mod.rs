@@ -1,10 +1,12 @@
 //! The bottom layer of meta: the redb database file, its tables and key
-//! encodings, and the two structures kept in tables that several operations
-//! share (the block deletion queue and the ordered upload index). Nothing
+//! encodings, and the structures kept in tables that several operations
+//! share (the block deletion queue, the repair queue and the ordered upload
+//! index). Nothing
 //! here knows about requests.
 
 pub(crate) mod db;
 pub(crate) mod deletions;
+pub(crate) mod repairs;
 pub(crate) mod scan;
 mod schema;
 pub(crate) mod tables;

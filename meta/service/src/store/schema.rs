@@ -5,7 +5,7 @@
 use super::db::Store;
 use super::db::StoreError;
 use super::tables::*;
-use super::{deletions, upload_index};
+use super::{deletions, repairs, upload_index};
 use std::path::Path;
 
 /// Opens (or creates) the store at `path`, with every table present.
@@ -25,6 +25,8 @@ pub(crate) fn open(path: &Path) -> Result<Store, StoreError> {
         txn.open_table(TOKEN_KEYS)?;
         txn.open_table(CREDENTIAL_GENERATIONS)?;
         deletions::prepare_tables(txn)?;
+        txn.open_table(repairs::REPAIR_QUEUE)?;
+        txn.open_table(repairs::REPAIR_INDEX)?;
         Ok(())
     })?;
     Ok(store)

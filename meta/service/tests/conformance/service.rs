@@ -183,14 +183,21 @@ async fn allocation_picks_distinct_healthy_nodes_with_space(transport: Transport
     // Capacity 0 (a datanode that could not measure its disk) is full, not unlimited.
     meta.heartbeat_at(report("unmeasured", 0, 0), T0).await;
 
-    let err = allocate(&meta, ReplicationConfig::RS_3_2, &[], T0)
+    // Four healthy datanodes for five cells: a short group, data cells
+    // first, one parity; three are too few to keep a spare.
+    let short = allocate(&meta, ReplicationConfig::RS_3_2, &[], T0)
+        .await
+        .unwrap();
+    let indexes: Vec<u8> = short.replicas.iter().map(|r| r.index).collect();
+    assert_eq!(indexes, vec![0, 1, 2, 3]);
+    let err = allocate(&meta, ReplicationConfig::RS_3_2, &["dn0"], T0)
         .await
         .unwrap_err();
     assert_eq!(
         err,
         MetaError::NotEnoughDatanodes {
-            needed: 5,
-            available: 4
+            needed: 4,
+            available: 3
         }
     );
     let mut ids = HashSet::new();
@@ -208,14 +215,24 @@ async fn allocation_picks_distinct_healthy_nodes_with_space(transport: Transport
             .iter()
             .all(|r| r.addr == format!("{}.test:7000", r.datanode)));
     }
-    let err = allocate(&meta, ReplicationConfig::REPLICATED_3, &["dn0", "dn1"], T0)
+    // Two left: a short replicated block of two replicas; one is too few.
+    let short = allocate(&meta, ReplicationConfig::REPLICATED_3, &["dn0", "dn1"], T0)
         .await
-        .unwrap_err();
+        .unwrap();
+    assert_eq!(short.replicas.len(), 2);
+    let err = allocate(
+        &meta,
+        ReplicationConfig::REPLICATED_3,
+        &["dn0", "dn1", "dn2"],
+        T0,
+    )
+    .await
+    .unwrap_err();
     assert_eq!(
         err,
         MetaError::NotEnoughDatanodes {
-            needed: 3,
-            available: 2
+            needed: 2,
+            available: 1
         }
     );
 

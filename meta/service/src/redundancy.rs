@@ -1,0 +1,501 @@
+//! Redundancy tracking: which block files of each group are readable, and
+//! the scan that finds every group that lost some and queues it for repair.
+//!
+//! A block file is missing when its datanode is dead (past `dead_after`) or
+//! unknown, or when it was reported corrupt. A stale datanode (a few missed
+//! heartbeats) still counts: it is most often back before it is dead, and
+//! repairing around every hiccup would move data for nothing. A group is
+//! *healthy* with every block file readable, *degraded* when it lost some
+//! but keeps a spare, *at risk* when one more loss makes it unreadable, and
+//! *lost* when it cannot be read until a datanode comes back.
+//!
+//! The scan reads every object and part record in one read transaction
+//! (as the orphan detector does): it runs when a datanode dies, when a
+//! corrupt block file is reported and every few minutes, never on the write
+//! path. Commits queue the groups they wrote short (see
+//! [`queue_short_groups`]) without waiting for it.
+
+use crate::store::db::{decode, StoreError};
+use crate::store::repairs::{GroupOwner, RepairEntry, RepairQueue};
+use crate::store::tables::{BAD_REPLICAS, OBJECTS, PARTS, UPLOADS};
+use crate::store::Store;
+use meta_api::{BlockGroup, DatanodeState, MetaError, ReplicaLocation, UnixMillis};
+use proto::{BlockId, BlockKey, DatanodeId, ReplicationConfig};
+use redb::{ReadableTable, WriteTransaction};
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+
+/// What one group keeps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Health {
+    /// Internal indexes with no readable block file (a replicated block:
+    /// one 0 per missing replica).
+    pub(crate) missing: Vec<u8>,
+    /// Readable block files beyond the fewest that read the group.
+    pub(crate) spare: i32,
+}
+
+/// The four states of a group, with their labels in metrics and status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum GroupState {
+    Healthy,
+    Degraded,
+    AtRisk,
+    Lost,
+}
+
+impl Health {
+    pub(crate) fn state(&self) -> GroupState {
+        if self.missing.is_empty() {
+            GroupState::Healthy
+        } else if self.spare > 0 {
+            GroupState::Degraded
+        } else if self.spare == 0 {
+            GroupState::AtRisk
+        } else {
+            GroupState::Lost
+        }
+    }
+}
+
+/// Which block files can be read now.
+#[derive(Default)]
+pub(crate) struct Liveness {
+    /// Datanodes whose block files count (healthy or stale).
+    pub(crate) up: HashSet<DatanodeId>,
+    /// Block files reported corrupt, with their datanode.
+    pub(crate) corrupt: HashSet<(BlockKey, DatanodeId)>,
+}
+
+impl Liveness {
+    /// From the registry's datanodes and their states, and the corrupt
+    /// block files reported.
+    pub(crate) fn new(
+        datanodes: impl IntoIterator<Item = (DatanodeId, DatanodeState)>,
+        corrupt: HashSet<(BlockKey, DatanodeId)>,
+    ) -> Self {
+        let up = datanodes
+            .into_iter()
+            .filter(|(_, state)| *state != DatanodeState::Dead)
+            .map(|(id, _)| id)
+            .collect();
+        Self { up, corrupt }
+    }
+
+    /// Whether the block file of `group` at `replica` can be read.
+    pub(crate) fn readable(&self, block: BlockId, replica: &ReplicaLocation) -> bool {
+        self.up.contains(&replica.datanode)
+            && !self.corrupt.contains(&(
+                BlockKey::new(block, replica.index),
+                replica.datanode.clone(),
+            ))
+    }
+}
+
+/// How much of `group` (protected by `config`) is readable.
+pub(crate) fn assess(
+    group: &BlockGroup,
+    config: &ReplicationConfig,
+    readable: impl Fn(&ReplicaLocation) -> bool,
+) -> Health {
+    let width = config.width();
+    let present: usize;
+    let missing: Vec<u8> = match config {
+        ReplicationConfig::Ec(_) => {
+            let mut have = vec![false; width];
+            for replica in group.replicas.iter().filter(|r| readable(r)) {
+                if let Some(slot) = have.get_mut(replica.index as usize) {
+                    *slot = true;
+                }
+            }
+            present = have.iter().filter(|h| **h).count();
+            (0..width)
+                .filter(|i| !have[*i])
+                .map(|i| u8::try_from(i).unwrap_or(u8::MAX))
+                .collect()
+        }
+        ReplicationConfig::Replicated { .. } => {
+            let holders: HashSet<&DatanodeId> = group
+                .replicas
+                .iter()
+                .filter(|r| readable(r))
+                .map(|r| &r.datanode)
+                .collect();
+            present = holders.len().min(width);
+            vec![0; width - present]
+        }
+    };
+    let spare = present as i64 - config.readable_from() as i64;
+    Health {
+        missing,
+        spare: i32::try_from(spare).unwrap_or(i32::MIN),
+    }
+}
+
+/// Queues, in the commit's transaction, every group of `groups` written
+/// with fewer block files than its config's width (datanodes were down, or
+/// failed during the write): repair starts without waiting for a scan.
+pub(crate) fn queue_short_groups(
+    txn: &WriteTransaction,
+    groups: &[BlockGroup],
+    config: &ReplicationConfig,
+    owner: &GroupOwner,
+    now: UnixMillis,
+) -> Result<(), StoreError> {
+    let mut queue: Option<RepairQueue> = None;
+    for group in groups {
+        let health = assess(group, config, |_| true);
+        if health.missing.is_empty() {
+            continue;
+        }
+        let queue = match &mut queue {
+            Some(queue) => queue,
+            None => queue.insert(RepairQueue::open(txn)?),
+        };
+        announce(group.block, &health);
+        queue.put(RepairEntry {
+            block: group.block,
+            owner: owner.clone(),
+            missing: health.missing,
+            spare: health.spare,
+            queued_at: now,
+        })?;
+    }
+    Ok(())
+}
+
+/// Logs a group that one more loss would make unreadable, or that is.
+pub(crate) fn announce(block: BlockId, health: &Health) {
+    match health.state() {
+        GroupState::AtRisk => {
+            tracing::warn!(%block, missing = ?health.missing, "block group at risk: no spare block file left")
+        }
+        GroupState::Lost => {
+            tracing::error!(%block, missing = ?health.missing, "block group unreadable until a datanode returns")
+        }
+        GroupState::Healthy | GroupState::Degraded => {}
+    }
+}
+
+/// Groups counted by state in the last scan.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct GroupCounts {
+    pub(crate) healthy: u64,
+    pub(crate) degraded: u64,
+    pub(crate) at_risk: u64,
+    pub(crate) lost: u64,
+}
+
+impl GroupCounts {
+    fn add(&mut self, state: GroupState) {
+        match state {
+            GroupState::Healthy => self.healthy += 1,
+            GroupState::Degraded => self.degraded += 1,
+            GroupState::AtRisk => self.at_risk += 1,
+            GroupState::Lost => self.lost += 1,
+        }
+    }
+
+    /// Publishes the counts as `tessera_meta_block_groups{state}`.
+    pub(crate) fn publish(&self) {
+        for (label, count) in [
+            ("healthy", self.healthy),
+            ("degraded", self.degraded),
+            ("at_risk", self.at_risk),
+            ("lost", self.lost),
+        ] {
+            metrics::gauge!("tessera_meta_block_groups", "state" => label).set(count as f64);
+        }
+    }
+}
+
+/// The groups of an object record, with what a scan needs of it.
+#[derive(Deserialize)]
+struct ObjectGroups {
+    bucket: String,
+    key: String,
+    replication: ReplicationConfig,
+    groups: Vec<BlockGroup>,
+}
+
+/// The groups of a part record.
+#[derive(Deserialize)]
+struct PartGroups {
+    upload_id: String,
+    number: u32,
+    groups: Vec<BlockGroup>,
+}
+
+/// What a part's upload tells a scan.
+#[derive(Clone, Deserialize)]
+struct UploadTarget {
+    bucket: String,
+    key: String,
+    replication: ReplicationConfig,
+}
+
+/// What one scan found.
+pub(crate) struct ScanResult {
+    pub(crate) counts: GroupCounts,
+    /// Every group that lost block files.
+    pub(crate) damaged: Vec<RepairEntry>,
+    /// The reported corrupt block files some record still lists.
+    pub(crate) listed_corrupt: HashSet<(BlockKey, DatanodeId)>,
+}
+
+/// The corrupt block files reported, as `Liveness` wants them.
+pub(crate) fn corrupt_block_files(
+    store: &Store,
+) -> Result<HashSet<(BlockKey, DatanodeId)>, MetaError> {
+    store.read(|txn| {
+        let reports = reported_files(&txn.open_table(BAD_REPLICAS)?)?;
+        Ok(reports
+            .into_iter()
+            .map(|(_, r)| (r.block, r.datanode))
+            .collect())
+    })
+}
+
+/// What the redundancy code reads of a corrupt-file report.
+#[derive(Deserialize)]
+pub(crate) struct ReportedFile {
+    pub(crate) block: BlockKey,
+    pub(crate) datanode: DatanodeId,
+    pub(crate) reported: UnixMillis,
+}
+
+/// Every corrupt-file report of the `bad_replicas` table, with its key.
+pub(crate) fn reported_files(
+    table: &impl ReadableTable<&'static str, &'static [u8]>,
+) -> Result<Vec<(String, ReportedFile)>, StoreError> {
+    let mut out = Vec::new();
+    for entry in table.iter()? {
+        let (key, value) = entry?;
+        out.push((key.value().to_string(), decode(value.value())?));
+    }
+    Ok(out)
+}
+
+/// Reads every object and part record in one read transaction and assesses
+/// each group against `liveness`.
+pub(crate) fn scan(
+    store: &Store,
+    liveness: &Liveness,
+    now: UnixMillis,
+) -> Result<ScanResult, MetaError> {
+    store.read(|txn| {
+        let mut result = ScanResult {
+            counts: GroupCounts::default(),
+            damaged: Vec::new(),
+            listed_corrupt: HashSet::new(),
+        };
+        let mut note =
+            |group: &BlockGroup, config: &ReplicationConfig, owner: &dyn Fn() -> GroupOwner| {
+                for (key, replica) in group.block_keys() {
+                    let file = (key, replica.datanode.clone());
+                    if liveness.corrupt.contains(&file) {
+                        result.listed_corrupt.insert(file);
+                    }
+                }
+                let health = assess(group, config, |r| liveness.readable(group.block, r));
+                result.counts.add(health.state());
+                if !health.missing.is_empty() {
+                    result.damaged.push(RepairEntry {
+                        block: group.block,
+                        owner: owner(),
+                        missing: health.missing,
+                        spare: health.spare,
+                        queued_at: now,
+                    });
+                }
+            };
+        for entry in txn.open_table(OBJECTS)?.iter()? {
+            let (_, value) = entry?;
+            let record: ObjectGroups = decode(value.value())?;
+            for group in &record.groups {
+                note(group, &record.replication, &|| GroupOwner {
+                    bucket: record.bucket.clone(),
+                    key: record.key.clone(),
+                    part: None,
+                });
+            }
+        }
+        let uploads = txn.open_table(UPLOADS)?;
+        let mut targets: HashMap<String, Option<UploadTarget>> = HashMap::new();
+        for entry in txn.open_table(PARTS)?.iter()? {
+            let (_, value) = entry?;
+            let part: PartGroups = decode(value.value())?;
+            if !targets.contains_key(&part.upload_id) {
+                let target = match uploads.get(part.upload_id.as_str())? {
+                    Some(upload) => Some(decode::<UploadTarget>(upload.value())?),
+                    None => None,
+                };
+                targets.insert(part.upload_id.clone(), target);
+            }
+            // A part whose upload is gone is being aborted or completed.
+            let Some(Some(target)) = targets.get(&part.upload_id) else {
+                continue;
+            };
+            for group in &part.groups {
+                note(group, &target.replication, &|| GroupOwner {
+                    bucket: target.bucket.clone(),
+                    key: target.key.clone(),
+                    part: Some((part.upload_id.clone(), part.number)),
+                });
+            }
+        }
+        Ok(result)
+    })
+}
+
+/// Brings the queue in line with a scan that started at `started`: queues
+/// every damaged group, and drops the entries of groups the scan found whole
+/// or did not find at all (deleted), except those queued since it started.
+/// Corrupt-file reports no record lists any more (the file was replaced, or
+/// its object deleted) are dropped too, unless they arrived since.
+pub(crate) fn apply_scan(
+    store: &Store,
+    result: &ScanResult,
+    started: UnixMillis,
+) -> Result<(), MetaError> {
+    store.write(|txn| {
+        let mut reports = txn.open_table(BAD_REPLICAS)?;
+        for (key, report) in reported_files(&reports)? {
+            let file = (report.block, report.datanode);
+            if report.reported < started && !result.listed_corrupt.contains(&file) {
+                reports.remove(key.as_str())?;
+            }
+        }
+        let mut queue = RepairQueue::open(txn)?;
+        let damaged: HashSet<BlockId> = result.damaged.iter().map(|e| e.block).collect();
+        for stale in queue.all()? {
+            if !damaged.contains(&stale.block) && stale.queued_at < started {
+                queue.remove(stale.block)?;
+            }
+        }
+        for entry in &result.damaged {
+            let was_queued = queue.put(entry.clone())?;
+            if !was_queued {
+                announce(
+                    entry.block,
+                    &Health {
+                        missing: entry.missing.clone(),
+                        spare: entry.spare,
+                    },
+                );
+            }
+        }
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Internal block `index` on `datanode`.
+    pub(crate) fn replica(index: u8, datanode: &str) -> ReplicaLocation {
+        ReplicaLocation {
+            index,
+            datanode: DatanodeId(datanode.into()),
+            addr: format!("{datanode}:1"),
+        }
+    }
+
+    fn group(replicas: Vec<ReplicaLocation>) -> BlockGroup {
+        BlockGroup {
+            block: BlockId(9),
+            length: 100,
+            replicas,
+            token: None,
+        }
+    }
+
+    fn liveness(up: &[&str], corrupt: &[(u8, &str)]) -> Liveness {
+        Liveness::new(
+            up.iter()
+                .map(|id| (DatanodeId(id.to_string()), DatanodeState::Healthy))
+                .chain([(DatanodeId("gone".into()), DatanodeState::Dead)]),
+            corrupt
+                .iter()
+                .map(|(i, d)| (BlockKey::new(BlockId(9), *i), DatanodeId(d.to_string())))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn ec_groups_miss_the_cells_of_dead_unknown_and_corrupt_block_files() {
+        let rs = ReplicationConfig::RS_3_2;
+        let g = group((0..5).map(|i| replica(i, &format!("d{i}"))).collect());
+        let all = liveness(&["d0", "d1", "d2", "d3", "d4"], &[]);
+        let whole = assess(&g, &rs, |r| all.readable(g.block, r));
+        assert_eq!(
+            whole,
+            Health {
+                missing: vec![],
+                spare: 2
+            }
+        );
+        assert_eq!(whole.state(), GroupState::Healthy);
+
+        // d1 dead (absent from the up set), d3 corrupt.
+        let some = liveness(&["d0", "d2", "d3", "d4"], &[(3, "d3")]);
+        let health = assess(&g, &rs, |r| some.readable(g.block, r));
+        assert_eq!(
+            health,
+            Health {
+                missing: vec![1, 3],
+                spare: 0
+            }
+        );
+        assert_eq!(health.state(), GroupState::AtRisk);
+
+        let one = liveness(&["d0", "d1", "d2", "d3"], &[]);
+        assert_eq!(
+            assess(&g, &rs, |r| one.readable(g.block, r)).state(),
+            GroupState::Degraded
+        );
+        let few = liveness(&["d0", "d4"], &[]);
+        let lost = assess(&g, &rs, |r| few.readable(g.block, r));
+        assert_eq!(
+            lost,
+            Health {
+                missing: vec![1, 2, 3],
+                spare: -1
+            }
+        );
+        assert_eq!(lost.state(), GroupState::Lost);
+
+        // Written short: index 4 never placed.
+        let short = group((0..4).map(|i| replica(i, &format!("d{i}"))).collect());
+        assert_eq!(
+            assess(&short, &rs, |_| true),
+            Health {
+                missing: vec![4],
+                spare: 1
+            }
+        );
+    }
+
+    #[test]
+    fn replicated_blocks_count_distinct_readable_holders() {
+        let r3 = ReplicationConfig::REPLICATED_3;
+        let g = group(vec![replica(0, "a"), replica(0, "b"), replica(0, "gone")]);
+        let live = liveness(&["a", "b"], &[(0, "b")]);
+        let health = assess(&g, &r3, |r| live.readable(g.block, r));
+        assert_eq!(
+            health,
+            Health {
+                missing: vec![0, 0],
+                spare: 0
+            }
+        );
+        assert_eq!(
+            assess(&g, &r3, |_| true),
+            Health {
+                missing: vec![],
+                spare: 2
+            }
+        );
+    }
+}
