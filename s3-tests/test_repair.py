@@ -1,7 +1,8 @@
 """Self-healing with separate processes: eight datanodes, three SIGKILLed for
 good one at a time with repair in between, every object still reads back by
 SHA-256 and status says healthy; block files damaged on disk are found by the
-scrubber, quarantined and rebuilt while every GET returns the right bytes."""
+scrubber, quarantined and rebuilt while every GET returns the right bytes; a
+repair interrupted by a meta restart completes."""
 
 import hashlib
 import os
@@ -10,8 +11,9 @@ import time
 import pytest
 
 from tessera_clients import MIB, empty_and_delete, new_bucket_name, s3_client
-from tessera_procs import HarnessError, find_key, start_cluster
+from tessera_procs import HarnessError, find_key, process_env, start_cluster
 from test_cluster import put_with_replication
+from test_crash_safety import restart
 
 pytestmark = pytest.mark.tessera
 
@@ -127,3 +129,49 @@ def test_damaged_block_files_are_scrubbed_and_rebuilt(healing):
         assert len(quarantined) >= flipped, quarantined
     finally:
         empty_and_delete(client, bucket)
+
+
+def test_a_repair_interrupted_by_a_meta_restart_completes(tessera_bin, tmp_path):
+    """Repairs are paced slowly enough to catch one running; meta is then
+    SIGKILLed and started again at the same address over the same folder:
+    the queue it kept is handed out again, the repair that was running
+    reports to the new meta, and every group ends whole."""
+    cluster = start_cluster(
+        tessera_bin,
+        tmp_path,
+        datanodes=6,
+        meta_args=("--stale-after", "1s", "--dead-after", "3s"),
+        datanode_args=("--heartbeat-interval", "300ms", "--repair-bandwidth", "4MiB"),
+    )
+    try:
+        client = s3_client(cluster.endpoint, cluster.access_key, cluster.secret_key)
+        bucket = new_bucket_name("restart")
+        client.create_bucket(Bucket=bucket)
+        digests = {}
+        for i in range(4):
+            body = os.urandom(9 * MIB + i)
+            client.put_object(Bucket=bucket, Key=f"k{i}", Body=body)
+            digests[f"k{i}"] = hashlib.sha256(body).hexdigest()
+        cluster.kill_datanode(0)
+        deadline = time.monotonic() + 60
+        while find_key(cluster.status(), "repair")["running"] == 0:
+            assert time.monotonic() < deadline, "no repair started"
+            time.sleep(0.2)
+        cluster.meta_proc.kill()
+        restarted_at = int(time.time() * 1000)
+        argv = list(cluster.meta_proc.argv)
+        argv[argv.index("--listen") + 1] = cluster.meta
+        cluster.meta_proc = restart(
+            cluster.meta_proc, "cluster-meta-restarted", tmp_path, process_env(cluster.creds.env()), argv
+        )
+        status = wait_healthy_since(cluster, restarted_at)
+        assert find_key(status, "repair")["repaired_bytes"] > 0, status
+        for key, digest in digests.items():
+            body = client.get_object(Bucket=bucket, Key=key)["Body"].read()
+            assert hashlib.sha256(body).hexdigest() == digest, key
+        crashed = [p.describe() for i, p in enumerate(cluster.datanodes) if i not in cluster.killed and not p.alive()]
+        assert not crashed, crashed
+        empty_and_delete(client, bucket)
+    finally:
+        problems = cluster.stop()
+        assert not problems, problems

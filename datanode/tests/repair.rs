@@ -317,3 +317,53 @@ async fn damaged_block_files_are_found_by_the_scrubber_and_rebuilt() {
     }
     cluster.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repair_whose_datanode_dies_is_handed_out_again_and_completes() {
+    // Repairs paced at 2 MiB/s over 4-stripe groups take seconds: long
+    // enough to stop the datanode running one.
+    let config = TestClusterConfig::new(4 * BLOCK_SIZE, 16 * 1024)
+        .meta(|meta| {
+            meta.stale_after = Duration::from_millis(300);
+            meta.dead_after = Duration::from_millis(1_000);
+        })
+        .each_datanode(|_, dn| dn.repair_bandwidth = 2 * 1024 * 1024);
+    let mut cluster = TestCluster::start(8, config).await;
+    cluster.create_bucket("bkt").await;
+    let client = cluster.client(ClientConfig {
+        block_size: 4 * BLOCK_SIZE,
+        ..client_config()
+    });
+    let data = random_bytes(12 * 1024 * 1024, 77);
+    let written = write_key(&client, ReplicationConfig::RS_3_2, &data, 256 * 1024).await;
+    let committed = cluster.commit("bkt", "big", written).await;
+    let holders: HashSet<usize> = committed.groups[0]
+        .replicas
+        .iter()
+        .map(|r| cluster.datanode_at(&r.addr))
+        .collect();
+    let victim = *holders.iter().next().unwrap();
+    let dead = cluster.stop(victim).await;
+    // The datanode receiving the rebuilt file holds its upload open.
+    let mut target = None;
+    for _ in 0..200 {
+        target = (0..8).find(|i| {
+            !holders.contains(i)
+                && cluster.datanodes[*i]
+                    .as_ref()
+                    .is_some_and(|d| d.store().open_uploads() > 0)
+        });
+        if target.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let target = target.expect("no repair started");
+    let second = cluster.stop(target).await;
+    let status = wait_whole(&cluster, &second).await;
+    assert!(status.repaired_bytes > 0, "{status:?}");
+    let gone = HashSet::from([dead, second]);
+    assert_whole(&record(&cluster, "big").await, &gone);
+    assert!(read_all(&cluster, "big").await == data);
+    cluster.shutdown().await;
+}
