@@ -13,7 +13,7 @@ use meta_api::{
     ListBuckets, ListKeys, ListUsers, MetaClient, MintCredential, Principal, SetBucketPublicRead,
     UserRecord,
 };
-use meta_api::{Credential, CredentialKey};
+use meta_api::{AdminState, Credential, CredentialKey, SetDatanodeAdminState};
 use proto::DatanodeId;
 use proto::ReplicationConfig;
 use serde_json::{json, Value};
@@ -62,8 +62,32 @@ pub enum AdminCommand {
     /// The cluster CA and certificates of its processes for mutual TLS on
     /// the internal links, written offline to a folder.
     Certs(certs::CertsArgs),
-    /// Datanodes and their state, capacity and use.
+    /// Datanodes: decommission, maintenance.
+    #[command(subcommand)]
+    Datanode(DatanodeCommand),
+    /// Datanodes and their state, capacity and use; block groups by
+    /// redundancy, the repair queue, scrub progress.
     Status,
+}
+
+/// `tessera admin datanode ...`
+#[derive(Subcommand, Debug)]
+pub enum DatanodeCommand {
+    /// Copies every block file off the datanode (it gets no new ones), then
+    /// marks it decommissioned: `status` shows when it can be stopped.
+    Decommission {
+        /// The datanode's id.
+        id: String,
+    },
+    /// Takes the datanode out of service for a while (on) without its
+    /// block files being rebuilt elsewhere while it is down, or puts it
+    /// back in service (off; also ends a decommission).
+    Maintenance {
+        /// The datanode's id.
+        id: String,
+        #[arg(value_parser = ["on", "off"])]
+        state: String,
+    },
 }
 
 /// `tessera admin credential ...`
@@ -323,6 +347,21 @@ pub async fn run(args: AdminArgs) -> Result<()> {
             }
             json!({"principal": principal.to_string(), "credential": credential})
         }
+        AdminCommand::Datanode(command) => {
+            let (id, state) = match command {
+                DatanodeCommand::Decommission { id } => (id, AdminState::Decommissioning),
+                DatanodeCommand::Maintenance { id, state } if state == "on" => {
+                    (id, AdminState::Maintenance)
+                }
+                DatanodeCommand::Maintenance { id, .. } => (id, AdminState::InService),
+            };
+            let set = SetDatanodeAdminState {
+                datanode: DatanodeId(id.clone()),
+                state,
+            };
+            meta.call(set).await?;
+            done
+        }
         AdminCommand::Status => status_json(&meta.call(GetClusterStatus).await?),
         AdminCommand::Certs(_) => unreachable!("made offline above"),
     };
@@ -456,6 +495,7 @@ fn status_json(status: &ClusterStatus) -> Value {
     json!({
         "datanodes": status.datanodes.iter().map(|d| json!({
             "id": d.id.0, "address": d.addr, "state": format!("{:?}", d.state).to_lowercase(),
+            "admin": admin_state_name(d.admin),
             "capacity": d.capacity, "used": d.used, "blocks": d.blocks,
             "last_heartbeat": d.last_heartbeat,
             "scrub": {
@@ -482,6 +522,15 @@ fn status_json(status: &ClusterStatus) -> Value {
     })
 }
 
+fn admin_state_name(state: AdminState) -> &'static str {
+    match state {
+        AdminState::InService => "in-service",
+        AdminState::Decommissioning => "decommissioning",
+        AdminState::Decommissioned => "decommissioned",
+        AdminState::Maintenance => "maintenance",
+    }
+}
+
 fn print_human(value: &Value) {
     match value {
         Value::Array(rows) => {
@@ -492,10 +541,11 @@ fn print_human(value: &Value) {
         Value::Object(map) => {
             if let Some(Value::Array(nodes)) = map.get("datanodes") {
                 println!(
-                    "{:<38} {:<22} {:<8} {:>14} {:>14} {:>8} {:>7} {:>7}",
+                    "{:<38} {:<22} {:<8} {:<15} {:>14} {:>14} {:>8} {:>7} {:>7}",
                     "DATANODE",
                     "ADDRESS",
                     "STATE",
+                    "ADMIN",
                     "CAPACITY",
                     "USED",
                     "BLOCKS",
@@ -507,10 +557,11 @@ fn print_human(value: &Value) {
                     let done = scrub["checked_bytes"].as_u64().unwrap_or(0) as f64;
                     let all = scrub["pass_bytes"].as_u64().unwrap_or(0).max(1) as f64;
                     println!(
-                        "{:<38} {:<22} {:<8} {:>14} {:>14} {:>8} {:>6.0}% {:>7}",
+                        "{:<38} {:<22} {:<8} {:<15} {:>14} {:>14} {:>8} {:>6.0}% {:>7}",
                         n["id"].as_str().unwrap_or(""),
                         n["address"].as_str().unwrap_or(""),
                         n["state"].as_str().unwrap_or(""),
+                        n["admin"].as_str().unwrap_or(""),
                         n["capacity"],
                         n["used"],
                         n["blocks"],

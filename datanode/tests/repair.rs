@@ -4,7 +4,10 @@
 //! whole once a datanode joins.
 
 use block_client::ClientConfig;
-use meta_api::{DatanodeState, GetClusterStatus, GetObject, ObjectRecord, RedundancyStatus};
+use meta_api::{
+    AdminState, DatanodeState, GetClusterStatus, GetObject, ObjectRecord, RedundancyStatus,
+    SetDatanodeAdminState,
+};
 use proto::{DatanodeId, ReplicationConfig};
 use std::collections::HashSet;
 use std::time::Duration;
@@ -365,5 +368,94 @@ async fn a_repair_whose_datanode_dies_is_handed_out_again_and_completes() {
     let gone = HashSet::from([dead, second]);
     assert_whole(&record(&cluster, "big").await, &gone);
     assert!(read_all(&cluster, "big").await == data);
+    cluster.shutdown().await;
+}
+
+async fn set_admin(cluster: &TestCluster, id: &DatanodeId, state: AdminState) {
+    let set = SetDatanodeAdminState {
+        datanode: id.clone(),
+        state,
+    };
+    cluster.admin.call(set).await.unwrap();
+}
+
+async fn write_objects(cluster: &TestCluster) -> Vec<(String, Vec<u8>)> {
+    cluster.create_bucket("bkt").await;
+    let client = cluster.client(client_config());
+    let mut objects = Vec::new();
+    for (i, size) in [10usize, 2 * 1024 * 1024 + 3, 5 * 1024 * 1024]
+        .into_iter()
+        .enumerate()
+    {
+        for replication in [ReplicationConfig::RS_3_2, ReplicationConfig::REPLICATED_3] {
+            let data = random_bytes(size, 500 + i as u64);
+            let key = format!("{replication}-{size}");
+            let written = write_key(&client, replication, &data, 64 * 1024).await;
+            cluster.commit("bkt", &key, written).await;
+            objects.push((key, data));
+        }
+    }
+    objects
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decommissioned_datanode_is_copied_off_and_can_be_stopped() {
+    let mut cluster = TestCluster::start(7, config()).await;
+    let objects = write_objects(&cluster).await;
+    let id = cluster.datanode(0).id().clone();
+    let held: u64 = std::fs::read_dir(cluster.datanode_dir(0).join("blocks"))
+        .unwrap()
+        .flatten()
+        .flat_map(|shard| std::fs::read_dir(shard.path()).unwrap().flatten())
+        .filter(|f| f.path().extension().is_some_and(|e| e == "data"))
+        .map(|f| f.metadata().unwrap().len())
+        .sum();
+    assert!(held > 0);
+    set_admin(&cluster, &id, AdminState::Decommissioning).await;
+    let mut status = None;
+    for _ in 0..300 {
+        let now = cluster.admin.call(GetClusterStatus).await.unwrap();
+        let node = now.datanodes.iter().find(|d| d.id == id).unwrap();
+        if node.admin == AdminState::Decommissioned {
+            status = Some(now);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let status = status.expect("never decommissioned");
+    // Copied, not rebuilt: the repairs read exactly what it held.
+    assert_eq!(status.redundancy.repaired_bytes, held, "{status:?}");
+    cluster.stop(0).await;
+    let gone = HashSet::from([id]);
+    for (key, data) in &objects {
+        assert_whole(&record(&cluster, key).await, &gone);
+        assert!(read_all(&cluster, key).await == *data, "{key}");
+    }
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_datanode_in_maintenance_is_not_repaired_around_until_it_leaves_maintenance() {
+    let mut cluster = TestCluster::start(6, config()).await;
+    let objects = write_objects(&cluster).await;
+    let id = cluster.datanode(0).id().clone();
+    set_admin(&cluster, &id, AdminState::Maintenance).await;
+    cluster.stop(0).await;
+    // Long past --dead-after: nothing queued, nothing repaired, reads degrade.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let status = cluster.admin.call(GetClusterStatus).await.unwrap();
+    let node = status.datanodes.iter().find(|d| d.id == id).unwrap();
+    assert_eq!(node.state, DatanodeState::Dead);
+    assert_eq!(status.redundancy.queued, 0, "{status:?}");
+    assert_eq!(status.redundancy.repaired_bytes, 0, "{status:?}");
+    for (key, data) in &objects {
+        assert!(read_all(&cluster, key).await == *data, "{key}");
+    }
+    set_admin(&cluster, &id, AdminState::InService).await;
+    let status = wait_whole(&cluster, &id).await;
+    assert!(status.repaired_bytes > 0);
+    for (key, _) in &objects {
+        assert_whole(&record(&cluster, key).await, &HashSet::from([id.clone()]));
+    }
     cluster.shutdown().await;
 }

@@ -15,7 +15,7 @@ Prints one JSON line: bytes of block files lost, seconds from dead to whole,
 repair rate (GB of lost block files rebuilt per minute), ranged GET p50/p99
 idle and during the repair, and their ratio.
 
-    .venv/bin/python scripts/bench/repair.py [--repair-bandwidth 64MiB|0] [--lost-gib 1]
+    .venv/bin/python scripts/bench/repair.py [--repair-bandwidth 32MiB|0] [--lost-gib 1]
 """
 
 import argparse
@@ -83,7 +83,7 @@ class RangedGets:
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--repair-bandwidth", default="64MiB")
+    parser.add_argument("--repair-bandwidth", default="32MiB")
     parser.add_argument("--lost-gib", type=float, default=1.0)
     parser.add_argument("--idle-seconds", type=float, default=15.0)
     args = parser.parse_args()

@@ -274,7 +274,7 @@ pub struct DatanodeSettings {
     #[arg(long, env = "TESSERA_UPLOAD_GRACE", default_value = "1h", value_parser = parse_duration)]
     pub upload_grace: Duration,
     /// Bytes a second the repairs a datanode runs may read, all together; 0: no limit.
-    #[arg(long, env = "TESSERA_REPAIR_BANDWIDTH", default_value = "64MiB", value_parser = parse_size)]
+    #[arg(long, env = "TESSERA_REPAIR_BANDWIDTH", default_value = "32MiB", value_parser = parse_size)]
     pub repair_bandwidth: u64,
     /// The scrubber reads every block file against its checksums once per period, paced to spread each pass over it; 0s turns it off.
     #[arg(long, env = "TESSERA_SCRUB_PERIOD", default_value = "7d", value_parser = parse_duration)]

@@ -361,6 +361,22 @@ pub fn key_right(grants: Option<&[BucketGrant]>, bucket: &str) -> Option<BucketR
     }
 }
 
+/// What an operator asked of a datanode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AdminState {
+    /// Takes new blocks; its block files count while it lives.
+    #[default]
+    InService,
+    /// Leaving for good: no new blocks, and every block file it holds is
+    /// copied to another datanode; then [`AdminState::Decommissioned`].
+    Decommissioning,
+    /// Holds no block file any group needs: it can be stopped.
+    Decommissioned,
+    /// Down for a while on purpose: no new blocks, and its block files are
+    /// not repaired around even once it is dead.
+    Maintenance,
+}
+
 /// Liveness of a datanode as meta sees it from heartbeats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum DatanodeState {
@@ -394,6 +410,9 @@ pub struct DatanodeRecord {
     /// How far its scrubber got, as of its last heartbeat.
     #[serde(default)]
     pub scrub: ScrubProgress,
+    /// What an operator asked of it (kept apart from heartbeats).
+    #[serde(default)]
+    pub admin: AdminState,
 }
 
 /// How far a datanode's scrubber (which reads every block file against its

@@ -19,7 +19,7 @@ use crate::store::db::{decode, StoreError};
 use crate::store::repairs::{GroupOwner, RepairEntry, RepairQueue};
 use crate::store::tables::{BAD_REPLICAS, OBJECTS, PARTS, UPLOADS};
 use crate::store::Store;
-use meta_api::{BlockGroup, DatanodeState, MetaError, ReplicaLocation, UnixMillis};
+use meta_api::{AdminState, BlockGroup, DatanodeState, MetaError, ReplicaLocation, UnixMillis};
 use proto::{BlockId, BlockKey, DatanodeId, ReplicationConfig};
 use redb::{ReadableTable, WriteTransaction};
 use serde::{Deserialize, Serialize};
@@ -58,71 +58,114 @@ impl Health {
     }
 }
 
-/// Which block files can be read now.
+/// What one block file of a group is worth now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CellState {
+    /// Readable, and staying where it is.
+    Staying,
+    /// Readable, but on a datanode being decommissioned: it must be copied.
+    Leaving,
+    /// Gone: its datanode is dead or unknown, or the file is corrupt.
+    Unreadable,
+}
+
+/// Which block files can be read now, and which must move.
 #[derive(Default)]
 pub(crate) struct Liveness {
-    /// Datanodes whose block files count (healthy or stale).
+    /// Datanodes whose block files count: healthy or stale, or in
+    /// maintenance (not repaired around even while down).
     pub(crate) up: HashSet<DatanodeId>,
+    /// Datanodes being decommissioned (or done with it).
+    pub(crate) leaving: HashSet<DatanodeId>,
     /// Block files reported corrupt, with their datanode.
     pub(crate) corrupt: HashSet<(BlockKey, DatanodeId)>,
 }
 
 impl Liveness {
-    /// From the registry's datanodes and their states, and the corrupt
-    /// block files reported.
+    /// From the registry's datanodes (state and what an operator asked of
+    /// each) and the corrupt block files reported.
     pub(crate) fn new(
-        datanodes: impl IntoIterator<Item = (DatanodeId, DatanodeState)>,
+        datanodes: impl IntoIterator<Item = (DatanodeId, DatanodeState, AdminState)>,
         corrupt: HashSet<(BlockKey, DatanodeId)>,
     ) -> Self {
-        let up = datanodes
-            .into_iter()
-            .filter(|(_, state)| *state != DatanodeState::Dead)
-            .map(|(id, _)| id)
-            .collect();
-        Self { up, corrupt }
+        let mut liveness = Self {
+            corrupt,
+            ..Self::default()
+        };
+        for (id, state, admin) in datanodes {
+            if matches!(
+                admin,
+                AdminState::Decommissioning | AdminState::Decommissioned
+            ) {
+                liveness.leaving.insert(id.clone());
+            }
+            if state != DatanodeState::Dead || admin == AdminState::Maintenance {
+                liveness.up.insert(id);
+            }
+        }
+        liveness
     }
 
-    /// Whether the block file of `group` at `replica` can be read.
+    /// What the block file of `block` at `replica` is worth.
+    pub(crate) fn cell(&self, block: BlockId, replica: &ReplicaLocation) -> CellState {
+        let key = (
+            BlockKey::new(block, replica.index),
+            replica.datanode.clone(),
+        );
+        if !self.up.contains(&replica.datanode) || self.corrupt.contains(&key) {
+            CellState::Unreadable
+        } else if self.leaving.contains(&replica.datanode) {
+            CellState::Leaving
+        } else {
+            CellState::Staying
+        }
+    }
+
+    /// Whether the block file of `block` at `replica` can be read.
     pub(crate) fn readable(&self, block: BlockId, replica: &ReplicaLocation) -> bool {
-        self.up.contains(&replica.datanode)
-            && !self.corrupt.contains(&(
-                BlockKey::new(block, replica.index),
-                replica.datanode.clone(),
-            ))
+        self.cell(block, replica) != CellState::Unreadable
     }
 }
 
-/// How much of `group` (protected by `config`) is readable.
+/// How much of `group` (protected by `config`) is readable, and which of
+/// its block files must be made: those with no staying copy.
 pub(crate) fn assess(
     group: &BlockGroup,
     config: &ReplicationConfig,
-    readable: impl Fn(&ReplicaLocation) -> bool,
+    cell: impl Fn(&ReplicaLocation) -> CellState,
 ) -> Health {
     let width = config.width();
     let present: usize;
     let missing: Vec<u8> = match config {
         ReplicationConfig::Ec(_) => {
-            let mut have = vec![false; width];
-            for replica in group.replicas.iter().filter(|r| readable(r)) {
-                if let Some(slot) = have.get_mut(replica.index as usize) {
-                    *slot = true;
+            let mut readable = vec![false; width];
+            let mut staying = vec![false; width];
+            for replica in &group.replicas {
+                let state = cell(replica);
+                let i = replica.index as usize;
+                if i < width {
+                    readable[i] |= state != CellState::Unreadable;
+                    staying[i] |= state == CellState::Staying;
                 }
             }
-            present = have.iter().filter(|h| **h).count();
+            present = readable.iter().filter(|h| **h).count();
             (0..width)
-                .filter(|i| !have[*i])
+                .filter(|i| !staying[*i])
                 .map(|i| u8::try_from(i).unwrap_or(u8::MAX))
                 .collect()
         }
         ReplicationConfig::Replicated { .. } => {
-            let holders: HashSet<&DatanodeId> = group
-                .replicas
-                .iter()
-                .filter(|r| readable(r))
-                .map(|r| &r.datanode)
-                .collect();
-            present = holders.len().min(width);
-            vec![0; width - present]
+            let holders = |wanted: &dyn Fn(CellState) -> bool| {
+                let distinct: HashSet<&DatanodeId> = group
+                    .replicas
+                    .iter()
+                    .filter(|r| wanted(cell(r)))
+                    .map(|r| &r.datanode)
+                    .collect();
+                distinct.len().min(width)
+            };
+            present = holders(&|s| s != CellState::Unreadable);
+            vec![0; width - holders(&|s| s == CellState::Staying)]
         }
     };
     let spare = present as i64 - config.readable_from() as i64;
@@ -144,7 +187,7 @@ pub(crate) fn queue_short_groups(
 ) -> Result<(), StoreError> {
     let mut queue: Option<RepairQueue> = None;
     for group in groups {
-        let health = assess(group, config, |_| true);
+        let health = assess(group, config, |_| CellState::Staying);
         if health.missing.is_empty() {
             continue;
         }
@@ -241,6 +284,8 @@ pub(crate) struct ScanResult {
     pub(crate) damaged: Vec<RepairEntry>,
     /// The reported corrupt block files some record still lists.
     pub(crate) listed_corrupt: HashSet<(BlockKey, DatanodeId)>,
+    /// Block files the records list on each leaving datanode.
+    pub(crate) leaving_files: HashMap<DatanodeId, u64>,
 }
 
 /// The corrupt block files reported, as `Liveness` wants them.
@@ -288,16 +333,23 @@ pub(crate) fn scan(
             counts: GroupCounts::default(),
             damaged: Vec::new(),
             listed_corrupt: HashSet::new(),
+            leaving_files: HashMap::new(),
         };
         let mut note =
             |group: &BlockGroup, config: &ReplicationConfig, owner: &dyn Fn() -> GroupOwner| {
                 for (key, replica) in group.block_keys() {
+                    if liveness.leaving.contains(&replica.datanode) {
+                        *result
+                            .leaving_files
+                            .entry(replica.datanode.clone())
+                            .or_default() += 1;
+                    }
                     let file = (key, replica.datanode.clone());
                     if liveness.corrupt.contains(&file) {
                         result.listed_corrupt.insert(file);
                     }
                 }
-                let health = assess(group, config, |r| liveness.readable(group.block, r));
+                let health = assess(group, config, |r| liveness.cell(group.block, r));
                 result.counts.add(health.state());
                 if !health.missing.is_empty() {
                     result.damaged.push(RepairEntry {
@@ -414,8 +466,18 @@ pub(crate) mod tests {
     fn liveness(up: &[&str], corrupt: &[(u8, &str)]) -> Liveness {
         Liveness::new(
             up.iter()
-                .map(|id| (DatanodeId(id.to_string()), DatanodeState::Healthy))
-                .chain([(DatanodeId("gone".into()), DatanodeState::Dead)]),
+                .map(|id| {
+                    (
+                        DatanodeId(id.to_string()),
+                        DatanodeState::Healthy,
+                        AdminState::InService,
+                    )
+                })
+                .chain([(
+                    DatanodeId("gone".into()),
+                    DatanodeState::Dead,
+                    AdminState::InService,
+                )]),
             corrupt
                 .iter()
                 .map(|(i, d)| (BlockKey::new(BlockId(9), *i), DatanodeId(d.to_string())))
@@ -428,7 +490,7 @@ pub(crate) mod tests {
         let rs = ReplicationConfig::RS_3_2;
         let g = group((0..5).map(|i| replica(i, &format!("d{i}"))).collect());
         let all = liveness(&["d0", "d1", "d2", "d3", "d4"], &[]);
-        let whole = assess(&g, &rs, |r| all.readable(g.block, r));
+        let whole = assess(&g, &rs, |r| all.cell(g.block, r));
         assert_eq!(
             whole,
             Health {
@@ -440,7 +502,7 @@ pub(crate) mod tests {
 
         // d1 dead (absent from the up set), d3 corrupt.
         let some = liveness(&["d0", "d2", "d3", "d4"], &[(3, "d3")]);
-        let health = assess(&g, &rs, |r| some.readable(g.block, r));
+        let health = assess(&g, &rs, |r| some.cell(g.block, r));
         assert_eq!(
             health,
             Health {
@@ -452,11 +514,11 @@ pub(crate) mod tests {
 
         let one = liveness(&["d0", "d1", "d2", "d3"], &[]);
         assert_eq!(
-            assess(&g, &rs, |r| one.readable(g.block, r)).state(),
+            assess(&g, &rs, |r| one.cell(g.block, r)).state(),
             GroupState::Degraded
         );
         let few = liveness(&["d0", "d4"], &[]);
-        let lost = assess(&g, &rs, |r| few.readable(g.block, r));
+        let lost = assess(&g, &rs, |r| few.cell(g.block, r));
         assert_eq!(
             lost,
             Health {
@@ -469,7 +531,7 @@ pub(crate) mod tests {
         // Written short: index 4 never placed.
         let short = group((0..4).map(|i| replica(i, &format!("d{i}"))).collect());
         assert_eq!(
-            assess(&short, &rs, |_| true),
+            assess(&short, &rs, |_| CellState::Staying),
             Health {
                 missing: vec![4],
                 spare: 1
@@ -482,7 +544,7 @@ pub(crate) mod tests {
         let r3 = ReplicationConfig::REPLICATED_3;
         let g = group(vec![replica(0, "a"), replica(0, "b"), replica(0, "gone")]);
         let live = liveness(&["a", "b"], &[(0, "b")]);
-        let health = assess(&g, &r3, |r| live.readable(g.block, r));
+        let health = assess(&g, &r3, |r| live.cell(g.block, r));
         assert_eq!(
             health,
             Health {
@@ -491,7 +553,7 @@ pub(crate) mod tests {
             }
         );
         assert_eq!(
-            assess(&g, &r3, |_| true),
+            assess(&g, &r3, |_| CellState::Staying),
             Health {
                 missing: vec![],
                 spare: 2

@@ -2,7 +2,7 @@
 //! datanode's state (healthy, stale, dead) follows from the time since its last
 //! heartbeat, computed whenever it is asked.
 
-use meta_api::{BlockGroup, DatanodeRecord, DatanodeState, UnixMillis};
+use meta_api::{AdminState, BlockGroup, DatanodeRecord, DatanodeState, UnixMillis};
 use parking_lot::{Mutex, RwLock};
 use proto::DatanodeId;
 use std::collections::HashMap;
@@ -115,6 +115,17 @@ impl Registry {
         out
     }
 
+    /// Records what an operator asked of datanode `id`; answers whether it is known.
+    pub(crate) fn set_admin(&self, id: &DatanodeId, admin: AdminState) -> bool {
+        match self.nodes.write().get_mut(id) {
+            Some(node) => {
+                node.record.admin = admin;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Whether `id` ever registered (block reports come only from known datanodes).
     pub(crate) fn contains(&self, id: &DatanodeId) -> bool {
         self.nodes.read().contains_key(id)
@@ -211,6 +222,7 @@ mod tests {
             last_heartbeat,
             state: DatanodeState::Healthy,
             scrub: Default::default(),
+            admin: AdminState::InService,
         }
     }
 

@@ -117,3 +117,15 @@ pub struct DiscardBlocks {
     /// The groups to delete.
     pub groups: Vec<BlockGroup>,
 }
+
+/// `tessera admin datanode decommission|maintenance`: sets what an operator
+/// asks of a datanode.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SetDatanodeAdminState {
+    /// The datanode.
+    pub datanode: DatanodeId,
+    /// `Decommissioning` starts moving its block files away (it becomes
+    /// `Decommissioned` by itself once none is needed there),
+    /// `Maintenance` keeps it from being repaired around, `InService` ends either.
+    pub state: crate::records::AdminState,
+}

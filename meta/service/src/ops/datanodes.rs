@@ -5,12 +5,13 @@
 use crate::ops::bad_replicas::record_bad_replica;
 use crate::placement::{choose, validate_replication, Candidate};
 use crate::state::MetaState;
-use crate::store::db::{decode, encode};
+use crate::store::db::{decode, encode, get_json};
 use crate::store::deletions::DeletionQueue;
 use crate::store::tables::DATANODES;
 use meta_api::{
-    AllocateBlock, BlockGroup, BlockReport, DatanodeRecord, DatanodeState, Handle, Heartbeat,
-    HeartbeatReply, MetaError, ReplicaLocation, UnixMillis, MAX_REPORTED_BLOCKS,
+    AdminState, AllocateBlock, BlockGroup, BlockReport, DatanodeRecord, DatanodeState, Handle,
+    Heartbeat, HeartbeatReply, MetaError, ReplicaLocation, SetDatanodeAdminState, UnixMillis,
+    MAX_REPORTED_BLOCKS,
 };
 use proto::token::Modes;
 use proto::{BlockKey, ReplicationConfig};
@@ -37,7 +38,7 @@ impl Handle<Heartbeat> for MetaState {
                 "datanode address is empty".into(),
             ));
         }
-        let record = DatanodeRecord {
+        let mut record = DatanodeRecord {
             id: report.id.clone(),
             addr: report.addr,
             local_socket: report.local_socket,
@@ -47,11 +48,14 @@ impl Handle<Heartbeat> for MetaState {
             last_heartbeat: now,
             state: DatanodeState::Healthy,
             scrub: report.scrub,
+            admin: AdminState::InService,
         };
         let pending = self.store.write(|txn| {
             let mut datanodes = txn.open_table(DATANODES)?;
             if let Some(old) = datanodes.get(record.id.0.as_str())? {
                 let old: DatanodeRecord = decode(old.value())?;
+                // What an operator asked outlives heartbeats.
+                record.admin = old.admin;
                 if old.addr != record.addr {
                     tracing::info!(datanode = %record.id, old = %old.addr, new = %record.addr, "datanode moved");
                 }
@@ -101,6 +105,7 @@ impl Handle<AllocateBlock> for MetaState {
             .snapshot(now, self.config.stale_after, self.config.dead_after)
             .into_iter()
             .filter(|n| n.record.state == DatanodeState::Healthy)
+            .filter(|n| n.record.admin == AdminState::InService)
             .filter(|n| !exclude.contains(&n.record.id))
             // Capacity is what the datanode may still fill plus what it
             // uses; 0 (nothing measured) means full, never unlimited.
@@ -187,5 +192,25 @@ impl Handle<BlockReport> for MetaState {
             tracing::info!(%datanode, queued, "orphan block files queued for deletion");
         }
         Ok(queued)
+    }
+}
+
+impl Handle<SetDatanodeAdminState> for MetaState {
+    /// Records what an operator asks of a datanode; a decommission or its
+    /// end makes the next redundancy check scan for the block files to move.
+    fn handle(&self, request: SetDatanodeAdminState, _now: UnixMillis) -> Result<(), MetaError> {
+        let SetDatanodeAdminState { datanode, state } = request;
+        self.store.write(|txn| {
+            let mut datanodes = txn.open_table(DATANODES)?;
+            let mut record: DatanodeRecord = get_json(&datanodes, datanode.0.as_str())?
+                .ok_or_else(|| MetaError::InvalidRequest(format!("no datanode {datanode}")))?;
+            record.admin = state;
+            datanodes.insert(datanode.0.as_str(), encode(&record)?.as_slice())?;
+            Ok(())
+        })?;
+        self.registry.set_admin(&datanode, state);
+        tracing::info!(%datanode, ?state, "datanode admin state set");
+        self.repairs.request_scan();
+        Ok(())
     }
 }

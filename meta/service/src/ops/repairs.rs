@@ -4,7 +4,10 @@
 //! transaction that checks the group still needs them.
 
 use crate::placement::{choose, Candidate};
-use crate::redundancy::{self, apply_scan, assess, corrupt_block_files, scan, Health, Liveness};
+use crate::redundancy::{
+    self, apply_scan, assess, corrupt_block_files, reported_files, scan, CellState, Health,
+    Liveness,
+};
 use crate::registry::RegisteredNode;
 use crate::state::MetaState;
 use crate::store::db::{decode, encode, get_json, StoreError};
@@ -12,8 +15,9 @@ use crate::store::deletions::DeletionQueue;
 use crate::store::repairs::{self, GroupOwner, RepairEntry, RepairQueue};
 use crate::store::tables::{object_key, part_key, BAD_REPLICAS, OBJECTS, PARTS, UPLOADS};
 use meta_api::{
-    BlockGroup, DatanodeState, FinishRepair, Handle, MetaError, ObjectRecord, PartRecord,
-    RedundancyStatus, RepairCommand, RepairSource, ReplicaLocation, UnixMillis, UploadRecord,
+    AdminState, BlockGroup, DatanodeState, FinishRepair, Handle, MetaError, ObjectRecord,
+    PartRecord, RedundancyStatus, RepairCommand, RepairSource, ReplicaLocation, UnixMillis,
+    UploadRecord,
 };
 use proto::token::Modes;
 use proto::{BlockId, BlockKey, DatanodeId, ReplicationConfig};
@@ -105,7 +109,9 @@ impl MetaState {
     /// Which block files are readable now.
     fn liveness(&self, nodes: &[RegisteredNode]) -> Result<Liveness, MetaError> {
         Ok(Liveness::new(
-            nodes.iter().map(|n| (n.record.id.clone(), n.record.state)),
+            nodes
+                .iter()
+                .map(|n| (n.record.id.clone(), n.record.state, n.record.admin)),
             corrupt_block_files(&self.store)?,
         ))
     }
@@ -127,10 +133,34 @@ impl MetaState {
             let result = scan(&self.store, &liveness, now)?;
             apply_scan(&self.store, &result, now)?;
             result.counts.publish();
+            self.finish_decommissions(&nodes, &result.leaving_files)?;
             tracing::debug!(counts = ?result.counts, damaged = result.damaged.len(), "redundancy scan");
             self.repairs.scanned(dead, result.counts, now);
         }
         self.schedule_repairs(&nodes, &liveness, now)
+    }
+
+    /// Marks decommissioned every decommissioning datanode no record lists
+    /// a block file on any more (per the scan's `leaving_files`).
+    fn finish_decommissions(
+        &self,
+        nodes: &[RegisteredNode],
+        leaving_files: &std::collections::HashMap<DatanodeId, u64>,
+    ) -> Result<(), MetaError> {
+        for node in nodes {
+            let id = &node.record.id;
+            if node.record.admin == AdminState::Decommissioning && !leaving_files.contains_key(id) {
+                self.handle(
+                    meta_api::SetDatanodeAdminState {
+                        datanode: id.clone(),
+                        state: AdminState::Decommissioned,
+                    },
+                    0,
+                )?;
+                tracing::info!(datanode = %id, "datanode decommissioned: no block file of it is needed, it can be stopped");
+            }
+        }
+        Ok(())
     }
 
     /// Hands the queue's head to datanodes, most endangered first.
@@ -166,7 +196,7 @@ impl MetaState {
             };
             self.registry
                 .refresh_addrs(std::slice::from_mut(&mut group));
-            let health = assess(&group, &config, |r| liveness.readable(group.block, r));
+            let health = assess(&group, &config, |r| liveness.cell(group.block, r));
             if health.missing.is_empty() || health.spare < 0 {
                 continue;
             }
@@ -202,6 +232,7 @@ impl MetaState {
         let load = self.repairs.load();
         let eligible = |n: &RegisteredNode| {
             n.record.state == DatanodeState::Healthy
+                && n.record.admin == AdminState::InService
                 && load.get(&n.record.id).copied().unwrap_or(0) < limit
                 && n.record.capacity.saturating_sub(n.record.used) >= block_size
         };
@@ -211,11 +242,34 @@ impl MetaState {
             .filter(|r| liveness.readable(group.block, r))
             .map(|r| &r.datanode)
             .collect();
+        // Block files on a leaving datanode are copied from it, one
+        // datanode's at a time; anything else is rebuilt.
+        let leaving = group
+            .replicas
+            .iter()
+            .find(|r| {
+                health.missing.contains(&r.index)
+                    && liveness.cell(group.block, r) == CellState::Leaving
+            })
+            .map(|r| r.datanode.clone());
+        let (source, wanted): (RepairSource, Vec<u8>) = match &leaving {
+            Some(from) => (
+                RepairSource::Copy(from.clone()),
+                group
+                    .replicas
+                    .iter()
+                    .filter(|r| r.datanode == *from && health.missing.contains(&r.index))
+                    .map(|r| r.index)
+                    .take(1)
+                    .collect(),
+            ),
+            None => (RepairSource::Rebuild, health.missing.clone()),
+        };
         // A datanode whose copy of an index is corrupt, and that holds no
         // readable block file of the group, may take that index back.
         let mut targets: Vec<ReplicaLocation> = Vec::new();
         let mut rest = Vec::new();
-        for &index in &health.missing {
+        for &index in &wanted {
             let back = group.replicas.iter().find(|r| {
                 r.index == index
                     && !readable_holders.contains(&r.datanode)
@@ -270,7 +324,7 @@ impl MetaState {
             config,
             targets,
             write_token: written.token,
-            source: RepairSource::Rebuild,
+            source,
         })
     }
 }
@@ -294,11 +348,6 @@ impl Handle<FinishRepair> for MetaState {
         let nodes = self
             .registry
             .snapshot(now, self.config.stale_after, self.config.dead_after);
-        let up: HashSet<DatanodeId> = nodes
-            .iter()
-            .filter(|n| n.record.state != DatanodeState::Dead)
-            .map(|n| n.record.id.clone())
-            .collect();
         let addrs: std::collections::HashMap<&DatanodeId, &str> = nodes
             .iter()
             .map(|n| (&n.record.id, n.record.addr.as_str()))
@@ -313,11 +362,12 @@ impl Handle<FinishRepair> for MetaState {
             })
             .collect();
         let outcome = self.store.write(|txn| {
-            let corrupt = corrupt_in(txn, block)?;
-            let liveness = Liveness {
-                up: up.clone(),
-                corrupt,
-            };
+            let liveness = Liveness::new(
+                nodes
+                    .iter()
+                    .map(|n| (n.record.id.clone(), n.record.state, n.record.admin)),
+                corrupt_in(txn, block)?,
+            );
             let mut queue = RepairQueue::open(txn)?;
             let entry = queue.get(block)?;
             let found = match &entry {
@@ -358,7 +408,7 @@ impl Handle<FinishRepair> for MetaState {
                 )?;
             }
             replace_group(txn, &at, &group)?;
-            let health = assess(&group, &config, |r| liveness.readable(block, r));
+            let health = assess(&group, &config, |r| liveness.cell(block, r));
             if health.missing.is_empty() {
                 queue.remove(block)?;
             } else if let Some(entry) = entry {
@@ -388,20 +438,12 @@ fn corrupt_in(
     txn: &WriteTransaction,
     block: BlockId,
 ) -> Result<HashSet<(BlockKey, DatanodeId)>, StoreError> {
-    #[derive(serde::Deserialize)]
-    struct Report {
-        block: BlockKey,
-        datanode: DatanodeId,
-    }
-    let mut out = HashSet::new();
-    for entry in txn.open_table(BAD_REPLICAS)?.iter()? {
-        let (_, value) = entry?;
-        let report: Report = decode(value.value())?;
-        if report.block.block == block {
-            out.insert((report.block, report.datanode));
-        }
-    }
-    Ok(out)
+    let reports = reported_files(&txn.open_table(BAD_REPLICAS)?)?;
+    Ok(reports
+        .into_iter()
+        .filter(|(_, r)| r.block.block == block)
+        .map(|(_, r)| (r.block, r.datanode))
+        .collect())
 }
 
 /// `group` with the block files of `made` it still misses in place of its
@@ -421,7 +463,7 @@ fn adopt(
         // replicated block; its own datanode's first (a corrupt copy
         // replaced in place).
         let replaceable = |r: &ReplicaLocation| {
-            !liveness.readable(block, r)
+            liveness.cell(block, r) != CellState::Staying
                 && match config {
                     ReplicationConfig::Ec(_) => r.index == new.index,
                     ReplicationConfig::Replicated { .. } => true,
@@ -441,14 +483,14 @@ fn adopt(
             ReplicationConfig::Ec(_) => !group
                 .replicas
                 .iter()
-                .any(|r| r.index == new.index && liveness.readable(block, r)),
+                .any(|r| r.index == new.index && liveness.cell(block, r) == CellState::Staying),
             ReplicationConfig::Replicated { .. } => {
-                let readable = group
+                let staying = group
                     .replicas
                     .iter()
-                    .filter(|r| liveness.readable(block, r))
+                    .filter(|r| liveness.cell(block, r) == CellState::Staying)
                     .count();
-                readable < config.width()
+                staying < config.width()
             }
         };
         if !needed || holds_any {
@@ -507,8 +549,13 @@ mod tests {
 
     fn liveness(up: &[&str]) -> Liveness {
         Liveness::new(
-            up.iter()
-                .map(|d| (DatanodeId(d.to_string()), DatanodeState::Healthy)),
+            up.iter().map(|d| {
+                (
+                    DatanodeId(d.to_string()),
+                    DatanodeState::Healthy,
+                    AdminState::InService,
+                )
+            }),
             HashSet::new(),
         )
     }
@@ -555,6 +602,30 @@ mod tests {
         assert_eq!((dropped, unused), (vec![replica(2, "d2")], vec![]));
         assert_eq!(group.replicas.len(), 5);
         assert!(group.replicas.contains(&replica(2, "d2")));
+    }
+
+    #[test]
+    fn a_copy_off_a_leaving_datanode_replaces_its_block_file() {
+        let group = BlockGroup {
+            block: BlockId(6),
+            length: 10,
+            replicas: (0..5).map(|i| replica(i, &format!("d{i}"))).collect(),
+            token: None,
+        };
+        let mut live = liveness(&["d0", "d1", "d2", "d3", "d4", "x"]);
+        live.leaving.insert(DatanodeId("d3".into()));
+        let health = assess(&group, &ReplicationConfig::RS_3_2, |r| {
+            live.cell(group.block, r)
+        });
+        assert_eq!((health.missing.clone(), health.spare), (vec![3], 2));
+        let (group, dropped, unused) =
+            adopt(group, &ReplicationConfig::RS_3_2, &[replica(3, "x")], &live);
+        assert_eq!((dropped, unused), (vec![replica(3, "d3")], vec![]));
+        assert!(group.replicas.contains(&replica(3, "x")));
+        let health = assess(&group, &ReplicationConfig::RS_3_2, |r| {
+            live.cell(group.block, r)
+        });
+        assert!(health.missing.is_empty());
     }
 
     #[test]
