@@ -91,6 +91,9 @@ def test_damaged_block_files_are_scrubbed_and_rebuilt(healing):
     client.create_bucket(Bucket=bucket)
     try:
         bodies = {}
+        # Only this test's block files are damaged: older ones may be
+        # deleted (the first test's bucket) before a scrubber reaches them.
+        written_after = time.time() - 1
         for replication in ("rs-3-2-1024k", "replicated-3"):
             body = os.urandom(2 * MIB + 999)
             put_with_replication(client, bucket, replication, body, replication)
@@ -104,15 +107,16 @@ def test_damaged_block_files_are_scrubbed_and_rebuilt(healing):
             reverse=True,
         )
         for _, node, path in newest:
-            if node not in live[:2] or path.stat().st_size < 2000:
+            stat = path.stat()
+            if node not in live[:2] or stat.st_size < 2000 or stat.st_mtime < written_after:
                 continue
             data = bytearray(path.read_bytes())
             data[1500] ^= 0x20
             path.write_bytes(bytes(data))
             flipped += 1
         assert flipped > 0
-        for key, body in bodies.items():
-            assert client.get_object(Bucket=bucket, Key=key)["Body"].read() == body, key
+        # No GET yet: a client's read would report the files first and they
+        # could be rebuilt before a scrubber reached them.
         damaged_at = int(time.time() * 1000)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -122,6 +126,8 @@ def test_damaged_block_files_are_scrubbed_and_rebuilt(healing):
             time.sleep(0.5)
         else:
             raise AssertionError(f"the scrubbers did not find {flipped} damaged files: {nodes}")
+        for key, body in bodies.items():
+            assert client.get_object(Bucket=bucket, Key=key)["Body"].read() == body, key
         wait_healthy_since(healing, damaged_at)
         for key, body in bodies.items():
             assert client.get_object(Bucket=bucket, Key=key)["Body"].read() == body, key

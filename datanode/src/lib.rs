@@ -299,7 +299,7 @@ async fn start_inner<H: HeartbeatTarget>(
     };
     let repairs = repair_client
         .map(|(client, bandwidth)| RepairWorker::new(store.id().clone(), client, bandwidth));
-    let scrub_state = Arc::new(ScrubState::default());
+    let scrub_state = Arc::new(ScrubState::reporting_quarantine(&store));
     let scrubber = tokio::spawn(scrub::run(
         store.clone(),
         config.scrub_period,

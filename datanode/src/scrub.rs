@@ -22,6 +22,23 @@ pub(crate) struct ScrubState {
 }
 
 impl ScrubState {
+    /// A state whose first report names every block file `store` holds in
+    /// quarantine: meta may not have heard of them (a crash before the
+    /// report, or damage found at start), and a repeated report is harmless.
+    pub(crate) fn reporting_quarantine(store: &BlockStore) -> Self {
+        let state = Self::default();
+        let damaged = store
+            .quarantined_blocks()
+            .into_iter()
+            .map(|key| DamagedBlockFile {
+                key,
+                reason: "found in quarantine at start".into(),
+            })
+            .collect();
+        state.unreported(damaged);
+        state
+    }
+
     /// The progress to report now.
     pub(crate) fn progress(&self) -> ScrubProgress {
         self.progress.lock().clone()

@@ -400,7 +400,14 @@ async fn write_objects(cluster: &TestCluster) -> Vec<(String, Vec<u8>)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_decommissioned_datanode_is_copied_off_and_can_be_stopped() {
-    let mut cluster = TestCluster::start(7, config()).await;
+    // Decommissioned once empty for an orphan grace (writes placed before
+    // the decommission commit within it).
+    let config = config().meta(|meta| {
+        meta.stale_after = Duration::from_millis(300);
+        meta.dead_after = Duration::from_millis(1_000);
+        meta.orphan_grace = Duration::from_secs(1);
+    });
+    let mut cluster = TestCluster::start(7, config).await;
     let objects = write_objects(&cluster).await;
     let id = cluster.datanode(0).id().clone();
     let held: u64 = std::fs::read_dir(cluster.datanode_dir(0).join("blocks"))

@@ -35,7 +35,8 @@ pub struct RepairOutcome {
 }
 
 /// Runs `command`: makes every target's block file and commits it. On an
-/// error nothing is committed and the targets' uploads are dropped.
+/// error the uncommitted uploads are dropped; `made` lists what was
+/// committed before it (meta leaves those to the orphan detector).
 pub async fn run_repair(
     client: &StoreClient,
     command: &RepairCommand,
@@ -45,15 +46,12 @@ pub async fn run_repair(
     let mut held = vec![0u64; command.targets.len()];
     let written = write_all(client, command, pacer, &mut held, &mut outcome.bytes).await;
     let committed = match written {
-        Ok(()) => commit_all(client, command, &held).await,
+        Ok(()) => commit_all(client, command, &held, &mut outcome.made).await,
         Err(e) => Err(e),
     };
-    match committed {
-        Ok(()) => outcome.made = command.targets.clone(),
-        Err(e) => {
-            drop_uploads(client, command).await;
-            outcome.error = Some(e);
-        }
+    if let Err(e) = committed {
+        drop_uploads(client, command).await;
+        outcome.error = Some(e);
     }
     outcome
 }
@@ -75,6 +73,15 @@ async fn write_all(
     held: &mut [u64],
     read: &mut u64,
 ) -> Result<(), ClientError> {
+    // A token that may delete: a target takes back its own index, where a
+    // damaged file may still be committed. Nothing else of the group is
+    // on the targets, so only that file goes.
+    if command
+        .write_token
+        .is_some_and(|t| t.modes.allows(proto::token::Modes::DELETE))
+    {
+        drop_uploads(client, command).await;
+    }
     match (&command.source, command.config) {
         (RepairSource::Rebuild, ReplicationConfig::Ec(layout)) => {
             rebuild_stripes(client, command, layout, pacer, held, read).await
@@ -223,11 +230,12 @@ async fn write_piece(
     Ok(())
 }
 
-/// Commits every target at the length it must have.
+/// Commits every target at the length it must have, noting each in `made`.
 async fn commit_all(
     client: &StoreClient,
     command: &RepairCommand,
     held: &[u64],
+    made: &mut Vec<ReplicaLocation>,
 ) -> Result<(), ClientError> {
     for (target, held) in command.targets.iter().zip(held) {
         let expected = expected_len(command, target);
@@ -246,6 +254,7 @@ async fn commit_all(
                 *held,
             )
             .await?;
+        made.push(target.clone());
     }
     Ok(())
 }

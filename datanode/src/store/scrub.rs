@@ -65,17 +65,40 @@ impl BlockStore {
             match checked {
                 Ok(None) => {}
                 Ok(Some(reason)) => return Ok((Verified::Corrupt(reason), offset + len)),
-                // Shorter than the sidecar says: truncated under us.
-                Err(StoreError::Io { source, .. })
-                    if source.kind() == std::io::ErrorKind::UnexpectedEof =>
-                {
-                    return Ok((Verified::Corrupt(format!("truncated: {source}")), offset));
+                // Shorter than the sidecar says (truncated under us), or a
+                // sector the disk cannot read: damage either way.
+                Err(StoreError::Io { source, .. }) => {
+                    return Ok((
+                        Verified::Corrupt(format!("reading it failed: {source}")),
+                        offset,
+                    ));
                 }
                 Err(e) => return Err(e),
             }
             offset += len;
         }
         Ok((Verified::Whole, meta.length))
+    }
+
+    /// The block files in `quarantine/` (their data files): taken out of
+    /// service at start or by the scrubber, reported again after a restart
+    /// in case meta never heard of them.
+    pub fn quarantined_blocks(&self) -> Vec<BlockKey> {
+        let Ok(entries) = std::fs::read_dir(&self.paths.quarantine) else {
+            return Vec::new();
+        };
+        let mut keys: Vec<BlockKey> = entries
+            .flatten()
+            .filter_map(|entry| {
+                let name = entry.file_name().into_string().ok()?;
+                match super::paths::parse_block_file(&name)? {
+                    (key, super::paths::BlockFile::Data) => Some(key),
+                    _ => None,
+                }
+            })
+            .collect();
+        keys.sort();
+        keys
     }
 
     /// Takes committed block `key` out of service: forgotten by the index,
@@ -180,6 +203,7 @@ mod tests {
             .join("quarantine")
             .join(format!("{}.data", keys[1]));
         assert_eq!(std::fs::read(quarantined).unwrap(), bytes);
+        assert_eq!(store.quarantined_blocks(), vec![keys[1]]);
         // A restart does not bring it back.
         drop(store);
         let store = BlockStore::open(dir.path(), 4096, false).await.unwrap();

@@ -16,7 +16,7 @@
 //! [`queue_short_groups`]) without waiting for it.
 
 use crate::store::db::{decode, StoreError};
-use crate::store::repairs::{GroupOwner, RepairEntry, RepairQueue};
+use crate::store::repairs::{self, GroupOwner, RepairEntry, RepairQueue};
 use crate::store::tables::{BAD_REPLICAS, OBJECTS, PARTS, UPLOADS};
 use crate::store::Store;
 use meta_api::{AdminState, BlockGroup, DatanodeState, MetaError, ReplicaLocation, UnixMillis};
@@ -286,6 +286,10 @@ pub(crate) struct ScanResult {
     pub(crate) listed_corrupt: HashSet<(BlockKey, DatanodeId)>,
     /// Block files the records list on each leaving datanode.
     pub(crate) leaving_files: HashMap<DatanodeId, u64>,
+    /// The groups queued when the scan read the records.
+    pub(crate) queued: HashSet<BlockId>,
+    /// The corrupt-file reports the scan went by.
+    pub(crate) reported: HashSet<(BlockKey, DatanodeId)>,
 }
 
 /// The corrupt block files reported, as `Liveness` wants them.
@@ -306,7 +310,6 @@ pub(crate) fn corrupt_block_files(
 pub(crate) struct ReportedFile {
     pub(crate) block: BlockKey,
     pub(crate) datanode: DatanodeId,
-    pub(crate) reported: UnixMillis,
 }
 
 /// Every corrupt-file report of the `bad_replicas` table, with its key.
@@ -334,6 +337,11 @@ pub(crate) fn scan(
             damaged: Vec::new(),
             listed_corrupt: HashSet::new(),
             leaving_files: HashMap::new(),
+            queued: repairs::head(txn, usize::MAX)?
+                .into_iter()
+                .map(|e| e.block)
+                .collect(),
+            reported: liveness.corrupt.clone(),
         };
         let mut note =
             |group: &BlockGroup, config: &ReplicationConfig, owner: &dyn Fn() -> GroupOwner| {
@@ -400,29 +408,26 @@ pub(crate) fn scan(
     })
 }
 
-/// Brings the queue in line with a scan that started at `started`: queues
-/// every damaged group, and drops the entries of groups the scan found whole
-/// or did not find at all (deleted), except those queued since it started.
-/// Corrupt-file reports no record lists any more (the file was replaced, or
-/// its object deleted) are dropped too, unless they arrived since.
-pub(crate) fn apply_scan(
-    store: &Store,
-    result: &ScanResult,
-    started: UnixMillis,
-) -> Result<(), MetaError> {
+/// Brings the queue in line with a scan: queues every damaged group, and
+/// drops the entries the scan saw queued of groups it found whole or did
+/// not find at all (deleted); a group queued after the scan read the
+/// records stays. Corrupt-file reports the scan went by that no record
+/// lists any more (the file was replaced, or its object deleted) are
+/// dropped too; newer ones stay.
+pub(crate) fn apply_scan(store: &Store, result: &ScanResult) -> Result<(), MetaError> {
     store.write(|txn| {
         let mut reports = txn.open_table(BAD_REPLICAS)?;
         for (key, report) in reported_files(&reports)? {
             let file = (report.block, report.datanode);
-            if report.reported < started && !result.listed_corrupt.contains(&file) {
+            if result.reported.contains(&file) && !result.listed_corrupt.contains(&file) {
                 reports.remove(key.as_str())?;
             }
         }
         let mut queue = RepairQueue::open(txn)?;
         let damaged: HashSet<BlockId> = result.damaged.iter().map(|e| e.block).collect();
-        for stale in queue.all()? {
-            if !damaged.contains(&stale.block) && stale.queued_at < started {
-                queue.remove(stale.block)?;
+        for stale in &result.queued {
+            if !damaged.contains(stale) {
+                queue.remove(*stale)?;
             }
         }
         for entry in &result.damaged {

@@ -58,6 +58,8 @@ struct Running {
     targets: Vec<DatanodeId>,
     /// Handed out again after this.
     deadline: UnixMillis,
+    /// Copies from a leaving datanode rather than rebuilds.
+    copy: bool,
 }
 
 #[derive(Default)]
@@ -67,6 +69,8 @@ struct Book {
     inbox: HashMap<DatanodeId, Vec<RepairCommand>>,
     /// Groups whose repair failed, and when they may be tried again.
     retry_at: HashMap<BlockId, UnixMillis>,
+    /// Groups whose copy from a leaving datanode failed: rebuilt instead.
+    copy_failed: HashSet<BlockId>,
     /// The dead datanodes the last scan saw.
     scanned_dead: Option<BTreeSet<DatanodeId>>,
     last_scan: UnixMillis,
@@ -76,6 +80,11 @@ struct Book {
     repaired_since_scan: bool,
     counts: GroupCounts,
     repaired_bytes: u64,
+    /// A scan is due at this time, whatever else happens.
+    scan_at: Option<UnixMillis>,
+    /// Decommissioning datanodes, from the first scan that found no block
+    /// file listed on them.
+    emptied_since: HashMap<DatanodeId, UnixMillis>,
 }
 
 /// The repairs in flight and the redundancy scan's findings.
@@ -114,6 +123,7 @@ impl RepairBook {
         let book = self.book.lock();
         let since = now.saturating_sub(book.last_scan);
         book.rescan
+            || book.scan_at.is_some_and(|at| at <= now)
             || book.scanned_dead.as_ref() != Some(dead)
             || since >= millis(self.settings.scan_interval)
             || (book.repaired_since_scan && (queued == 0 || since >= millis(RECOUNT_AFTER_REPAIRS)))
@@ -125,6 +135,7 @@ impl RepairBook {
         book.scanned_dead = Some(dead);
         book.last_scan = now;
         book.rescan = false;
+        book.scan_at = None;
         book.repaired_since_scan = false;
         book.counts = counts;
     }
@@ -132,6 +143,33 @@ impl RepairBook {
     /// Asks for a scan at the next check (a corrupt block file was reported).
     pub(crate) fn request_scan(&self) {
         self.book.lock().rescan = true;
+    }
+
+    /// When scans first found decommissioning datanode `id` empty (now, if
+    /// this one is the first).
+    pub(crate) fn emptied_since(&self, id: &DatanodeId, now: UnixMillis) -> UnixMillis {
+        *self
+            .book
+            .lock()
+            .emptied_since
+            .entry(id.clone())
+            .or_insert(now)
+    }
+
+    /// Forgets that `id` was found empty (a block file is listed there again, or it is done).
+    pub(crate) fn not_emptied(&self, id: &DatanodeId) {
+        self.book.lock().emptied_since.remove(id);
+    }
+
+    /// Asks for a scan at `at` at the latest.
+    pub(crate) fn scan_by(&self, at: UnixMillis) {
+        let mut book = self.book.lock();
+        book.scan_at = Some(book.scan_at.map_or(at, |earlier| earlier.min(at)));
+    }
+
+    /// Whether a copy of `block` from a leaving datanode failed before.
+    pub(crate) fn copy_failed(&self, block: BlockId) -> bool {
+        self.book.lock().copy_failed.contains(&block)
     }
 
     /// Repairs running in the cluster.
@@ -171,6 +209,7 @@ impl RepairBook {
             coordinator: coordinator.clone(),
             targets: command.targets.iter().map(|t| t.datanode.clone()).collect(),
             deadline: now.saturating_add(millis(self.settings.repair_timeout)),
+            copy: matches!(command.source, meta_api::RepairSource::Copy(_)),
         };
         let mut book = self.book.lock();
         book.running.insert(command.group.block, running);
@@ -183,10 +222,25 @@ impl RepairBook {
         self.book.lock().inbox.remove(datanode).unwrap_or_default()
     }
 
-    /// A repair of `block` ended; a failed one waits before it is tried again.
-    pub(crate) fn finished(&self, block: BlockId, failed: bool, bytes: u64, now: UnixMillis) {
+    /// A repair of `block` by `coordinator` ended; a failed one waits before
+    /// it is tried again. A report of an earlier assignment (handed out
+    /// again since) leaves the running one alone.
+    pub(crate) fn finished(
+        &self,
+        block: BlockId,
+        coordinator: &DatanodeId,
+        failed: bool,
+        bytes: u64,
+        now: UnixMillis,
+    ) {
         let mut book = self.book.lock();
-        book.running.remove(&block);
+        if let Some(running) = book.running.remove_entry(&block).map(|(_, r)| r) {
+            if running.coordinator != *coordinator {
+                book.running.insert(block, running);
+            } else if failed && running.copy {
+                book.copy_failed.insert(block);
+            }
+        }
         book.repaired_bytes += bytes;
         book.repaired_since_scan |= !failed;
         if failed {
@@ -286,10 +340,12 @@ mod tests {
         assert_eq!(taken, vec![1, 2]);
         assert!(book.take_commands(&dn("a")).is_empty());
 
-        book.finished(BlockId(1), true, 10, 1_000);
+        book.finished(BlockId(1), &dn("b"), true, 0, 1_000);
+        assert!(!book.may_start(BlockId(1), 1_000), "b runs no repair of 1");
+        book.finished(BlockId(1), &dn("a"), true, 10, 1_000);
         assert!(!book.may_start(BlockId(1), 5_999));
         assert!(book.may_start(BlockId(1), 6_000));
-        book.finished(BlockId(2), false, 32, 1_000);
+        book.finished(BlockId(2), &dn("a"), false, 32, 1_000);
         assert!(book.may_start(BlockId(2), 1_000));
         assert_eq!(book.running(), 0);
         assert_eq!(book.progress().repaired_bytes, 42);
@@ -332,13 +388,13 @@ mod tests {
 
         // A repair done: counted again once the queue is empty, or after a while.
         book.assign(command(1, &["a"]), 1_000);
-        book.finished(BlockId(1), true, 0, 1_000);
+        book.finished(BlockId(1), &dn("a"), true, 0, 1_000);
         assert!(
             !book.scan_due(&none, 0, 2_000),
             "a failed repair changes nothing"
         );
         book.assign(command(1, &["a"]), 1_000);
-        book.finished(BlockId(1), false, 0, 1_000);
+        book.finished(BlockId(1), &dn("a"), false, 0, 1_000);
         assert!(!book.scan_due(&none, 4, 2_000));
         assert!(book.scan_due(&none, 0, 2_000));
         assert!(book.scan_due(&none, 4, 11_000));

@@ -131,34 +131,51 @@ impl MetaState {
         let queued = self.store.read(repairs::queued)?;
         if self.repairs.scan_due(&dead, queued, now) {
             let result = scan(&self.store, &liveness, now)?;
-            apply_scan(&self.store, &result, now)?;
+            apply_scan(&self.store, &result)?;
             result.counts.publish();
-            self.finish_decommissions(&nodes, &result.leaving_files)?;
             tracing::debug!(counts = ?result.counts, damaged = result.damaged.len(), "redundancy scan");
             self.repairs.scanned(dead, result.counts, now);
+            // After `scanned`, which would forget the scan it may ask for.
+            self.finish_decommissions(&nodes, &result.leaving_files, now)?;
         }
         self.schedule_repairs(&nodes, &liveness, now)
     }
 
-    /// Marks decommissioned every decommissioning datanode no record lists
-    /// a block file on any more (per the scan's `leaving_files`).
+    /// Marks decommissioned every decommissioning datanode no record has
+    /// listed a block file on for an orphan grace period (a write placed on
+    /// it before the decommission began commits within that), with no
+    /// repair under way that involves it; `leaving_files` is the scan's.
     fn finish_decommissions(
         &self,
         nodes: &[RegisteredNode],
         leaving_files: &std::collections::HashMap<DatanodeId, u64>,
+        now: UnixMillis,
     ) -> Result<(), MetaError> {
+        let grace = i64::try_from(self.config.orphan_grace.as_millis()).unwrap_or(i64::MAX);
+        let load = self.repairs.load();
         for node in nodes {
             let id = &node.record.id;
-            if node.record.admin == AdminState::Decommissioning && !leaving_files.contains_key(id) {
-                self.handle(
-                    meta_api::SetDatanodeAdminState {
-                        datanode: id.clone(),
-                        state: AdminState::Decommissioned,
-                    },
-                    0,
-                )?;
-                tracing::info!(datanode = %id, "datanode decommissioned: no block file of it is needed, it can be stopped");
+            if node.record.admin != AdminState::Decommissioning || leaving_files.contains_key(id) {
+                self.repairs.not_emptied(id);
+                continue;
             }
+            if load.contains_key(id) {
+                continue;
+            }
+            let since = self.repairs.emptied_since(id, now);
+            if now.saturating_sub(since) < grace {
+                self.repairs.scan_by(since.saturating_add(grace));
+                continue;
+            }
+            self.repairs.not_emptied(id);
+            self.handle(
+                meta_api::SetDatanodeAdminState {
+                    datanode: id.clone(),
+                    state: AdminState::Decommissioned,
+                },
+                0,
+            )?;
+            tracing::info!(datanode = %id, "datanode decommissioned: no block file of it is needed, it can be stopped");
         }
         Ok(())
     }
@@ -244,9 +261,11 @@ impl MetaState {
             .collect();
         // Block files on a leaving datanode are copied from it, one
         // datanode's at a time; anything else is rebuilt.
+        let copy_failed = self.repairs.copy_failed(group.block);
         let leaving = group
             .replicas
             .iter()
+            .filter(|_| !copy_failed)
             .find(|r| {
                 health.missing.contains(&r.index)
                     && liveness.cell(group.block, r) == CellState::Leaving
@@ -308,9 +327,11 @@ impl MetaState {
             return None;
         }
         let mut readable = group;
-        readable
+        let (kept, unreadable): (Vec<ReplicaLocation>, Vec<ReplicaLocation>) = readable
             .replicas
-            .retain(|r| liveness.readable(readable.block, r));
+            .drain(..)
+            .partition(|r| liveness.readable(readable.block, r));
+        readable.replicas = kept;
         self.tokens.sign(&mut readable, Modes::READ, now);
         let mut written = BlockGroup {
             block: readable.block,
@@ -318,7 +339,22 @@ impl MetaState {
             replicas: targets.clone(),
             token: None,
         };
-        self.tokens.sign(&mut written, Modes::WRITE, now);
+        // A target taking back its own index may still hold the damaged
+        // file there (a client's report quarantines nothing): the write
+        // token then lets the repair delete it first.
+        let in_place = targets.iter().any(|t| {
+            readable
+                .replicas
+                .iter()
+                .chain(&unreadable)
+                .any(|r| r.datanode == t.datanode && r.index == t.index)
+        });
+        let modes = if in_place {
+            Modes::WRITE.with(Modes::DELETE)
+        } else {
+            Modes::WRITE
+        };
+        self.tokens.sign(&mut written, modes, now);
         Some(RepairCommand {
             group: readable,
             config,
@@ -340,7 +376,8 @@ impl Handle<FinishRepair> for MetaState {
             bytes,
             error,
         } = request;
-        self.repairs.finished(block, error.is_some(), bytes, now);
+        self.repairs
+            .finished(block, &datanode, error.is_some(), bytes, now);
         if let Some(error) = &error {
             tracing::warn!(%block, %datanode, %error, "repair failed; it will be tried again");
             metrics::counter!("tessera_meta_repairs_total", "result" => "failed").increment(1);
@@ -376,16 +413,22 @@ impl Handle<FinishRepair> for MetaState {
             };
             let mut deletions = DeletionQueue::open(txn)?;
             let Some((at, group, config)) = found.filter(|_| error.is_none()) else {
-                // Failed, or the group is gone: what was made is garbage.
-                for r in &made {
-                    deletions.queue_block(&r.datanode, BlockKey::new(block, r.index), now)?;
-                }
-                if error.is_none() {
-                    queue.remove(block)?;
-                }
+                // Failed, or the group (or its queue entry) is gone: what was
+                // made is left to the orphan detector, which deletes only
+                // block files no record lists; deleting here could hit a
+                // file a duplicate repair had already put in place.
                 return Ok(None);
             };
-            let (group, dropped, unused) = adopt(group, &config, &made, &liveness);
+            // Only datanodes in service take block files (one may have been
+            // decommissioned while the repair ran).
+            let (made, refused): (Vec<ReplicaLocation>, Vec<ReplicaLocation>) =
+                made.iter().cloned().partition(|r| {
+                    nodes.iter().any(|n| {
+                        n.record.id == r.datanode && n.record.admin == AdminState::InService
+                    })
+                });
+            let (group, dropped, mut unused) = adopt(group, &config, &made, &liveness);
+            unused.extend(refused);
             // Never a file the group lists: a corrupt copy replaced in
             // place is the new file itself.
             let listed = |r: &ReplicaLocation| {
@@ -396,6 +439,11 @@ impl Handle<FinishRepair> for MetaState {
             };
             for r in dropped.iter().chain(&unused).filter(|r| !listed(r)) {
                 deletions.queue_block(&r.datanode, BlockKey::new(block, r.index), now)?;
+            }
+            // A deletion still pending at an adopted file's key (of an older
+            // file there) must not remove the new one.
+            for r in made.iter().filter(|r| listed(r)) {
+                deletions.acknowledge(&r.datanode, BlockKey::new(block, r.index))?;
             }
             let mut bad = txn.open_table(BAD_REPLICAS)?;
             for r in &dropped {

@@ -114,11 +114,6 @@ impl<'txn> RepairQueue<'txn> {
         let entry = self.queue.remove(key.as_slice())?;
         entry.map(|value| decode(value.value())).transpose()
     }
-
-    /// Every queued entry, in queue order.
-    pub(crate) fn all(&self) -> Result<Vec<RepairEntry>, StoreError> {
-        entries(&self.queue, usize::MAX)
-    }
 }
 
 fn entries(
@@ -212,10 +207,10 @@ mod tests {
         let removed = store
             .write(|txn| {
                 let mut q = RepairQueue::open(txn)?;
-                Ok((q.remove(BlockId(7))?, q.remove(BlockId(7))?, q.all()?))
+                Ok((q.remove(BlockId(7))?, q.remove(BlockId(7))?))
             })
             .unwrap();
-        assert_eq!(removed, (Some(entry(7, 0, 2, 100)), None, Vec::new()));
+        assert_eq!(removed, (Some(entry(7, 0, 2, 100)), None));
         assert_eq!(store.read(queued), Ok(0));
     }
 }

@@ -6,7 +6,12 @@ use test_support::meta::*;
 
 async fn reports_are_kept_per_block_file_and_counted(transport: Transport) {
     let meta = MetaUnderTest::open(transport).await;
-    let key = BlockKey::new(BlockId(7), 2);
+    // Reports stay while a record lists their block files (redundancy scans
+    // drop the others).
+    meta.create_bucket("bkt", "root").await;
+    meta.commit(object("bkt", "k", vec![group(7, &["a", "b"])]))
+        .await;
+    let key = BlockKey::new(BlockId(7), 0);
     for reason in ["crc at 0", "crc at 16384"] {
         let request = ReportBadReplica {
             block: key,
@@ -16,7 +21,7 @@ async fn reports_are_kept_per_block_file_and_counted(transport: Transport) {
         meta.call(request).await.unwrap();
     }
     let other = ReportBadReplica {
-        block: BlockKey::new(BlockId(7), 0),
+        block: key,
         datanode: dn("b"),
         reason: "x".into(),
     };
