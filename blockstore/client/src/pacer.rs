@@ -6,6 +6,9 @@ use parking_lot::Mutex;
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// The longest one step may hold the pacer.
+const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// Spreads background reads (repairs, scrubbing) over time: at most `rate`
 /// bytes a second across every task sharing it, with bursts of one step.
 pub struct Pacer {
@@ -30,7 +33,10 @@ impl Pacer {
         if self.rate == 0 {
             return;
         }
-        let cost = Duration::from_secs_f64(bytes as f64 / self.rate as f64);
+        // Absurd steps wait a year rather than overflow.
+        let cost = Duration::try_from_secs_f64(bytes as f64 / self.rate as f64)
+            .unwrap_or(Duration::MAX)
+            .min(YEAR);
         let start = {
             let mut next = self.next.lock();
             let start = (*next).max(Instant::now());
@@ -62,5 +68,14 @@ mod tests {
         let unpaced = Pacer::new(0);
         unpaced.take(u64::MAX).await;
         assert_eq!(start.elapsed(), Duration::from_millis(2500));
+        // A step no rate can pay for holds the pacer, without overflowing.
+        let slow = Pacer::new(1);
+        slow.take(1).await;
+        let waited = tokio::time::timeout(Duration::from_secs(60), async {
+            slow.take(u64::MAX).await;
+            slow.take(1).await;
+        })
+        .await;
+        assert!(waited.is_err(), "the step after a huge one waits");
     }
 }
