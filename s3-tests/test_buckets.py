@@ -3,7 +3,7 @@
 import pytest
 from botocore.exceptions import ClientError
 
-from tessera_clients import error_code, http_status, new_bucket_name, response_headers
+from tessera_clients import error_code, http_status, new_bucket_name, response_headers, s3_error_code
 
 
 def test_create_head_list_delete(s3):
@@ -114,3 +114,39 @@ def test_create_bucket_header_sets_default_replication(server, s3):
         assert mine[0].get("replication") == "replicated-3", mine
     finally:
         s3.delete_bucket(Bucket=name)
+
+
+def test_list_buckets_pages(s3, raw):
+    """max-buckets, continuation-token and prefix page through the buckets;
+    a paginated answer names each bucket's region."""
+    prefix = new_bucket_name("pg")
+    names = [f"{prefix}-{i}" for i in range(5)]
+    for name in names:
+        s3.create_bucket(Bucket=name)
+    try:
+        seen, token = [], None
+        while True:
+            kwargs = {"MaxBuckets": 2, "Prefix": prefix}
+            if token:
+                kwargs["ContinuationToken"] = token
+            page = s3.list_buckets(**kwargs)
+            assert len(page["Buckets"]) <= 2
+            assert page["Prefix"] == prefix
+            assert all(b["BucketRegion"] == "us-east-1" for b in page["Buckets"])
+            seen += [b["Name"] for b in page["Buckets"]]
+            token = page.get("ContinuationToken")
+            if not token:
+                break
+        assert seen == names
+        everything = s3.list_buckets()
+        assert "ContinuationToken" not in everything
+        assert "BucketRegion" not in everything["Buckets"][0]
+        for bad in ("max-buckets=0", "max-buckets=10001", "max-buckets=ten", "continuation-token=%21%21"):
+            refused = raw.request("GET", "/", query=bad)
+            assert refused.status_code == 400 and s3_error_code(refused) == "InvalidArgument", (bad, refused.text)
+        with pytest.raises(ClientError) as elsewhere:
+            s3.list_buckets(BucketRegion="eu-west-1")
+        assert error_code(elsewhere.value) == "InvalidArgument"
+    finally:
+        for name in names:
+            s3.delete_bucket(Bucket=name)

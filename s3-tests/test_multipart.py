@@ -205,3 +205,30 @@ def test_aws_cli_cp_64_mib_up_and_down(aws, s3, bucket, tmp_path):
     aws("s3", "cp", f"s3://{bucket}/cli/64MiB.bin", str(target))
     assert target.stat().st_size == 64 * MIB
     assert sha256_of_file(target) == expected
+
+
+def test_retried_completion_answers_the_same_etag(s3, bucket):
+    """A client whose completion answer was lost completes again: S3 answers
+    it as the first time; other parts, or a later object, name no upload."""
+    upload = s3.create_multipart_upload(Bucket=bucket, Key="retried")
+    parts = [os.urandom(5 * MIB), b"tail"]
+    etags = upload_parts(s3, bucket, "retried", upload["UploadId"], parts)
+    first = s3.complete_multipart_upload(
+        Bucket=bucket, Key="retried", UploadId=upload["UploadId"], MultipartUpload=completed(etags)
+    )
+    again = s3.complete_multipart_upload(
+        Bucket=bucket, Key="retried", UploadId=upload["UploadId"], MultipartUpload=completed(etags)
+    )
+    assert again["ETag"] == first["ETag"] == multipart_etag(parts)
+    assert s3.get_object(Bucket=bucket, Key="retried")["Body"].read() == b"".join(parts)
+    with pytest.raises(ClientError) as fewer:
+        s3.complete_multipart_upload(
+            Bucket=bucket, Key="retried", UploadId=upload["UploadId"], MultipartUpload=completed(etags[:1])
+        )
+    assert error_code(fewer.value) == "NoSuchUpload"
+    s3.put_object(Bucket=bucket, Key="retried", Body=b"newer")
+    with pytest.raises(ClientError) as replaced:
+        s3.complete_multipart_upload(
+            Bucket=bucket, Key="retried", UploadId=upload["UploadId"], MultipartUpload=completed(etags)
+        )
+    assert error_code(replaced.value) == "NoSuchUpload"

@@ -13,6 +13,7 @@ from tessera_clients import (
     error_code,
     http_status,
     md5_hex,
+    s3_client,
     sha256_hex,
     sha256_of_body,
 )
@@ -184,3 +185,24 @@ def test_odd_keys_listed_exactly_without_url_encoding(s3, raw, bucket):
     root = ET.fromstring(response.content)
     keys = [el.text or "" for el in root.iter() if el.tag.rsplit("}", 1)[-1] == "Key"]
     assert keys == utf8_sorted(ODD_KEYS)
+
+
+def test_non_ascii_metadata_round_trip(server, s3, bucket):
+    """S3 keeps non-ASCII metadata decoded and returns it as one RFC 2047
+    UTF-8 encoded word: sent encoded (what an ASCII-only client must do) or
+    as raw UTF-8 (botocore's ASCII check taken out), it reads back the same."""
+    from email.header import decode_header, make_header
+
+    from botocore.handlers import validate_ascii_metadata
+
+    text = "d\u00e9j\u00e0 vu \u2122 \U0001f600"
+    encoded = "=?UTF-8?B?" + base64.b64encode(text.encode()).decode() + "?="
+    s3.put_object(Bucket=bucket, Key="encoded", Body=b"x", Metadata={"title": encoded, "plain": "ascii"})
+    raw = s3_client(server.endpoint, server.access_key, server.secret_key)
+    raw.meta.events.unregister("before-parameter-build.s3.PutObject", validate_ascii_metadata)
+    raw.put_object(Bucket=bucket, Key="raw", Body=b"x", Metadata={"title": text})
+    for key in ("encoded", "raw"):
+        head = s3.head_object(Bucket=bucket, Key=key)
+        assert head["Metadata"]["title"] == encoded, key
+        assert str(make_header(decode_header(head["Metadata"]["title"]))) == text
+    assert s3.head_object(Bucket=bucket, Key="encoded")["Metadata"]["plain"] == "ascii"

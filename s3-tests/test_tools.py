@@ -81,7 +81,8 @@ def test_rclone_copies_a_tree_up_and_back(server, s3, tree_bucket, tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("s3cmd") is None, reason="s3cmd is not installed (apt-get install s3cmd)")
-def test_s3cmd_copies_a_tree_up_and_back(server, s3, tree_bucket, tmp_path):
+@pytest.mark.parametrize("signature_v2", [False, True], ids=["sigv4", "sigv2"])
+def test_s3cmd_copies_a_tree_up_and_back(server, s3, tree_bucket, tmp_path, signature_v2):
     source, back = tmp_path / "source", tmp_path / "back"
     names = make_tree(source)
     host = urlsplit(server.endpoint).netloc
@@ -94,7 +95,7 @@ def test_s3cmd_copies_a_tree_up_and_back(server, s3, tree_bucket, tmp_path):
         f"host_bucket = {host}\n"
         f"bucket_location = {REGION}\n"
         "use_https = False\n"
-        "signature_v2 = False\n"
+        f"signature_v2 = {signature_v2}\n"
         "multipart_chunk_size_mb = 5\n"
     )
     base = ["s3cmd", "-c", str(config), "--no-progress"]

@@ -6,7 +6,8 @@ import json
 import pytest
 from botocore.exceptions import ClientError
 
-from tessera_clients import error_code, http_status
+from tessera_clients import error_code, http_status, s3_client
+from tessera_procs import find_key
 
 
 def test_bucket_versioning_is_never_enabled(s3, bucket):
@@ -118,3 +119,33 @@ def test_create_bucket_canned_acl(s3):
     with pytest.raises(ClientError) as err:
         s3.create_bucket(Bucket=new_bucket_name(), ACL="public-read")
     assert error_code(err.value) == "NotImplemented"
+
+
+def test_owner_id_is_one_canonical_id_everywhere(server, s3, bucket):
+    """One owner ID per user (64 hex digits, as S3's canonical IDs) in every
+    answer that shows an owner; another user has another."""
+    import re
+    import uuid
+
+    s3.put_object(Bucket=bucket, Key="k", Body=b"x")
+    upload = s3.create_multipart_upload(Bucket=bucket, Key="mp")["UploadId"]
+    seen = {
+        "ListBuckets": s3.list_buckets()["Owner"]["ID"],
+        "ListObjectsV2": s3.list_objects_v2(Bucket=bucket, FetchOwner=True)["Contents"][0]["Owner"]["ID"],
+        "ListObjects": s3.list_objects(Bucket=bucket)["Contents"][0]["Owner"]["ID"],
+        "ListObjectVersions": s3.list_object_versions(Bucket=bucket)["Versions"][0]["Owner"]["ID"],
+        "ListMultipartUploads owner": s3.list_multipart_uploads(Bucket=bucket)["Uploads"][0]["Owner"]["ID"],
+        "ListMultipartUploads initiator": s3.list_multipart_uploads(Bucket=bucket)["Uploads"][0]["Initiator"]["ID"],
+        "ListParts": s3.list_parts(Bucket=bucket, Key="mp", UploadId=upload)["Owner"]["ID"],
+        "GetBucketAcl": s3.get_bucket_acl(Bucket=bucket)["Owner"]["ID"],
+        "GetObjectAcl": s3.get_object_acl(Bucket=bucket, Key="k")["Owner"]["ID"],
+    }
+    s3.abort_multipart_upload(Bucket=bucket, Key="mp", UploadId=upload)
+    ids = set(seen.values())
+    assert len(ids) == 1, seen
+    (root_id,) = ids
+    assert re.fullmatch("[0-9a-f]{64}", root_id), root_id
+    created = server.admin("user", "create", f"owner-{uuid.uuid4().hex[:8]}")
+    other = s3_client(server.endpoint, find_key(created, "access_key"), find_key(created, "secret_key"))
+    other_id = other.list_buckets()["Owner"]["ID"]
+    assert re.fullmatch("[0-9a-f]{64}", other_id) and other_id != root_id

@@ -16,7 +16,8 @@ use crate::handlers::{
     RequestContext,
 };
 use crate::params::{
-    ListPartsParams, ListUploadsParams, ListV1Params, ListV2Params, ListVersionsParams, ReadParams,
+    ListBucketsParams, ListPartsParams, ListUploadsParams, ListV1Params, ListV2Params,
+    ListVersionsParams, ReadParams,
 };
 use crate::router::rules::{form_upload, header, no_query, query, query_is};
 use crate::router::{self, s3_endpoints, ObjectKey, PartNumber, RouteInput, UploadId};
@@ -164,8 +165,8 @@ s3_endpoints! {
     }
     service {
         /// GET /: the caller's buckets.
-        ListBuckets {} [(GET, Service)] Read
-            => bucket::list_buckets(ctx).await;
+        ListBuckets { params: ListBucketsParams } [(GET, Service)] Read
+            => bucket::list_buckets(ctx, params).await;
     }
 }
 
@@ -223,7 +224,7 @@ async fn run(
     let request = if anonymous_allowed && auth::is_unsigned(parts) {
         VerifiedRequest::anonymous()
     } else {
-        auth::authenticate(parts, &state.credentials, &state.config.region).await?
+        auth::authenticate(parts, &state.credentials, &state.config.realm()).await?
     };
     let endpoint = endpoint?;
     let ctx = RequestContext {

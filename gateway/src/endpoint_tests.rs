@@ -132,7 +132,9 @@ fn virtual_hosted_style_needs_the_configured_domain() {
     );
     assert_eq!(
         hosted("GET", "/", "s3.example.com"),
-        Endpoint::ListBuckets {}
+        Endpoint::ListBuckets {
+            params: Default::default()
+        }
     );
     // Without a domain, the Host never names a bucket.
     let path = route_with("GET", "/b/k", &[("host", "pics.s3.example.com")], None).unwrap();
@@ -291,7 +293,10 @@ fn key_length_limit_is_1024_bytes() {
 #[test]
 fn access_follows_the_bucket() {
     assert_eq!(
-        Endpoint::ListBuckets {}.access(),
+        Endpoint::ListBuckets {
+            params: Default::default()
+        }
+        .access(),
         Access::AnyUser { right: Right::Read }
     );
     assert_eq!(route("PUT", "/b").unwrap().access(), Access::CreateBucket);

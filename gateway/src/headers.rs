@@ -64,6 +64,37 @@ fn header_text(name: &str, value: &HeaderValue) -> Result<String, S3Error> {
     })
 }
 
+/// A user metadata value as S3 keeps it: RFC 2047 encoded words decoded
+/// (a client that must send ASCII sends `=?UTF-8?B?...?=`), other bytes read
+/// as UTF-8, or as Latin-1 where they are not UTF-8 (what HTTP libraries put
+/// on the wire for a Latin-1 string).
+fn metadata_value(value: &HeaderValue) -> String {
+    let text = match std::str::from_utf8(value.as_bytes()) {
+        Ok(text) => text.to_string(),
+        Err(_) => value.as_bytes().iter().map(|&b| char::from(b)).collect(),
+    };
+    if !text.contains("=?") {
+        return text;
+    }
+    rfc2047_decoder::Decoder::new()
+        .too_long_encoded_word_strategy(rfc2047_decoder::RecoverStrategy::Decode)
+        .decode(text.as_bytes())
+        .unwrap_or(text)
+}
+
+/// A metadata value as S3 returns it: as stored when it is printable ASCII,
+/// else one RFC 2047 encoded word of its UTF-8 (`=?UTF-8?B?...?=`).
+fn mail_safe(value: &str) -> std::borrow::Cow<'_, str> {
+    if value
+        .bytes()
+        .all(|b| b == b'\t' || (b' '..=b'~').contains(&b))
+    {
+        return value.into();
+    }
+    let encoded = STANDARD.encode(value.as_bytes());
+    format!("=?UTF-8?B?{encoded}?=").into()
+}
+
 impl ObjectMetadata {
     /// Reads the stored headers of a request; MetadataTooLarge past 2 KB of user metadata.
     pub fn from_request(headers: &HeaderMap) -> Result<Self, S3Error> {
@@ -89,7 +120,7 @@ impl ObjectMetadata {
         let mut metadata_size = 0;
         for (name, value) in headers {
             if let Some(short) = name.as_str().strip_prefix(META_PREFIX) {
-                let value = header_text(name.as_str(), value)?;
+                let value = metadata_value(value);
                 metadata_size += short.len() + value.len();
                 // Repeated headers are joined as S3 does.
                 user_metadata
@@ -183,7 +214,7 @@ pub fn object_headers(record: &ObjectRecord) -> HeaderMap {
     }
     for (name, value) in &record.user_metadata {
         if let Ok(name) = HeaderName::from_bytes(format!("{META_PREFIX}{name}").as_bytes()) {
-            insert(&mut out, name, value);
+            insert(&mut out, name, &mail_safe(value));
         }
     }
     insert(
@@ -261,6 +292,33 @@ mod tests {
             Some("blue,red")
         );
         assert_eq!(m.user_metadata.len(), 1);
+    }
+
+    /// Non-ASCII metadata: encoded words are decoded before storing, raw
+    /// UTF-8 (or Latin-1) read as text; GET answers one UTF-8 encoded word.
+    #[test]
+    fn non_ascii_metadata_is_stored_decoded_and_returned_encoded() {
+        let mut sent = HeaderMap::new();
+        let pairs: [(&str, &[u8]); 4] = [
+            ("x-amz-meta-word", b"=?UTF-8?B?w6l0w6k=?="),
+            ("x-amz-meta-q", b"=?utf-8?Q?caf=C3=A9?= au lait"),
+            ("x-amz-meta-raw", "d\u{e9}j\u{e0} \u{2122}".as_bytes()),
+            ("x-amz-meta-latin", b"na\xefve"),
+        ];
+        for (name, value) in pairs {
+            sent.insert(name, HeaderValue::from_bytes(value).unwrap());
+        }
+        let m = ObjectMetadata::from_request(&sent).unwrap();
+        assert_eq!(m.user_metadata["word"], "\u{e9}t\u{e9}");
+        assert_eq!(m.user_metadata["q"], "caf\u{e9} au lait");
+        assert_eq!(m.user_metadata["raw"], "d\u{e9}j\u{e0} \u{2122}");
+        assert_eq!(m.user_metadata["latin"], "na\u{ef}ve");
+        assert_eq!(mail_safe("\u{e9}t\u{e9}"), "=?UTF-8?B?w6l0w6k=?=");
+        assert_eq!(mail_safe("plain ascii ~"), "plain ascii ~");
+        assert_eq!(mail_safe("bell\u{7}"), "=?UTF-8?B?YmVsbAc=?=");
+        // Text that only looks like an encoded word is kept.
+        let odd = HeaderValue::from_static("=?not an encoded word");
+        assert_eq!(metadata_value(&odd), "=?not an encoded word");
     }
 
     #[test]

@@ -52,6 +52,8 @@ pub struct GatewayConfig {
     pub body_rate: body_rate::BodyRateLimit,
     /// Bytes all GET bodies may hold at once.
     pub get_memory: u64,
+    /// Whether SigV2 signatures are accepted (headers, presigned URLs, forms).
+    pub sigv2: bool,
 }
 
 impl GatewayConfig {
@@ -64,6 +66,16 @@ impl GatewayConfig {
             upload_slot_wait: upload_slots::DEFAULT_SLOT_WAIT,
             body_rate: body_rate::BodyRateLimit::default(),
             get_memory: download::DEFAULT_GET_MEMORY,
+            sigv2: true,
+        }
+    }
+
+    /// What signatures are checked against.
+    pub fn realm(&self) -> auth::Realm<'_> {
+        auth::Realm {
+            region: &self.region,
+            domain: self.domain.as_deref(),
+            sigv2: self.sigv2,
         }
     }
 }

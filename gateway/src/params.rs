@@ -165,6 +165,67 @@ impl ListV2Params {
     }
 }
 
+/// Largest page of buckets ListBuckets returns.
+pub const MAX_BUCKETS_PAGE: u32 = 10_000;
+
+/// Validated parameters of ListBuckets. Without any, every bucket is listed
+/// at once; with any, pages of at most `max-buckets` (default 10,000).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ListBucketsParams {
+    /// Only buckets whose names start with this.
+    pub prefix: Option<String>,
+    /// Most buckets on the page.
+    pub max_buckets: Option<u32>,
+    /// The continuation token as sent.
+    pub continuation_token: Option<String>,
+    /// Where the page starts (strictly after): the token's bucket name.
+    pub resume_after: Option<String>,
+    /// The region asked for (only the gateway's own is served).
+    pub bucket_region: Option<String>,
+}
+
+impl ListBucketsParams {
+    /// Reads and validates the parameters.
+    pub fn from_query(q: &Query) -> Result<Self, S3Error> {
+        let max_buckets = q
+            .get("max-buckets")
+            .map(|raw| {
+                let n: i64 = raw.parse().map_err(|_| bad_integer("max-buckets", raw))?;
+                u32::try_from(n)
+                    .ok()
+                    .filter(|n| (1..=MAX_BUCKETS_PAGE).contains(n))
+                    .ok_or_else(|| {
+                        S3Error::invalid_argument(format!(
+                            "Argument max-buckets must be an integer between 1 and {MAX_BUCKETS_PAGE}"
+                        ))
+                        .detail("ArgumentName", "max-buckets")
+                        .detail("ArgumentValue", raw)
+                    })
+            })
+            .transpose()?;
+        let continuation_token = q.non_empty("continuation-token");
+        let resume_after = continuation_token
+            .as_deref()
+            .map(decode_continuation_token)
+            .transpose()?;
+        Ok(Self {
+            prefix: q.get("prefix").map(str::to_string),
+            max_buckets,
+            continuation_token,
+            resume_after,
+            bucket_region: q.non_empty("bucket-region"),
+        })
+    }
+
+    /// Whether any parameter was sent: the answer is then a page.
+    pub fn paginated(&self) -> bool {
+        self.prefix.is_some()
+            || self.max_buckets.is_some()
+            || self.continuation_token.is_some()
+            || self.bucket_region.is_some()
+    }
+}
+
 /// Validated parameters of ListObjects (v1).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ListV1Params {
@@ -348,6 +409,36 @@ mod tests {
         assert_eq!(query.get("uploads"), Some(""));
         assert_eq!(query.get("x"), Some("1"));
         assert!(Query::parse(Some("prefix=%FF")).is_err());
+    }
+
+    #[test]
+    fn list_buckets_pages_only_when_asked() {
+        let none = ListBucketsParams::from_query(&q("")).unwrap();
+        assert!(!none.paginated());
+        for raw in ["max-buckets=1", "prefix=", "bucket-region=us-east-1"] {
+            assert!(
+                ListBucketsParams::from_query(&q(raw)).unwrap().paginated(),
+                "{raw}"
+            );
+        }
+        let token = continuation_token("logs");
+        let p = ListBucketsParams::from_query(&q(&format!(
+            "max-buckets=10000&continuation-token={token}"
+        )))
+        .unwrap();
+        assert_eq!(p.max_buckets, Some(10_000));
+        assert_eq!(p.resume_after.as_deref(), Some("logs"));
+        for (raw, message) in [
+            ("max-buckets=0", "between 1 and 10000"),
+            ("max-buckets=10001", "between 1 and 10000"),
+            ("max-buckets=-1", "between 1 and 10000"),
+            ("max-buckets=ten", "not an integer"),
+            ("continuation-token=%21%21", "continuation token"),
+        ] {
+            let err = ListBucketsParams::from_query(&q(raw)).unwrap_err();
+            assert_eq!(err.code(), S3Code::InvalidArgument, "{raw}");
+            assert!(err.message().contains(message), "{raw}: {}", err.message());
+        }
     }
 
     #[test]

@@ -317,6 +317,9 @@ pub struct GatewaySettings {
     /// Bytes all GET bodies may hold in flight at once; more wait (then SlowDown).
     #[arg(long, env = "TESSERA_GET_MEMORY", default_value = "1GiB", value_parser = parse_size)]
     pub get_memory: u64,
+    /// Accept AWS Signature Version 2 (older SDKs, s3cmd, aws-cli v1 and boto3 presigned links); false: SigV4 only.
+    #[arg(long, env = "TESSERA_SIGV2", default_value_t = true, action = clap::ArgAction::Set)]
+    pub sigv2: bool,
 }
 
 /// Opens the metadata service in `dir`, printing the root credentials when
@@ -424,6 +427,7 @@ pub async fn serve_gateway(
                 window: settings.body_rate_window,
             },
             get_memory: settings.get_memory,
+            sigv2: settings.sigv2,
         },
     );
     let limits = ::gateway::listener::ConnectionLimits {

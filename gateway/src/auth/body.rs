@@ -320,9 +320,9 @@ mod tests {
     use crate::auth::canonical::SigningKey;
     use crate::auth::chunked::SignatureChain;
     use crate::auth::testing::{
-        aws_streaming_body, aws_trailer_body, example_lookup, example_time, request, EXAMPLE_SECRET,
+        aws_streaming_body, aws_trailer_body, example_time, request, verify_example, EXAMPLE_SECRET,
     };
-    use crate::auth::{verify_request, Identity};
+    use crate::auth::Identity;
     use futures::executor::block_on;
 
     fn assert_send_unpin_static<T: Send + Unpin + 'static>() {}
@@ -436,8 +436,7 @@ mod tests {
             ("content-length", "66824"),
         ];
         let parts = request("PUT", "/examplebucket/chunkObject.txt", &pairs);
-        let req = verify_request(&parts, example_time(), "us-east-1", example_lookup)
-            .expect("seed signature");
+        let req = verify_example(&parts).expect("seed signature");
         let body = aws_streaming_body();
         assert_eq!(body.len(), 66824);
         let (data, error, checksum) = collect(&req, &pairs, &body, 8192);
@@ -465,8 +464,7 @@ mod tests {
             ("x-amz-trailer", "x-amz-checksum-crc32c"),
         ];
         let parts = request("PUT", "/examplebucket/chunkObject.txt", &pairs);
-        let req = verify_request(&parts, example_time(), "us-east-1", example_lookup)
-            .expect("seed signature");
+        let req = verify_example(&parts).expect("seed signature");
         let body = aws_trailer_body();
         let (data, error, checksum) = collect(&req, &pairs, &body, 1000);
         assert!(error.is_none(), "{error:?}");

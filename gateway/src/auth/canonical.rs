@@ -159,12 +159,17 @@ impl AmzDate {
 
     /// Whether the timestamp is more than [`MAX_SKEW`] away from `now`, either way.
     pub fn is_skewed(&self, now: SystemTime) -> bool {
-        let distance = match now.duration_since(self.time) {
-            Ok(ahead) => ahead,
-            Err(behind) => behind.duration(),
-        };
-        distance > MAX_SKEW
+        is_skewed(self.time, now)
     }
+}
+
+/// Whether `time` is more than [`MAX_SKEW`] away from `now`, either way.
+pub(crate) fn is_skewed(time: SystemTime, now: SystemTime) -> bool {
+    let distance = match now.duration_since(time) {
+        Ok(ahead) => ahead,
+        Err(behind) => behind.duration(),
+    };
+    distance > MAX_SKEW
 }
 
 /// An S3 unreserved byte (RFC 3986): never percent-encoded in a canonical request.

@@ -76,7 +76,7 @@ pub fn authorization_header(authorization: &[u8], amz_date: &[u8]) {
     }
     if let Ok(request) = builder.body(()) {
         let (parts, ()) = request.into_parts();
-        let _ = verify_request(&parts, now(), "us-east-1", lookup);
+        let _ = verify_request(&parts, now(), &crate::auth::Realm::new("us-east-1"), lookup);
     }
 }
 
@@ -86,7 +86,7 @@ pub fn presigned_query(query: &str) {
         return;
     };
     let (parts, ()) = request.into_parts();
-    let _ = verify_request(&parts, now(), "us-east-1", lookup);
+    let _ = verify_request(&parts, now(), &crate::auth::Realm::new("us-east-1"), lookup);
 }
 
 /// Decodes a POST form's base64 policy and checks a form against it.

@@ -1,4 +1,4 @@
-//! S3 request authentication: AWS Signature Version 4 in the Authorization header or in a
+//! S3 request authentication: AWS Signature Version 4 or 2 in the Authorization header or in a
 //! presigned URL, and the request body as the signature says to read it (aws-chunked de-framing
 //! with the chunk signature chain, declared length, payload SHA-256 and `x-amz-checksum-*`).
 //!
@@ -14,6 +14,7 @@ pub mod fuzzing;
 mod payload;
 mod post_policy;
 mod presign;
+mod sigv2;
 mod sigv4;
 
 #[cfg(test)]
@@ -34,6 +35,30 @@ pub use post_policy::{verify_post_form, PolicyCondition, PostPolicy};
 
 use canonical::query_pairs;
 use chunked::SignatureChain;
+
+/// What a signature is checked against besides the secret: the gateway's
+/// region (SigV4 scopes name it), its domain (a virtual-hosted SigV2 request
+/// signs `/bucket` that only the Host names) and whether SigV2 is accepted.
+#[derive(Clone, Copy, Debug)]
+pub struct Realm<'a> {
+    /// The region SigV4 credential scopes must name.
+    pub region: &'a str,
+    /// The domain of virtual-hosted-style requests, if any.
+    pub domain: Option<&'a str>,
+    /// Whether SigV2 (header and query forms) is accepted.
+    pub sigv2: bool,
+}
+
+impl<'a> Realm<'a> {
+    /// `region`, path style only, SigV2 accepted.
+    pub const fn new(region: &'a str) -> Self {
+        Self {
+            region,
+            domain: None,
+            sigv2: true,
+        }
+    }
+}
 
 /// Who made the request, once its signature checked out.
 #[derive(Clone, Debug)]
@@ -123,9 +148,15 @@ impl VerifiedRequest {
     /// An unsigned request: its body is read as it comes, checked only
     /// against Content-Length (and Content-MD5 / checksums where sent).
     pub fn anonymous() -> Self {
+        Self::unsigned_body(Identity::anonymous())
+    }
+
+    /// A request of `identity` whose body the signature does not cover
+    /// (SigV2, anonymous).
+    fn unsigned_body(identity: Identity) -> Self {
         let key = canonical::SigningKey::derive("", SystemTime::UNIX_EPOCH, "");
         Self {
-            identity: Identity::anonymous(),
+            identity,
             payload: ContentSha256::UnsignedPayload,
             chain: SignatureChain::new(key, String::new(), String::new(), String::new()),
         }
@@ -230,18 +261,19 @@ pub enum BodyError {
     Io(String),
 }
 
-/// Checks SigV4 (Authorization header, or presigned query X-Amz-*), looking up the secret with
+/// Checks SigV4 (Authorization header, or presigned query X-Amz-*) or SigV2 (`AWS AK:sig`, or
+/// the query's AWSAccessKeyId / Expires / Signature), looking up the secret with
 /// `meta.get_access_key` and the user with `meta.get_user`. `parts.uri` is the original request URI
-/// (path + raw query, percent-encoded as sent). `region` is the gateway's region (e.g. us-east-1);
-/// a credential scope with another region gives AuthorizationHeaderMalformed as S3 does.
+/// (path + raw query, percent-encoded as sent). A SigV4 credential scope with another region than
+/// the realm's gives AuthorizationHeaderMalformed as S3 does.
 /// Requests with no Authorization header and no X-Amz-Signature query -> AuthError::AccessDenied
 /// ("anonymous access is not allowed").
 pub async fn authenticate(
     parts: &Parts,
     credentials: &Credentials,
-    region: &str,
+    realm: &Realm<'_>,
 ) -> Result<VerifiedRequest, AuthError> {
-    let result = authenticate_inner(parts, credentials, region).await;
+    let result = authenticate_inner(parts, credentials, realm).await;
     if let Err(err) = &result {
         metrics::counter!("tessera_gateway_auth_failures_total", "reason" => err.metric_label())
             .increment(1);
@@ -252,9 +284,9 @@ pub async fn authenticate(
 async fn authenticate_inner(
     parts: &Parts,
     credentials: &Credentials,
-    region: &str,
+    realm: &Realm<'_>,
 ) -> Result<VerifiedRequest, AuthError> {
-    let request = SignedRequest::parse(parts, region)?;
+    let request = SignedRequest::parse(parts, realm)?;
     let (key, user) = credentials
         .lookups
         .lookup(request.access_key())
@@ -264,6 +296,7 @@ async fn authenticate_inner(
     request.verify(
         parts,
         SystemTime::now(),
+        realm,
         &secret,
         Identity::of_key(key, user),
         &credentials.signing_keys,
@@ -275,12 +308,19 @@ async fn authenticate_inner(
 pub fn verify_request(
     parts: &Parts,
     now: SystemTime,
-    region: &str,
+    realm: &Realm<'_>,
     lookup: impl FnOnce(&str) -> Option<(String, Identity)>,
 ) -> Result<VerifiedRequest, AuthError> {
-    let request = SignedRequest::parse(parts, region)?;
+    let request = SignedRequest::parse(parts, realm)?;
     let (secret, identity) = lookup(request.access_key()).ok_or(AuthError::InvalidAccessKeyId)?;
-    request.verify(parts, now, &secret, identity, &SigningKeyCache::default())
+    request.verify(
+        parts,
+        now,
+        realm,
+        &secret,
+        identity,
+        &SigningKeyCache::default(),
+    )
 }
 
 /// Whether the request carries no signature at all (no Authorization header,
@@ -290,39 +330,42 @@ pub fn is_unsigned(parts: &Parts) -> bool {
         return false;
     }
     let pairs = query_pairs(parts.uri.query());
-    !presign::is_presigned(&pairs)
-        && !pairs
-            .iter()
-            .any(|(name, _)| name == b"AWSAccessKeyId" || name == b"Signature")
+    !presign::is_presigned(&pairs) && !sigv2::is_query_signed(&pairs)
 }
 
 /// A parsed, not yet verified, signed request.
 enum SignedRequest {
     Header(sigv4::HeaderAuth),
     Presigned(presign::PresignedAuth),
+    V2(sigv2::V2Auth),
 }
 
 impl SignedRequest {
     /// Presigned query first, then the Authorization header; neither is anonymous.
-    fn parse(parts: &Parts, region: &str) -> Result<Self, AuthError> {
+    fn parse(parts: &Parts, realm: &Realm<'_>) -> Result<Self, AuthError> {
         let authorization = parts.headers.get(http::header::AUTHORIZATION);
         let pairs = query_pairs(parts.uri.query());
-        if presign::is_presigned(&pairs) {
-            if authorization.is_some() {
-                return Err(AuthError::InvalidArgument(
-                    "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, \
-                     Signature query string parameter or the Authorization header should be \
-                     specified"
-                        .to_string(),
-                ));
-            }
-            return presign::PresignedAuth::parse(parts, &pairs, region).map(Self::Presigned);
+        let v4_query = presign::is_presigned(&pairs);
+        let v2_query = sigv2::is_query_signed(&pairs);
+        if (v4_query || v2_query) && authorization.is_some() || v4_query && v2_query {
+            return Err(AuthError::InvalidArgument(
+                "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, \
+                 Signature query string parameter or the Authorization header should be \
+                 specified"
+                    .to_string(),
+            ));
+        }
+        if v4_query {
+            return presign::PresignedAuth::parse(parts, &pairs, realm.region).map(Self::Presigned);
+        }
+        let v2_header = authorization.is_some_and(sigv2::is_header_signed);
+        if (v2_query || v2_header) && !realm.sigv2 {
+            return Err(unsupported_mechanism());
         }
         match authorization {
-            Some(value) => sigv4::HeaderAuth::parse(parts, value, region).map(Self::Header),
-            None if pairs.iter().any(|(name, _)| name == b"AWSAccessKeyId") => {
-                Err(unsupported_mechanism())
-            }
+            Some(value) if v2_header => sigv2::V2Auth::parse_header(value).map(Self::V2),
+            Some(value) => sigv4::HeaderAuth::parse(parts, value, realm.region).map(Self::Header),
+            None if v2_query => sigv2::V2Auth::parse_query(&pairs).map(Self::V2),
             None => Err(AuthError::AccessDenied(
                 "anonymous access is not allowed".to_string(),
             )),
@@ -333,6 +376,7 @@ impl SignedRequest {
         match self {
             Self::Header(auth) => auth.access_key(),
             Self::Presigned(auth) => auth.access_key(),
+            Self::V2(auth) => auth.access_key(),
         }
     }
 
@@ -340,6 +384,7 @@ impl SignedRequest {
         &self,
         parts: &Parts,
         now: SystemTime,
+        realm: &Realm<'_>,
         secret: &str,
         identity: Identity,
         keys: &SigningKeyCache,
@@ -347,11 +392,12 @@ impl SignedRequest {
         match self {
             Self::Header(auth) => auth.verify(parts, now, secret, identity, keys),
             Self::Presigned(auth) => auth.verify(parts, now, secret, identity, keys),
+            Self::V2(auth) => auth.verify(parts, now, realm, secret, identity),
         }
     }
 }
 
-/// S3's answer to SigV2 and any other algorithm than AWS4-HMAC-SHA256.
+/// S3's answer to an algorithm it does not know (and to SigV2 where it is turned off).
 fn unsupported_mechanism() -> AuthError {
     AuthError::InvalidRequest(
         "The authorization mechanism you have provided is not supported. \
@@ -472,7 +518,7 @@ mod tests {
             if let Ok(value) = http::HeaderValue::from_bytes(value.as_bytes()) {
                 parts.headers.insert(http::header::AUTHORIZATION, value);
             }
-            let _ = verify_request(&parts, SystemTime::now(), "us-east-1", super::testing::example_lookup);
+            let _ = verify_request(&parts, SystemTime::now(), &Realm::new("us-east-1"), super::testing::example_lookup);
         }
 
         #[test]
@@ -497,7 +543,7 @@ mod tests {
                 })
                 .collect();
             let parts = request("GET", &format!("/b/k?{}", query.join("&")), &[]);
-            let _ = verify_request(&parts, SystemTime::now(), "us-east-1", super::testing::example_lookup);
+            let _ = verify_request(&parts, SystemTime::now(), &Realm::new("us-east-1"), super::testing::example_lookup);
             let _ = is_unsigned(&parts);
         }
     }
@@ -525,19 +571,40 @@ mod tests {
         assert_eq!(identity.right_in("other"), Some(BucketRight::ReadWrite));
     }
 
-    /// A SigV2 presigned link is named as an unsupported mechanism, not
-    /// mistaken for an anonymous request.
+    /// A SigV2 presigned link is parsed as SigV2, not mistaken for an
+    /// anonymous request; two mechanisms at once are refused.
     #[test]
-    fn sigv2_query_is_an_unsupported_mechanism() {
+    fn each_mechanism_is_recognised() {
+        let realm = Realm::new("us-east-1");
         let sigv2 = request("GET", "/b/k?AWSAccessKeyId=AK&Expires=1&Signature=x", &[]);
-        match SignedRequest::parse(&sigv2, "us-east-1") {
-            Err(AuthError::InvalidRequest(message)) => {
-                assert!(message.contains("AWS4-HMAC-SHA256"), "{message}")
-            }
-            Err(other) => panic!("SigV2 query gave {other:?}"),
-            Ok(_) => panic!("SigV2 query parsed as SigV4"),
+        assert!(matches!(
+            SignedRequest::parse(&sigv2, &realm),
+            Ok(SignedRequest::V2(_))
+        ));
+        let header = request("GET", "/b/k", &[("authorization", "AWS AK:x")]);
+        assert!(matches!(
+            SignedRequest::parse(&header, &realm),
+            Ok(SignedRequest::V2(_))
+        ));
+        let both = [
+            request(
+                "GET",
+                "/b/k?AWSAccessKeyId=AK&Expires=1&Signature=x",
+                &[("authorization", "AWS AK:x")],
+            ),
+            request(
+                "GET",
+                "/b/k?AWSAccessKeyId=AK&Expires=1&Signature=x&X-Amz-Signature=ab",
+                &[],
+            ),
+        ];
+        for parts in &both {
+            assert!(matches!(
+                SignedRequest::parse(parts, &realm),
+                Err(AuthError::InvalidArgument(_))
+            ));
         }
-        match SignedRequest::parse(&request("GET", "/b/k", &[]), "us-east-1") {
+        match SignedRequest::parse(&request("GET", "/b/k", &[]), &realm) {
             Err(AuthError::AccessDenied(_)) => {}
             Err(other) => panic!("anonymous request gave {other:?}"),
             Ok(_) => panic!("anonymous request parsed as signed"),

@@ -1,6 +1,6 @@
 //! Browser form uploads (PostObject): the base64 policy document, its SigV4
 //! signature (`x-amz-signature` = HMAC of the policy text with the signing key
-//! of `x-amz-credential`), its expiration and its conditions on the form's
+//! of `x-amz-credential`) or SigV2 one (`signature`), its expiration and its conditions on the form's
 //! fields and on the file's length.
 
 use super::canonical::{signature_matches, AmzDate, CredentialScope, SigningKey};
@@ -176,20 +176,58 @@ impl PostPolicy {
     }
 }
 
-/// Verifies the form's SigV4 policy signature and returns who signed it.
+/// Verifies the form's policy signature (SigV4: `x-amz-signature` with the
+/// signing key of `x-amz-credential`; SigV2: `signature`, base64 HMAC-SHA1 of
+/// the policy with the secret of `AWSAccessKeyId`) and returns who signed it.
 /// `fields` are the form fields by lower-case name.
 pub async fn verify_post_form(
     fields: &BTreeMap<String, String>,
     credentials: &super::cache::Credentials,
-    region: &str,
+    realm: &super::Realm<'_>,
     now: SystemTime,
 ) -> Result<(PostPolicy, Identity), AuthError> {
     let get = |name: &str| fields.get(name).map(String::as_str);
-    let (Some(policy_text), Some(signature)) = (get("policy"), get("x-amz-signature")) else {
-        return Err(AuthError::AccessDenied(
-            "anonymous form uploads are not allowed".to_string(),
-        ));
+    let identity = match (get("policy"), get("x-amz-signature"), get("signature")) {
+        (Some(policy_text), Some(signature), _) => {
+            verify_v4_form(fields, policy_text, signature, credentials, realm.region).await?
+        }
+        (Some(policy_text), None, Some(signature)) if realm.sigv2 => {
+            let access_key = get("awsaccesskeyid").ok_or_else(|| {
+                AuthError::InvalidArgument("POST requires the AWSAccessKeyId field".to_string())
+            })?;
+            let (key, user) = credentials
+                .lookups
+                .lookup(access_key)
+                .await?
+                .ok_or(AuthError::InvalidAccessKeyId)?;
+            let computed = super::sigv2::sign(&key.secret_key, policy_text.as_bytes());
+            if !super::sigv2::signature_matches(&computed, signature) {
+                return Err(AuthError::SignatureDoesNotMatch);
+            }
+            Identity::of_key(key, user)
+        }
+        (Some(_), None, Some(_)) => return Err(super::unsupported_mechanism()),
+        _ => {
+            return Err(AuthError::AccessDenied(
+                "anonymous form uploads are not allowed".to_string(),
+            ))
+        }
     };
+    let policy = PostPolicy::decode(get("policy").unwrap_or_default())?;
+    policy.check(fields, now)?;
+    Ok((policy, identity))
+}
+
+/// The SigV4 form fields: algorithm, credential and date, and the signature
+/// of the policy text with the signing key they name.
+async fn verify_v4_form(
+    fields: &BTreeMap<String, String>,
+    policy_text: &str,
+    signature: &str,
+    credentials: &super::cache::Credentials,
+    region: &str,
+) -> Result<Identity, AuthError> {
+    let get = |name: &str| fields.get(name).map(String::as_str);
     if get("x-amz-algorithm") != Some("AWS4-HMAC-SHA256") {
         return Err(AuthError::InvalidArgument(
             "POST requires x-amz-algorithm AWS4-HMAC-SHA256".to_string(),
@@ -221,9 +259,7 @@ pub async fn verify_post_form(
     if !signature_matches(&signing_key.sign(policy_text), signature) {
         return Err(AuthError::SignatureDoesNotMatch);
     }
-    let policy = PostPolicy::decode(policy_text)?;
-    policy.check(fields, now)?;
-    Ok((policy, Identity::of_key(key, user)))
+    Ok(Identity::of_key(key, user))
 }
 
 #[cfg(test)]

@@ -200,26 +200,47 @@ mod tests {
     /// 24 hours.
     #[test]
     fn aws_example_presigned_get() {
-        let verified =
-            verify_request(&example_url(), at(3600), "us-east-1", example_lookup).expect("valid");
+        let verified = verify_request(
+            &example_url(),
+            at(3600),
+            &crate::auth::Realm::new("us-east-1"),
+            example_lookup,
+        )
+        .expect("valid");
         assert_eq!(verified.content_sha256(), ContentSha256::UnsignedPayload);
         // The signature may come first: it is left out of the canonical query wherever it is.
         let reordered = presigned(
             &format!("X-Amz-Signature={EXAMPLE_SIGNATURE}&{EXAMPLE_QUERY}"),
             &[HOST],
         );
-        assert!(verify_request(&reordered, at(86_400), "us-east-1", example_lookup).is_ok());
+        assert!(verify_request(
+            &reordered,
+            at(86_400),
+            &crate::auth::Realm::new("us-east-1"),
+            example_lookup
+        )
+        .is_ok());
     }
 
     #[test]
     fn expired_presigned_url() {
-        match verify_request(&example_url(), at(86_401), "us-east-1", example_lookup) {
+        match verify_request(
+            &example_url(),
+            at(86_401),
+            &crate::auth::Realm::new("us-east-1"),
+            example_lookup,
+        ) {
             Err(AuthError::AccessDenied(message)) => assert_eq!(message, "Request has expired"),
             other => panic!("unexpected {other:?}"),
         }
         let early = example_time() - Duration::from_secs(16 * 60);
         assert!(matches!(
-            verify_request(&example_url(), early, "us-east-1", example_lookup),
+            verify_request(
+                &example_url(),
+                early,
+                &crate::auth::Realm::new("us-east-1"),
+                example_lookup
+            ),
             Err(AuthError::AccessDenied(_))
         ));
     }
@@ -231,7 +252,12 @@ mod tests {
             &[HOST],
         );
         assert!(matches!(
-            verify_request(&added, at(1), "us-east-1", example_lookup),
+            verify_request(
+                &added,
+                at(1),
+                &crate::auth::Realm::new("us-east-1"),
+                example_lookup
+            ),
             Err(AuthError::SignatureDoesNotMatch)
         ));
         let longer = presigned(
@@ -242,7 +268,12 @@ mod tests {
             &[HOST],
         );
         assert!(matches!(
-            verify_request(&longer, at(1), "us-east-1", example_lookup),
+            verify_request(
+                &longer,
+                at(1),
+                &crate::auth::Realm::new("us-east-1"),
+                example_lookup
+            ),
             Err(AuthError::SignatureDoesNotMatch)
         ));
         // A payload hash header is signed as the payload line.
@@ -254,7 +285,12 @@ mod tests {
             ],
         );
         assert!(matches!(
-            verify_request(&with_hash, at(1), "us-east-1", example_lookup),
+            verify_request(
+                &with_hash,
+                at(1),
+                &crate::auth::Realm::new("us-east-1"),
+                example_lookup
+            ),
             Err(AuthError::SignatureDoesNotMatch)
         ));
     }
@@ -265,7 +301,7 @@ mod tests {
         let check = |query: String| match verify_request(
             &presigned(&query, &[HOST]),
             at(1),
-            "us-east-1",
+            &crate::auth::Realm::new("us-east-1"),
             example_lookup,
         ) {
             Err(AuthError::AuthorizationQueryParametersError(message)) => message,
@@ -293,12 +329,22 @@ mod tests {
         // Query and header authentication at once.
         let both = presigned(&signed, &[HOST, ("authorization", "AWS4-HMAC-SHA256 x")]);
         assert!(matches!(
-            verify_request(&both, at(1), "us-east-1", example_lookup),
+            verify_request(
+                &both,
+                at(1),
+                &crate::auth::Realm::new("us-east-1"),
+                example_lookup
+            ),
             Err(AuthError::InvalidArgument(_))
         ));
         // No authentication at all.
         let anonymous = presigned("prefix=a", &[HOST]);
-        match verify_request(&anonymous, at(1), "us-east-1", example_lookup) {
+        match verify_request(
+            &anonymous,
+            at(1),
+            &crate::auth::Realm::new("us-east-1"),
+            example_lookup,
+        ) {
             Err(AuthError::AccessDenied(message)) => {
                 assert_eq!(message, "anonymous access is not allowed")
             }

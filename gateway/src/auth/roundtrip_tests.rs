@@ -115,7 +115,12 @@ fn signed(
 }
 
 fn verify(parts: &Parts, now: SystemTime) -> Result<super::VerifiedRequest, AuthError> {
-    verify_request(parts, now, "us-east-1", example_lookup)
+    verify_request(
+        parts,
+        now,
+        &crate::auth::Realm::new("us-east-1"),
+        example_lookup,
+    )
 }
 
 const AWKWARD_KEYS: &[&str] = &[

@@ -201,7 +201,12 @@ mod tests {
     const EMPTY: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
     fn verify_at(parts: &Parts, now: SystemTime) -> Result<VerifiedRequest, AuthError> {
-        verify_request(parts, now, "us-east-1", example_lookup)
+        verify_request(
+            parts,
+            now,
+            &crate::auth::Realm::new("us-east-1"),
+            example_lookup,
+        )
     }
 
     fn verify(parts: &Parts) -> Result<VerifiedRequest, AuthError> {
@@ -331,7 +336,7 @@ mod tests {
         let wrong_secret = verify_request(
             &get_object(GET_OBJECT_SIGNATURE),
             example_time(),
-            "us-east-1",
+            &crate::auth::Realm::new("us-east-1"),
             |ak| example_lookup(ak).map(|(_, identity)| ("other secret".to_string(), identity)),
         );
         assert!(matches!(
@@ -358,9 +363,19 @@ mod tests {
     #[test]
     fn unknown_key_and_wrong_region() {
         let parts = get_object(GET_OBJECT_SIGNATURE);
-        let unknown = verify_request(&parts, example_time(), "us-east-1", |_| None);
+        let unknown = verify_request(
+            &parts,
+            example_time(),
+            &crate::auth::Realm::new("us-east-1"),
+            |_| None,
+        );
         assert!(matches!(unknown, Err(AuthError::InvalidAccessKeyId)));
-        match verify_request(&parts, example_time(), "eu-west-3", example_lookup) {
+        match verify_request(
+            &parts,
+            example_time(),
+            &crate::auth::Realm::new("eu-west-3"),
+            example_lookup,
+        ) {
             Err(AuthError::AuthorizationHeaderMalformed(message)) => assert_eq!(
                 message,
                 "The authorization header is malformed; the region 'us-east-1' is wrong; \
@@ -434,7 +449,7 @@ mod tests {
                 "authorization",
                 Some("AWS AKIAIOSFODNN7EXAMPLE:frJIUN8DYpKDtOLCwo//yllqDzg=")
             ),
-            Err(AuthError::InvalidRequest(_))
+            Err(AuthError::SignatureDoesNotMatch)
         ));
         let no_host = format!(
             "{AUTH_PREFIX},SignedHeaders=range;x-amz-date,Signature={GET_OBJECT_SIGNATURE}"

@@ -32,6 +32,16 @@ pub fn example_lookup(access_key: &str) -> Option<(String, Identity)> {
     })
 }
 
+/// Verifies `parts` at [`example_time`] in us-east-1 with [`example_lookup`].
+pub fn verify_example(parts: &Parts) -> Result<super::VerifiedRequest, super::AuthError> {
+    super::verify_request(
+        parts,
+        example_time(),
+        &super::Realm::new("us-east-1"),
+        example_lookup,
+    )
+}
+
 /// The head of a request as hyper hands it to a handler.
 pub fn request(method: &str, uri: &str, headers: &[(&str, &str)]) -> Parts {
     let mut builder = http::Request::builder().method(method).uri(uri);

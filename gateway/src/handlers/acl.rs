@@ -90,7 +90,9 @@ pub async fn put_acl(
     let document = read_small_body(&ctx.request, headers, body, ACL_BODY_LIMIT).await?;
     if !document.is_empty() {
         let policy = parse_document(&document)?;
-        if policy.name != "AccessControlPolicy" || !grants_only_owner(&policy, &bucket.owner) {
+        if policy.name != "AccessControlPolicy"
+            || !grants_only_owner(&policy, &meta_api::canonical_user_id(&bucket.owner))
+        {
             return Err(S3Error::not_implemented(
                 "ACL grants other than the owner's FULL_CONTROL",
             ));
@@ -141,7 +143,8 @@ mod tests {
     fn policy_must_grant_only_the_owner() {
         let own = object_documents::owner_full_control("alice");
         let policy = parse_document(&own).unwrap();
-        assert!(grants_only_owner(&policy, "alice"));
-        assert!(!grants_only_owner(&policy, "bob"));
+        let id = |name| meta_api::canonical_user_id(name);
+        assert!(grants_only_owner(&policy, &id("alice")));
+        assert!(!grants_only_owner(&policy, &id("bob")));
     }
 }

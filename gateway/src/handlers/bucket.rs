@@ -4,6 +4,7 @@
 use super::{empty_response, xml_response, AuthorizedBucket, RequestContext};
 use crate::error::{S3Code, S3Error};
 use crate::headers;
+use crate::params::{continuation_token, ListBucketsParams, MAX_BUCKETS_PAGE};
 use crate::request_body::read_small_body;
 use crate::xml::documents;
 use crate::xml::parse::{parse_create_bucket, CREATE_BUCKET_BODY_LIMIT};
@@ -14,8 +15,19 @@ use http::StatusCode;
 use meta_api::naming::validate_bucket_name;
 
 /// ListBuckets: the caller's own buckets (every bucket for root), within
-/// its access key's limits.
-pub async fn list_buckets(ctx: &RequestContext<'_>) -> Result<Response, S3Error> {
+/// its access key's limits; a page of them when any parameter is sent.
+pub async fn list_buckets(
+    ctx: &RequestContext<'_>,
+    params: ListBucketsParams,
+) -> Result<Response, S3Error> {
+    let region = ctx.state.config.region.as_str();
+    if params.bucket_region.as_deref().is_some_and(|r| r != region) {
+        return Err(S3Error::invalid_argument(
+            "Requests with bucket-region specified must be made to the corresponding regional \
+             endpoint",
+        )
+        .detail("ArgumentName", "bucket-region"));
+    }
     let identity = ctx.identity();
     let owner = (!identity.is_root).then_some(identity.user.as_str());
     let mut buckets = ctx
@@ -27,10 +39,31 @@ pub async fn list_buckets(ctx: &RequestContext<'_>) -> Result<Response, S3Error>
         .await?;
     // A key limited to some buckets sees only those.
     buckets.retain(|b| identity.right_in(&b.name).is_some());
+    buckets.retain(|b| {
+        params
+            .prefix
+            .as_deref()
+            .is_none_or(|p| b.name.starts_with(p))
+            && params
+                .resume_after
+                .as_deref()
+                .is_none_or(|after| b.name.as_str() > after)
+    });
     buckets.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut page = documents::BucketsPage::default();
+    if params.paginated() {
+        let limit = params.max_buckets.unwrap_or(MAX_BUCKETS_PAGE) as usize;
+        if buckets.len() > limit {
+            buckets.truncate(limit);
+            page.continuation_token = buckets.last().map(|b| continuation_token(&b.name));
+        }
+        page.region = Some(region);
+        page.prefix = params.prefix.as_deref();
+    }
     Ok(xml_response(documents::list_buckets(
         &identity.user,
         &buckets,
+        &page,
     )))
 }
 

@@ -114,6 +114,7 @@ pub async fn create_upload(
             checksum: None,
             checksum_algorithm: algorithm.map(|a| a.as_str().to_string()),
             checksum_type: kind.map(str::to_string),
+            upload_id: None,
         },
     };
     let document = documents::initiate_upload(&record.bucket, &record.key, &record.upload_id);

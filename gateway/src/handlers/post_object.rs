@@ -230,7 +230,7 @@ pub async fn post_object(
     let (policy, identity) = verify_post_form(
         &fields,
         &ctx.state.credentials,
-        &ctx.state.config.region,
+        &ctx.state.config.realm(),
         SystemTime::now(),
     )
     .await?;

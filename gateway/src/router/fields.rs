@@ -5,7 +5,7 @@
 use super::{required, RouteInput};
 use crate::error::S3Error;
 use crate::params::{
-    part_number, ListPartsParams, ListUploadsParams, ListV1Params, ListV2Params,
+    part_number, ListBucketsParams, ListPartsParams, ListUploadsParams, ListV1Params, ListV2Params,
     ListVersionsParams, ReadParams,
 };
 use std::ops::Deref;
@@ -88,6 +88,7 @@ macro_rules! query_params {
 }
 
 query_params!(
+    ListBucketsParams,
     ListV1Params,
     ListV2Params,
     ListPartsParams,

@@ -56,6 +56,15 @@ fn host_name(headers: &HeaderMap) -> Option<String> {
     Some(name.to_ascii_lowercase())
 }
 
+/// The bucket a virtual-hosted-style request names in its Host
+/// (`bucket.domain`), when a domain is configured and the Host is under it.
+pub fn virtual_host_bucket(headers: &HeaderMap, domain: Option<&str>) -> Option<String> {
+    let host = host_name(headers)?;
+    let domain = domain?.trim_end_matches('.').to_ascii_lowercase();
+    let bucket = host.strip_suffix(&domain)?.strip_suffix('.')?;
+    (!bucket.is_empty()).then(|| bucket.to_string())
+}
+
 /// Finds bucket and key: virtual-hosted style (`bucket.domain`) when a domain
 /// is configured and the Host names a sub-domain of it, else path style.
 /// Keys are plain names: `../x`, `a//b` and `.` are kept as they are.
@@ -64,13 +73,7 @@ pub fn target(uri: &Uri, headers: &HeaderMap, domain: Option<&str>) -> Result<Ta
     let Some(rest) = path.strip_prefix('/') else {
         return Err(S3Error::new(S3Code::InvalidURI));
     };
-    let virtual_bucket = domain.and_then(|domain| {
-        let host = host_name(headers)?;
-        let domain = domain.trim_end_matches('.').to_ascii_lowercase();
-        let bucket = host.strip_suffix(&domain)?.strip_suffix('.')?;
-        (!bucket.is_empty()).then(|| bucket.to_string())
-    });
-    if let Some(bucket) = virtual_bucket {
+    if let Some(bucket) = virtual_host_bucket(headers, domain) {
         let key = (!rest.is_empty())
             .then(|| decode_path_part(rest))
             .transpose()?;

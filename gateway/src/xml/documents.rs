@@ -39,17 +39,27 @@ pub(super) fn checksum_element(w: &mut XmlWriter, checksum: &StoredChecksum) {
     w.element(&format!("Checksum{}", checksum.algorithm), &checksum.value);
 }
 
-/// `<element><ID>name</ID><DisplayName>name</DisplayName></element>`: users
-/// are their own IDs and display names.
+/// `<element><ID>canonical id</ID></element>` of the user `name`: the same
+/// ID in every answer. S3 no longer returns DisplayName (since November 2025).
 pub(super) fn owner(w: &mut XmlWriter, element: &str, name: &str) {
     w.open(element);
-    w.element("ID", name);
-    w.element("DisplayName", name);
+    w.element("ID", &meta_api::canonical_user_id(name));
     w.close(element);
 }
 
+/// What a paginated ListBuckets answer adds to the buckets.
+#[derive(Debug, Default)]
+pub struct BucketsPage<'a> {
+    /// Each bucket's region, shown when the request had any parameter.
+    pub region: Option<&'a str>,
+    /// Where the next page starts, when there is one.
+    pub continuation_token: Option<String>,
+    /// The prefix asked for, echoed.
+    pub prefix: Option<&'a str>,
+}
+
 /// ListAllMyBucketsResult for ListBuckets.
-pub fn list_buckets(owner_name: &str, buckets: &[BucketRecord]) -> Vec<u8> {
+pub fn list_buckets(owner_name: &str, buckets: &[BucketRecord], page: &BucketsPage<'_>) -> Vec<u8> {
     let mut w = XmlWriter::new();
     w.open_root("ListAllMyBucketsResult");
     owner(&mut w, "Owner", owner_name);
@@ -58,9 +68,18 @@ pub fn list_buckets(owner_name: &str, buckets: &[BucketRecord]) -> Vec<u8> {
         w.open("Bucket");
         w.element("Name", &bucket.name);
         w.element("CreationDate", &iso8601(bucket.created));
+        if let Some(region) = page.region {
+            w.element("BucketRegion", region);
+        }
         w.close("Bucket");
     }
     w.close("Buckets");
+    if let Some(token) = &page.continuation_token {
+        w.element("ContinuationToken", token);
+    }
+    if let Some(prefix) = page.prefix {
+        w.element("Prefix", prefix);
+    }
     w.close("ListAllMyBucketsResult");
     w.finish()
 }

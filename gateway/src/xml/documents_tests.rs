@@ -58,15 +58,16 @@ fn list_buckets_matches_aws_example() {
             bucket("quotes", "2006-02-03T16:45:09.000Z"),
             bucket("samples", "2006-02-03T16:41:58.000Z"),
         ],
+        &BucketsPage::default(),
     );
     assert!(has_namespace(&doc, "ListAllMyBucketsResult"));
     assert_same_document(
         &doc,
-        r#"<?xml version="1.0" encoding="UTF-8"?>
+        &format!(
+            r#"<?xml version="1.0" encoding="UTF-8"?>
 <ListAllMyBucketsResult xmlns="http://s3.amazonaws.com/doc/2006-03-01">
   <Owner>
-    <ID>webfile</ID>
-    <DisplayName>webfile</DisplayName>
+    <ID>{webfile}</ID>
   </Owner>
   <Buckets>
     <Bucket>
@@ -79,6 +80,40 @@ fn list_buckets_matches_aws_example() {
     </Bucket>
   </Buckets>
 </ListAllMyBucketsResult>"#,
+            webfile = meta_api::canonical_user_id("webfile")
+        ),
+    );
+}
+
+/// A page of buckets: regions, the token of the next page, the prefix.
+#[test]
+fn list_buckets_page_shows_region_token_and_prefix() {
+    let doc = list_buckets(
+        "webfile",
+        &[bucket("quotes", "2006-02-03T16:45:09.000Z")],
+        &BucketsPage {
+            region: Some("eu-west-1"),
+            continuation_token: Some("cXVvdGVz".into()),
+            prefix: Some("q"),
+        },
+    );
+    assert_same_document(
+        &doc,
+        &format!(
+            r#"<ListAllMyBucketsResult>
+  <Owner><ID>{}</ID></Owner>
+  <Buckets>
+    <Bucket>
+      <Name>quotes</Name>
+      <CreationDate>2006-02-03T16:45:09.000Z</CreationDate>
+      <BucketRegion>eu-west-1</BucketRegion>
+    </Bucket>
+  </Buckets>
+  <ContinuationToken>cXVvdGVz</ContinuationToken>
+  <Prefix>q</Prefix>
+</ListAllMyBucketsResult>"#,
+            meta_api::canonical_user_id("webfile")
+        ),
     );
 }
 
@@ -203,7 +238,8 @@ fn list_objects_v2_with_prefixes_tokens_and_url_encoding() {
     });
     assert_same_document(
         &doc,
-        r#"<ListBucketResult>
+        &format!(
+            r#"<ListBucketResult>
   <Name>b</Name><Prefix/><Delimiter>/</Delimiter>
   <ContinuationToken>tok</ContinuationToken><NextContinuationToken>next</NextContinuationToken>
   <KeyCount>2</KeyCount><MaxKeys>2</MaxKeys><EncodingType>url</EncodingType>
@@ -211,11 +247,13 @@ fn list_objects_v2_with_prefixes_tokens_and_url_encoding() {
   <Contents>
     <Key>a%20b%2Bc</Key><LastModified>2013-09-17T18:07:53.000Z</LastModified>
     <ETag>"x"</ETag><Size>1</Size>
-    <Owner><ID>alice</ID><DisplayName>alice</DisplayName></Owner>
+    <Owner><ID>{alice}</ID></Owner>
     <StorageClass>STANDARD</StorageClass>
   </Contents>
   <CommonPrefixes><Prefix>dir%20%C3%A9/</Prefix></CommonPrefixes>
 </ListBucketResult>"#,
+            alice = meta_api::canonical_user_id("alice")
+        ),
     );
 }
 
@@ -246,7 +284,8 @@ fn list_objects_v1_matches_aws_shape() {
     });
     assert_same_document(
         &doc,
-        r#"<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">
+        &format!(
+            r#"<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">
   <Name>example-bucket</Name>
   <Prefix></Prefix>
   <Marker></Marker>
@@ -259,13 +298,15 @@ fn list_objects_v1_matches_aws_shape() {
     <LastModified>2011-02-26T01:56:20.000Z</LastModified>
     <ETag>"bf1d737a4d46a19f3bced6905cc8b902"</ETag>
     <Size>142863</Size>
-    <Owner><ID>owner</ID><DisplayName>owner</DisplayName></Owner>
+    <Owner><ID>{owner}</ID></Owner>
     <StorageClass>STANDARD</StorageClass>
   </Contents>
   <CommonPrefixes>
     <Prefix>photos/</Prefix>
   </CommonPrefixes>
 </ListBucketResult>"#,
+            owner = meta_api::canonical_user_id("owner")
+        ),
     );
 }
 
@@ -347,13 +388,14 @@ fn list_parts_matches_aws_example() {
     });
     assert_same_document(
         &doc,
-        r#"<?xml version="1.0" encoding="UTF-8"?>
+        &format!(
+            r#"<?xml version="1.0" encoding="UTF-8"?>
 <ListPartsResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">
   <Bucket>example-bucket</Bucket>
   <Key>example-object</Key>
   <UploadId>XXBsb2FkIElEIGZvciBlbHZpbmcncyVcdS1tb3ZpZS5tMnRzEEEwbG9hZA</UploadId>
-  <Initiator><ID>someName</ID><DisplayName>someName</DisplayName></Initiator>
-  <Owner><ID>someName</ID><DisplayName>someName</DisplayName></Owner>
+  <Initiator><ID>{someName}</ID></Initiator>
+  <Owner><ID>{someName}</ID></Owner>
   <StorageClass>STANDARD</StorageClass>
   <PartNumberMarker>1</PartNumberMarker>
   <NextPartNumberMarker>2</NextPartNumberMarker>
@@ -366,6 +408,8 @@ fn list_parts_matches_aws_example() {
     <Size>10485760</Size>
   </Part>
 </ListPartsResult>"#,
+            someName = meta_api::canonical_user_id("someName")
+        ),
     );
 }
 

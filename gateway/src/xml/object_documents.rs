@@ -181,8 +181,7 @@ pub fn owner_full_control(owner_name: &str) -> Vec<u8> {
             ("xsi:type", "CanonicalUser"),
         ],
     );
-    w.element("ID", owner_name);
-    w.element("DisplayName", owner_name);
+    w.element("ID", &meta_api::canonical_user_id(owner_name));
     w.close("Grantee");
     w.element("Permission", "FULL_CONTROL");
     w.close("Grant");

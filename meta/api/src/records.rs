@@ -94,6 +94,10 @@ pub struct ObjectAttributes {
     /// For multipart: FULL_OBJECT or COMPOSITE, as named at CreateMultipartUpload.
     #[serde(default)]
     pub checksum_type: Option<String>,
+    /// For multipart: the upload that made the object, so that a retried
+    /// completion of it (its first answer lost) is answered with the object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upload_id: Option<String>,
 }
 
 /// A check made inside the commit transaction, so conditional writes are atomic.
@@ -314,6 +318,17 @@ pub struct UserRecord {
     pub created: UnixMillis,
     /// The root user may reach every bucket.
     pub is_root: bool,
+}
+
+/// The canonical user ID S3 shows for `user` (as Owner, Initiator and ACL
+/// grantee): 64 hex digits, the same in every answer, derived from the name
+/// so that no record has to carry it.
+pub fn canonical_user_id(user: &str) -> String {
+    use sha2::Digest;
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(b"tessera canonical user id\0");
+    hasher.update(user.as_bytes());
+    hex::encode(hasher.finalize())
 }
 
 /// An S3 access key and its secret.

@@ -230,9 +230,14 @@ impl Handle<CompleteUpload> for MetaState {
         if named.windows(2).any(|w| w[0].number >= w[1].number) {
             return Err(MetaError::InvalidPartOrder);
         }
-        let mut record = self.store.write(|txn| {
-            let upload = upload_for(&txn.open_table(UPLOADS)?, bucket, key, upload_id)?
-                .ok_or_else(|| MetaError::NoSuchUpload(upload_id.to_string()))?;
+        let completion = self.store.write(|txn| {
+            let Some(upload) = upload_for(&txn.open_table(UPLOADS)?, bucket, key, upload_id)?
+            else {
+                let objects = txn.open_table(OBJECTS)?;
+                return completed_before(&objects, &request)
+                    .map(Completion::Earlier)
+                    .ok_or_else(|| MetaError::NoSuchUpload(upload_id.to_string()).into());
+            };
             require_bucket(&txn.open_table(BUCKETS)?, bucket)?;
             if condition.is_some() {
                 let current: Option<ObjectRecord> = get_json(
@@ -287,6 +292,7 @@ impl Handle<CompleteUpload> for MetaState {
                     .collect(),
                 attributes: ObjectAttributes {
                     checksum: None,
+                    upload_id: Some(upload_id.to_string()),
                     ..upload.attributes.clone()
                 },
             };
@@ -307,8 +313,16 @@ impl Handle<CompleteUpload> for MetaState {
                 deletions.queue_groups(&old.groups, &kept, not_before)?;
             }
             remove_upload(txn, &upload, &mut parts_table, &stored)?;
-            Ok(record)
+            Ok(Completion::Made(record))
         })?;
+        let mut record = match completion {
+            Completion::Made(record) => record,
+            Completion::Earlier(mut record) => {
+                self.hand_out_for_reading(&mut record.groups, now);
+                tracing::debug!(bucket, key, upload_id, "completion retried");
+                return Ok(record);
+            }
+        };
         self.hand_out_for_reading(&mut record.groups, now);
         tracing::debug!(
             bucket,
@@ -320,6 +334,38 @@ impl Handle<CompleteUpload> for MetaState {
         metrics::counter!("tessera_meta_objects_committed_total").increment(1);
         Ok(record)
     }
+}
+
+/// What a completion found.
+enum Completion {
+    /// The object it made now.
+    Made(ObjectRecord),
+    /// The object an earlier completion of the same upload made.
+    Earlier(ObjectRecord),
+}
+
+/// The object a completion of `request`'s upload made earlier, if the key
+/// still holds it and the request names the same parts: a client whose first
+/// answer was lost retries, and S3 answers it as the first time.
+fn completed_before(
+    objects: &impl ReadableTable<&'static [u8], &'static [u8]>,
+    request: &CompleteUpload,
+) -> Option<ObjectRecord> {
+    let record: ObjectRecord = get_json(
+        objects,
+        object_key(&request.bucket, request.key.as_bytes()).as_slice(),
+    )
+    .ok()??;
+    let same_parts = record.parts.len() == request.parts.len()
+        && record
+            .parts
+            .iter()
+            .zip(&request.parts)
+            .all(|(made, named)| {
+                made.number == named.number && made.etag == normalize_etag(&named.etag)
+            });
+    (record.attributes.upload_id.as_deref() == Some(request.upload_id.as_str()) && same_parts)
+        .then_some(record)
 }
 
 impl Handle<AbortUpload> for MetaState {

@@ -105,7 +105,7 @@ async fn complete_splices_parts_into_one_object(transport: Transport) {
     assert_eq!(record.content_type.as_deref(), Some("video/mp4"));
     assert_eq!(record.user_metadata["origin"], "test");
     assert_eq!(record.headers["cache-control"], "no-cache");
-    assert_eq!(meta.get("bk1", "big/file").await, Some(record));
+    assert_eq!(meta.get("bk1", "big/file").await, Some(record.clone()));
 
     // The unnamed part and the replaced object are freed; the upload is gone.
     assert_eq!(meta.queued_for("dn0").await, vec![key(13)]);
@@ -114,10 +114,35 @@ async fn complete_splices_parts_into_one_object(transport: Transport) {
         list_parts(&meta, 0, 100).await.unwrap_err(),
         MetaError::NoSuchUpload(UPLOAD.into())
     );
+    // A retried completion (its answer lost) is answered with the object it
+    // made, and changes nothing; other parts name no upload.
+    let mut retried = meta
+        .call(complete_request(&[(1, &e1), (2, &quoted), (4, &e4)]))
+        .await
+        .unwrap();
+    for group in &mut retried.groups {
+        take_token(group, proto::token::Modes::READ);
+    }
+    assert_eq!(retried, record);
+    assert_eq!(meta.queued_for("dn0").await, vec![key(13)]);
     let again = meta.call(complete_request(&[(1, &e1)])).await;
     assert_eq!(again.unwrap_err(), MetaError::NoSuchUpload(UPLOAD.into()));
+    let mut other = complete_request(&[(1, &e1), (2, &quoted), (4, &e4)]);
+    other.key = "other".into();
+    let elsewhere = meta.call(other).await;
+    assert_eq!(
+        elsewhere.unwrap_err(),
+        MetaError::NoSuchUpload(UPLOAD.into())
+    );
     let delete = meta.call(DeleteBucket { name: "bk1".into() }).await;
     assert_eq!(delete.unwrap_err(), MetaError::BucketNotEmpty("bk1".into()));
+    // Once the key holds another object, the upload is gone for good.
+    meta.commit(object("bk1", "big/file", vec![group(91, &["dn2"])]))
+        .await;
+    let late = meta
+        .call(complete_request(&[(1, &e1), (2, &quoted), (4, &e4)]))
+        .await;
+    assert_eq!(late.unwrap_err(), MetaError::NoSuchUpload(UPLOAD.into()));
 }
 
 async fn complete_checks_the_named_parts(transport: Transport) {
