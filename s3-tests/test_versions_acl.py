@@ -1,5 +1,6 @@
 """Versions of an unversioned bucket as S3 answers them (no versioning
-status, each object its one `null` version) and the owner-only ACLs."""
+status, each object its one `null` version), ACLs where they are off, and
+owner IDs."""
 
 import json
 
@@ -74,7 +75,10 @@ def test_acls_are_the_owners(s3, bucket):
     assert error_code(err.value) == "NoSuchKey"
 
 
-def test_canned_private_is_accepted_and_others_are_not(s3, bucket):
+def test_acls_are_off_in_a_new_bucket(s3, bucket):
+    """BucketOwnerEnforced (a new bucket's setting, as in S3): only the
+    owner's FULL_CONTROL may be asked for; any other ACL is
+    AccessControlListNotSupported, a malformed grant InvalidArgument."""
     s3.put_object(Bucket=bucket, Key="k", Body=b"x", ACL="private")
     s3.put_object_acl(Bucket=bucket, Key="k", ACL="private")
     s3.put_bucket_acl(Bucket=bucket, ACL="private")
@@ -82,12 +86,14 @@ def test_canned_private_is_accepted_and_others_are_not(s3, bucket):
         lambda: s3.put_object(Bucket=bucket, Key="p", Body=b"x", ACL="public-read"),
         lambda: s3.put_object_acl(Bucket=bucket, Key="k", ACL="public-read"),
         lambda: s3.put_bucket_acl(Bucket=bucket, ACL="authenticated-read"),
-        lambda: s3.put_object(Bucket=bucket, Key="g", Body=b"x", GrantRead='id="someone"'),
     ):
         with pytest.raises(ClientError) as err:
             call()
-        assert error_code(err.value) == "NotImplemented"
-        assert http_status(err.value) == 501
+        assert error_code(err.value) == "AccessControlListNotSupported"
+        assert http_status(err.value) == 400
+    with pytest.raises(ClientError) as err:
+        s3.put_object(Bucket=bucket, Key="g", Body=b"x", GrantRead='id="someone"')
+    assert error_code(err.value) == "InvalidArgument"
 
 
 def test_put_acl_policy_granting_the_owner_only(s3, bucket):
@@ -99,7 +105,7 @@ def test_put_acl_policy_granting_the_owner_only(s3, bucket):
               "Permission": "READ"}]
     with pytest.raises(ClientError) as err:
         s3.put_bucket_acl(Bucket=bucket, AccessControlPolicy={"Grants": other, "Owner": current["Owner"]})
-    assert error_code(err.value) == "NotImplemented"
+    assert error_code(err.value) == "AccessControlListNotSupported"
 
 
 def test_aws_cli_versions_and_acl(aws, s3, bucket):
@@ -118,7 +124,7 @@ def test_create_bucket_canned_acl(s3):
     empty_and_delete(s3, name)
     with pytest.raises(ClientError) as err:
         s3.create_bucket(Bucket=new_bucket_name(), ACL="public-read")
-    assert error_code(err.value) == "NotImplemented"
+    assert error_code(err.value) == "InvalidBucketAclWithObjectOwnership"
 
 
 def test_owner_id_is_one_canonical_id_everywhere(server, s3, bucket):

@@ -315,6 +315,7 @@ pub async fn run(args: AdminArgs) -> Result<()> {
                 name: name.clone(),
                 owner: owner.clone(),
                 replication: *replication,
+                access: Default::default(),
             };
             meta.call(create).await?;
             done

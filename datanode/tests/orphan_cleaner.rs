@@ -86,6 +86,7 @@ async fn uncommitted_blocks_are_found_and_deleted_while_committed_ones_stay() {
         name: BUCKET.to_string(),
         owner: "root".into(),
         replication: None,
+        access: Default::default(),
     };
     meta.call(create).await.unwrap();
     let client = StoreClient::new(

@@ -12,8 +12,8 @@ use crate::auth::{self, VerifiedRequest};
 use crate::error::S3Error;
 use crate::handlers::cors::with_cors;
 use crate::handlers::{
-    acl, attributes, bucket, copy, cors, list, multipart, object, post_object, tagging, versions,
-    RequestContext,
+    access_settings, acl, attributes, bucket, copy, cors, list, multipart, object, post_object,
+    tagging, versions, RequestContext,
 };
 use crate::params::{
     ListBucketsParams, ListPartsParams, ListUploadsParams, ListV1Params, ListV2Params,
@@ -34,138 +34,152 @@ s3_endpoints! {
     dispatch(ctx, body, bucket);
     bucket {
         /// GET /bucket?tagging.
-        GetBucketTagging {} [(GET, Bucket, query("tagging"))] Read
+        GetBucketTagging {} [(GET, Bucket, query("tagging"))] GetBucketTagging
             => tagging::get_bucket_tagging(&bucket);
         /// PUT /bucket?tagging.
-        PutBucketTagging {} [(PUT, Bucket, query("tagging"))] Write
+        PutBucketTagging {} [(PUT, Bucket, query("tagging"))] PutBucketTagging
             => tagging::put_bucket_tagging(ctx, &bucket, body).await;
         /// DELETE /bucket?tagging.
-        DeleteBucketTagging {} [(DELETE, Bucket, query("tagging"))] Write
+        DeleteBucketTagging {} [(DELETE, Bucket, query("tagging"))] PutBucketTagging
             => tagging::delete_bucket_tagging(ctx, &bucket).await;
         /// GET /bucket?versioning.
-        GetBucketVersioning {} [(GET, Bucket, query("versioning"))] Read
+        GetBucketVersioning {} [(GET, Bucket, query("versioning"))] GetBucketVersioning
             => Ok(versions::get_bucket_versioning());
         /// PUT /bucket?versioning.
-        PutBucketVersioning {} [(PUT, Bucket, query("versioning"))] Write
+        PutBucketVersioning {} [(PUT, Bucket, query("versioning"))] PutBucketVersioning
             => versions::put_bucket_versioning();
         /// GET /bucket?versions.
-        ListObjectVersions { params: ListVersionsParams } [(GET, Bucket, query("versions"))] Read
+        ListObjectVersions { params: ListVersionsParams } [(GET, Bucket, query("versions"))] ListBucketVersions
             => versions::list_object_versions(ctx, &bucket, params).await;
         /// GET /bucket?acl.
-        GetBucketAcl {} [(GET, Bucket, query("acl"))] Read
+        GetBucketAcl {} [(GET, Bucket, query("acl"))] GetBucketAcl
             => acl::get_acl(ctx, &bucket, None).await;
         /// PUT /bucket?acl.
-        PutBucketAcl {} [(PUT, Bucket, query("acl"))] Write
+        PutBucketAcl {} [(PUT, Bucket, query("acl"))] PutBucketAcl
             => acl::put_acl(ctx, &bucket, None, body).await;
+        /// GET /bucket?ownershipControls.
+        GetBucketOwnershipControls {} [(GET, Bucket, query("ownershipControls"))] GetBucketOwnershipControls
+            => access_settings::get_ownership_controls(&bucket);
+        /// PUT /bucket?ownershipControls.
+        PutBucketOwnershipControls {} [(PUT, Bucket, query("ownershipControls"))] PutBucketOwnershipControls
+            => access_settings::put_ownership_controls(ctx, &bucket, body).await;
+        /// DELETE /bucket?ownershipControls.
+        DeleteBucketOwnershipControls {} [(DELETE, Bucket, query("ownershipControls"))] PutBucketOwnershipControls
+            => access_settings::delete_ownership_controls(ctx, &bucket).await;
+        /// GET /bucket?publicAccessBlock.
+        GetPublicAccessBlock {} [(GET, Bucket, query("publicAccessBlock"))] GetBucketPublicAccessBlock
+            => access_settings::get_public_access_block(&bucket);
+        /// PUT /bucket?publicAccessBlock.
+        PutPublicAccessBlock {} [(PUT, Bucket, query("publicAccessBlock"))] PutBucketPublicAccessBlock
+            => access_settings::put_public_access_block(ctx, &bucket, body).await;
+        /// DELETE /bucket?publicAccessBlock.
+        DeletePublicAccessBlock {} [(DELETE, Bucket, query("publicAccessBlock"))] PutBucketPublicAccessBlock
+            => access_settings::delete_public_access_block(ctx, &bucket).await;
         /// GET /bucket?cors.
-        GetBucketCors {} [(GET, Bucket, query("cors"))] Read
+        GetBucketCors {} [(GET, Bucket, query("cors"))] GetBucketCors
             => cors::get_bucket_cors(&bucket);
         /// PUT /bucket?cors.
-        PutBucketCors {} [(PUT, Bucket, query("cors"))] Write
+        PutBucketCors {} [(PUT, Bucket, query("cors"))] PutBucketCors
             => cors::put_bucket_cors(ctx, &bucket, body).await;
         /// DELETE /bucket?cors.
-        DeleteBucketCors {} [(DELETE, Bucket, query("cors"))] Write
+        DeleteBucketCors {} [(DELETE, Bucket, query("cors"))] PutBucketCors
             => cors::delete_bucket_cors(ctx, &bucket).await;
         /// GET /bucket?location.
-        GetBucketLocation {} [(GET, Bucket, query("location"))] Read
+        GetBucketLocation {} [(GET, Bucket, query("location"))] GetBucketLocation
             => Ok(bucket::get_bucket_location(ctx));
         /// GET /bucket?uploads.
-        ListMultipartUploads { params: ListUploadsParams } [(GET, Bucket, query("uploads"))] Read
+        ListMultipartUploads { params: ListUploadsParams } [(GET, Bucket, query("uploads"))] ListBucketMultipartUploads
             => multipart::list_uploads(ctx, &bucket, params).await;
         /// GET /bucket?list-type=2.
-        ListObjectsV2 { params: ListV2Params } [(GET, Bucket, query_is("list-type", "2"))] Read public
+        ListObjectsV2 { params: ListV2Params } [(GET, Bucket, query_is("list-type", "2"))] ListBucket
             => list::list_objects_v2(ctx, &bucket, params).await;
         /// GET /bucket (v1 listing).
-        ListObjects { params: ListV1Params } [(GET, Bucket, no_query("list-type"))] Read public
+        ListObjects { params: ListV1Params } [(GET, Bucket, no_query("list-type"))] ListBucket
             => list::list_objects_v1(ctx, &bucket, params).await;
         /// HEAD /bucket.
-        HeadBucket {} [(HEAD, Bucket)] Read public
+        HeadBucket {} [(HEAD, Bucket)] ListBucket
             => bucket::head_bucket(ctx, &bucket);
         /// DELETE /bucket.
-        DeleteBucket {} [(DELETE, Bucket)] Write
+        DeleteBucket {} [(DELETE, Bucket)] DeleteBucket
             => bucket::delete_bucket(ctx, &bucket).await;
         /// POST /bucket?delete.
-        DeleteObjects {} [(POST, Bucket, query("delete"))] Write
+        DeleteObjects {} [(POST, Bucket, query("delete"))] DeleteObject
             => object::delete_objects(ctx, &bucket, body).await;
         /// GET /bucket/key?tagging.
-        GetObjectTagging { key: ObjectKey } [(GET, Object, query("tagging"))] Read
+        GetObjectTagging { key: ObjectKey } [(GET, Object, query("tagging"))] GetObjectTagging
             => tagging::get_object_tagging(ctx, &bucket, &key).await;
         /// PUT /bucket/key?tagging.
-        PutObjectTagging { key: ObjectKey } [(PUT, Object, query("tagging"))] Write
+        PutObjectTagging { key: ObjectKey } [(PUT, Object, query("tagging"))] PutObjectTagging
             => tagging::put_object_tagging(ctx, &bucket, &key, body).await;
         /// DELETE /bucket/key?tagging.
-        DeleteObjectTagging { key: ObjectKey } [(DELETE, Object, query("tagging"))] Write
+        DeleteObjectTagging { key: ObjectKey } [(DELETE, Object, query("tagging"))] DeleteObjectTagging
             => tagging::delete_object_tagging(ctx, &bucket, &key).await;
         /// GET /bucket/key?acl.
-        GetObjectAcl { key: ObjectKey } [(GET, Object, query("acl"))] Read
+        GetObjectAcl { key: ObjectKey } [(GET, Object, query("acl"))] GetObjectAcl
             => acl::get_acl(ctx, &bucket, Some(&key)).await;
         /// PUT /bucket/key?acl.
-        PutObjectAcl { key: ObjectKey } [(PUT, Object, query("acl"))] Write
+        PutObjectAcl { key: ObjectKey } [(PUT, Object, query("acl"))] PutObjectAcl
             => acl::put_acl(ctx, &bucket, Some(&key), body).await;
         /// GET /bucket/key?attributes.
-        GetObjectAttributes { key: ObjectKey } [(GET, Object, query("attributes"))] Read
+        GetObjectAttributes { key: ObjectKey } [(GET, Object, query("attributes"))] GetObjectAttributes
             => attributes::get_object_attributes(ctx, &bucket, &key).await;
         /// PUT /bucket/key?partNumber&uploadId with x-amz-copy-source.
         UploadPartCopy { key: ObjectKey, upload_id: UploadId, part_number: PartNumber }
-            [(PUT, Object, header("x-amz-copy-source"), query("uploadId"))] Write
+            [(PUT, Object, header("x-amz-copy-source"), query("uploadId"))] PutObject
             => copy::upload_part_copy(ctx, &bucket, &key, &upload_id, part_number.0).await;
         /// PUT /bucket/key with x-amz-copy-source.
-        CopyObject { key: ObjectKey } [(PUT, Object, header("x-amz-copy-source"))] Write
+        CopyObject { key: ObjectKey } [(PUT, Object, header("x-amz-copy-source"))] PutObject
             => copy::copy_object(ctx, &bucket, &key).await;
         /// PUT /bucket/key?partNumber&uploadId.
         UploadPart { key: ObjectKey, upload_id: UploadId, part_number: PartNumber }
-            [(PUT, Object, query("uploadId")) | (PUT, Object, query("partNumber"))] Write
+            [(PUT, Object, query("uploadId")) | (PUT, Object, query("partNumber"))] PutObject
             => multipart::upload_part(ctx, &bucket, &key, &upload_id, part_number.0, body).await;
         /// PUT /bucket/key.
-        PutObject { key: ObjectKey } [(PUT, Object)] Write
+        PutObject { key: ObjectKey } [(PUT, Object)] PutObject
             => object::put_object(ctx, &bucket, key.0, body).await;
         /// POST /bucket/key?uploads.
-        CreateMultipartUpload { key: ObjectKey } [(POST, Object, query("uploads"))] Write
+        CreateMultipartUpload { key: ObjectKey } [(POST, Object, query("uploads"))] PutObject
             => multipart::create_upload(ctx, &bucket, key.0).await;
         /// POST /bucket/key?uploadId.
         CompleteMultipartUpload { key: ObjectKey, upload_id: UploadId }
-            [(POST, Object, query("uploadId"))] Write
+            [(POST, Object, query("uploadId"))] PutObject
             => multipart::complete_upload(ctx, &bucket, &key, &upload_id, body).await;
         /// DELETE /bucket/key?uploadId.
         AbortMultipartUpload { key: ObjectKey, upload_id: UploadId }
-            [(DELETE, Object, query("uploadId"))] Write
+            [(DELETE, Object, query("uploadId"))] AbortMultipartUpload
             => multipart::abort_upload(ctx, &bucket, &key, &upload_id).await;
         /// DELETE /bucket/key.
-        DeleteObject { key: ObjectKey } [(DELETE, Object)] Write
+        DeleteObject { key: ObjectKey } [(DELETE, Object)] DeleteObject
             => object::delete_object(ctx, &bucket, &key).await;
         /// GET /bucket/key?uploadId.
         ListParts { key: ObjectKey, upload_id: UploadId, params: ListPartsParams }
-            [(GET, Object, query("uploadId"))] Read
+            [(GET, Object, query("uploadId"))] ListMultipartUploadParts
             => multipart::list_parts(ctx, &bucket, &key, &upload_id, params).await;
         /// GET /bucket/key.
-        GetObject { key: ObjectKey, params: ReadParams } [(GET, Object)] Read public
+        GetObject { key: ObjectKey, params: ReadParams } [(GET, Object)] GetObject
             => object::get_object(ctx, &bucket, &key, params, false).await;
         /// HEAD /bucket/key.
-        HeadObject { key: ObjectKey, params: ReadParams } [(HEAD, Object)] Read public
+        HeadObject { key: ObjectKey, params: ReadParams } [(HEAD, Object)] GetObject
             => object::get_object(ctx, &bucket, &key, params, true).await;
     }
     unsigned {
         /// OPTIONS /bucket[/key]: a browser's CORS preflight, answered from the
         /// bucket's rules without a signature.
-        CorsPreflight as "PreflightRequest" {} [(OPTIONS, Bucket) | (OPTIONS, Object)] Read
+        CorsPreflight as "PreflightRequest" {} [(OPTIONS, Bucket) | (OPTIONS, Object)] GetBucketCors
             => cors::preflight(ctx, &bucket);
         /// POST /bucket with multipart/form-data: a browser form upload whose
         /// policy document carries the signature.
-        PostObject {} [(POST, Bucket, form_upload)] Write
+        PostObject {} [(POST, Bucket, form_upload)] PutObject
             => post_object::post_object(ctx, &bucket, body).await;
     }
     new_bucket {
         /// PUT /bucket.
         CreateBucket {} [(PUT, Bucket)]
-            => {
-                // A new bucket's ACL is its owner's: only canned `private` is accepted.
-                acl::check_acl_headers(&ctx.parts.headers)?;
-                bucket::create_bucket(ctx, &bucket, body).await
-            };
+            => bucket::create_bucket(ctx, &bucket, body).await;
     }
     service {
         /// GET /: the caller's buckets.
-        ListBuckets { params: ListBucketsParams } [(GET, Service)] Read
+        ListBuckets { params: ListBucketsParams } [(GET, Service)] ListAllMyBuckets
             => bucket::list_buckets(ctx, params).await;
     }
 }

@@ -3,7 +3,8 @@
 
 use super::*;
 use crate::error::S3Code;
-use crate::router::{target, Access, Right};
+use crate::router::{target, Access};
+use access::Action;
 use http::HeaderValue;
 
 fn route_with(
@@ -297,23 +298,23 @@ fn access_follows_the_bucket() {
             params: Default::default()
         }
         .access(),
-        Access::AnyUser { right: Right::Read }
+        Access::AnyUser {
+            action: Action::ListAllMyBuckets
+        }
     );
     assert_eq!(route("PUT", "/b").unwrap().access(), Access::CreateBucket);
     assert_eq!(
         route("GET", "/b/k").unwrap().access(),
         Access::Bucket {
             name: "b",
-            right: Right::Read,
-            public: true
+            action: Action::GetObject
         }
     );
     assert_eq!(
         route("GET", "/b?uploads").unwrap().access(),
         Access::Bucket {
             name: "b",
-            right: Right::Read,
-            public: false
+            action: Action::ListBucketMultipartUploads
         }
     );
 }
@@ -346,12 +347,60 @@ fn cors_preflight_and_form_upload_routes() {
         route("OPTIONS", "/b/k").unwrap().access(),
         Access::Unsigned {
             name: "b",
-            right: Right::Read
+            action: Action::GetBucketCors
         }
     );
     // A bucket POST that is not a form is refused as S3 does.
     let err = route("POST", "/b").unwrap_err();
     assert_eq!(err.code(), S3Code::PreconditionFailed);
+}
+
+/// Each endpoint is the IAM action S3 names it by; reads are read-only and
+/// every bucket endpoint may be tried unsigned (the bucket's settings decide).
+#[test]
+fn endpoints_are_their_iam_actions() {
+    for (method, uri, action) in [
+        ("GET", "/b/k", Action::GetObject),
+        ("HEAD", "/b/k", Action::GetObject),
+        ("GET", "/b", Action::ListBucket),
+        ("HEAD", "/b", Action::ListBucket),
+        ("GET", "/b?versions", Action::ListBucketVersions),
+        ("PUT", "/b/k", Action::PutObject),
+        ("POST", "/b/k?uploads", Action::PutObject),
+        ("DELETE", "/b/k?uploadId=u", Action::AbortMultipartUpload),
+        ("GET", "/b/k?uploadId=u", Action::ListMultipartUploadParts),
+        ("POST", "/b?delete", Action::DeleteObject),
+        ("DELETE", "/b?tagging", Action::PutBucketTagging),
+        (
+            "GET",
+            "/b?ownershipControls",
+            Action::GetBucketOwnershipControls,
+        ),
+        (
+            "DELETE",
+            "/b?ownershipControls",
+            Action::PutBucketOwnershipControls,
+        ),
+        (
+            "GET",
+            "/b?publicAccessBlock",
+            Action::GetBucketPublicAccessBlock,
+        ),
+        (
+            "PUT",
+            "/b?publicAccessBlock",
+            Action::PutBucketPublicAccessBlock,
+        ),
+        ("GET", "/b/k?acl", Action::GetObjectAcl),
+        ("PUT", "/b?acl", Action::PutBucketAcl),
+    ] {
+        let endpoint = route(method, uri).unwrap();
+        assert_eq!(
+            endpoint.access(),
+            Access::Bucket { name: "b", action },
+            "{method} {uri}"
+        );
+    }
 }
 
 #[test]
@@ -374,9 +423,9 @@ fn read_only_and_public_read_endpoints() {
     ] {
         let endpoint = route(method, uri).unwrap();
         assert!(!endpoint.access().is_read_only(), "{method} {uri}");
-        assert!(!endpoint.access().allows_anonymous(), "{method} {uri}");
+        assert!(endpoint.access().allows_anonymous(), "{method} {uri}");
     }
-    // Listing uploads is a read, but not for anonymous callers.
     let uploads = route("GET", "/b?uploads").unwrap();
-    assert!(uploads.access().is_read_only() && !uploads.access().allows_anonymous());
+    assert!(uploads.access().is_read_only());
+    assert!(!route("PUT", "/b").unwrap().access().allows_anonymous());
 }

@@ -84,6 +84,7 @@ pub async fn ensure_bucket(store: &StoreClient, bucket: &str) -> Result<()> {
             name: bucket.to_string(),
             owner: "root".into(),
             replication: None,
+            access: Default::default(),
         })
         .await
     {

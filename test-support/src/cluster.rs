@@ -287,6 +287,7 @@ impl TestCluster {
             name: bucket.into(),
             owner: "root".into(),
             replication: None,
+            access: Default::default(),
         };
         self.meta.call(create).await.unwrap();
     }

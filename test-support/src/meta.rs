@@ -247,6 +247,7 @@ impl MetaUnderTest {
             name: name.into(),
             owner: owner.into(),
             replication: None,
+            access: Default::default(),
         };
         self.call(request).await.expect("bucket created");
     }

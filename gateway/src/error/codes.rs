@@ -43,6 +43,22 @@ macro_rules! s3_codes {
 s3_codes! {
     /// The caller may not do this.
     AccessDenied => FORBIDDEN, "Access Denied";
+    /// An ACL other than the owner's in a bucket whose ACLs are off (BucketOwnerEnforced).
+    AccessControlListNotSupported => BAD_REQUEST, "The bucket does not allow ACLs";
+    /// A new bucket's ACL and BucketOwnerEnforced, or BucketOwnerEnforced over an ACL that grants others.
+    InvalidBucketAclWithObjectOwnership => BAD_REQUEST, "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting";
+    /// A new bucket's public ACL while its public access block is on.
+    InvalidBucketAclWithBlockPublicAccessError => BAD_REQUEST, "Bucket cannot have public ACLs set with BlockPublicAccess enabled";
+    /// An AccessControlPolicy body that is not one.
+    MalformedACLError => BAD_REQUEST, "The XML you provided was not well-formed or did not validate against our published schema";
+    /// The bucket has no ownership controls.
+    OwnershipControlsNotFoundError => NOT_FOUND, "The bucket ownership controls were not found";
+    /// The bucket has no public access block.
+    NoSuchPublicAccessBlockConfiguration => NOT_FOUND, "The public access block configuration was not found";
+    /// A body where the request's headers already say everything (an ACL body beside ACL headers).
+    UnexpectedContent => BAD_REQUEST, "This request does not support content";
+    /// A grant to an email address no account has.
+    UnresolvableGrantByEmailAddress => BAD_REQUEST, "The e-mail address you provided does not match any account on record.";
     /// A CORS preflight that no rule of the bucket allows.
     AccessForbidden => FORBIDDEN, "CORSResponse: This CORS request is not allowed. This is usually because the \
                  evalution of Origin, request method / Access-Control-Request-Method or \

@@ -310,6 +310,44 @@ impl From<BodyError> for S3Error {
     }
 }
 
+impl From<access::AclError> for S3Error {
+    fn from(e: access::AclError) -> Self {
+        use access::AclError;
+        let argument = |message: &str, name: &str, value: &str| {
+            Self::invalid_argument(message.to_string())
+                .detail("ArgumentName", name.to_string())
+                .detail("ArgumentValue", value.to_string())
+        };
+        match &e {
+            AclError::InvalidCannedAcl(value) => argument("Invalid Argument", "x-amz-acl", value),
+            AclError::GrantFormat { header, value } => {
+                argument("Argument format not recognized", header, value)
+            }
+            AclError::InvalidGroupUri(uri) => argument("Invalid group uri", "uri", uri),
+            AclError::InvalidId(id) => argument("Invalid id", "id", id),
+            AclError::UnresolvableEmail(email) => {
+                Self::new(S3Code::UnresolvableGrantByEmailAddress)
+                    .detail("EmailAddress", email.clone())
+            }
+            AclError::CannedAndGrants => Self::with_message(
+                S3Code::InvalidRequest,
+                "Specifying both Canned ACLs and Header Grants is not allowed",
+            ),
+            AclError::TooManyGrants => Self::new(S3Code::MalformedACLError),
+        }
+    }
+}
+
+impl From<crate::xml::access_documents::AclDocumentError> for S3Error {
+    fn from(e: crate::xml::access_documents::AclDocumentError) -> Self {
+        use crate::xml::access_documents::AclDocumentError;
+        match e {
+            AclDocumentError::Malformed => Self::new(S3Code::MalformedACLError),
+            AclDocumentError::Grantee(e) => e.into(),
+        }
+    }
+}
+
 impl From<MalformedXml> for S3Error {
     fn from(e: MalformedXml) -> Self {
         Self::new(S3Code::MalformedXML).caused_by(e)

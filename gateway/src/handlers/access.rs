@@ -4,8 +4,8 @@
 
 use crate::auth::{Identity, VerifiedRequest};
 use crate::error::{S3Code, S3Error};
-use crate::router::Right;
 use crate::state::AppState;
+use access::{decide, Action, BucketAccess, Decision, ObjectAccess, Requester, Right};
 use http::request::Parts;
 use meta_api::{BucketRecord, BucketRight, GetBucket, GetObject, ObjectRecord};
 use std::ops::Deref;
@@ -21,14 +21,38 @@ pub struct RequestContext<'a> {
     pub request: VerifiedRequest,
 }
 
-/// A bucket the caller was found allowed to use for the endpoint at hand.
+/// A bucket the caller was found allowed to use for the endpoint at hand,
+/// with the action the endpoint is: actions on an existing object are
+/// judged again on the object ([`RequestContext::authorized_object`]).
 #[derive(Debug)]
-pub struct AuthorizedBucket(Arc<BucketRecord>);
+pub struct AuthorizedBucket {
+    record: Arc<BucketRecord>,
+    action: Action,
+}
 
 impl Deref for AuthorizedBucket {
     type Target = BucketRecord;
     fn deref(&self) -> &BucketRecord {
-        &self.0
+        &self.record
+    }
+}
+
+/// What of `bucket` decides access.
+pub fn bucket_access(bucket: &BucketRecord) -> BucketAccess<'_> {
+    BucketAccess {
+        owner: &bucket.owner,
+        acl: bucket.acl.as_deref(),
+        ownership: bucket.effective_ownership(),
+        public_access_block: bucket.public_access_block.as_ref(),
+        public_read: bucket.public_read,
+    }
+}
+
+/// What of `object` decides access to it.
+pub fn object_access(object: &ObjectRecord) -> ObjectAccess<'_> {
+    ObjectAccess {
+        owner: object.attributes.owner.as_deref(),
+        acl: object.attributes.acl.as_deref(),
     }
 }
 
@@ -38,29 +62,74 @@ impl RequestContext<'_> {
         &self.request.identity
     }
 
-    /// The bucket, when it exists and the caller may use it with `right`: the
-    /// root user reaches every bucket, another user the buckets it owns,
-    /// within its access key's limits; anyone may read a public-read bucket
-    /// through an endpoint that is `public`.
+    /// The caller as the access decision sees it.
+    pub fn requester(&self) -> Requester<'_> {
+        let identity = self.identity();
+        Requester {
+            user: (!identity.anonymous).then_some(identity.user.as_str()),
+            is_root: identity.is_root,
+        }
+    }
+
+    /// The bucket, when it exists and the caller may do `action` in it: its
+    /// access key must allow the action's right there, and the bucket's
+    /// settings must grant it ([`access::decide`]). Actions on an existing
+    /// object are judged on the object once the handler has it.
     pub async fn authorize_bucket(
         &self,
         name: &str,
-        right: Right,
-        public: bool,
+        action: Action,
     ) -> Result<AuthorizedBucket, S3Error> {
-        let bucket = self.existing_bucket(name).await?;
-        let identity = self.identity();
-        let owns = !identity.anonymous && (identity.is_root || bucket.owner == identity.user);
-        let key_allows = match identity.right_in(name) {
+        let record = self.existing_bucket(name).await?;
+        let key_allows = match self.identity().right_in(name) {
             Some(BucketRight::ReadWrite) => true,
-            Some(BucketRight::Read) => right == Right::Read,
-            None => false,
+            Some(BucketRight::Read) => action.right() == Right::Read,
+            None => self.identity().anonymous,
         };
-        let public = public && bucket.public_read;
-        if (owns && key_allows) || public {
-            Ok(AuthorizedBucket(bucket))
+        let granted = action.on_object()
+            || decide(&self.requester(), action, &bucket_access(&record), None) == Decision::Allow;
+        if key_allows && granted {
+            Ok(AuthorizedBucket { record, action })
         } else {
             Err(S3Error::new(S3Code::AccessDenied))
+        }
+    }
+
+    /// Whether the caller may do `action` in `bucket`.
+    pub fn allowed(
+        &self,
+        action: Action,
+        bucket: &BucketRecord,
+        object: Option<&ObjectRecord>,
+    ) -> bool {
+        let object = object.map(object_access);
+        decide(
+            &self.requester(),
+            action,
+            &bucket_access(bucket),
+            object.as_ref(),
+        ) == Decision::Allow
+    }
+
+    /// The object at `key`, when the caller may do the bucket's action to
+    /// it; a missing key is NoSuchKey only to a caller who may list the
+    /// bucket (AccessDenied to others, as S3 answers).
+    pub async fn authorized_object(
+        &self,
+        bucket: &AuthorizedBucket,
+        key: &str,
+    ) -> Result<Arc<ObjectRecord>, S3Error> {
+        let request = GetObject {
+            bucket: bucket.name.clone(),
+            key: key.to_string(),
+        };
+        match self.state.meta.call(request).await? {
+            Some(record) if self.allowed(bucket.action, bucket, Some(&record)) => Ok(record),
+            Some(_) => Err(S3Error::new(S3Code::AccessDenied)),
+            None if self.allowed(Action::ListBucket, bucket, None) => {
+                Err(S3Error::no_such_key(key))
+            }
+            None => Err(S3Error::new(S3Code::AccessDenied)),
         }
     }
 
@@ -74,23 +143,6 @@ impl RequestContext<'_> {
             .call(request)
             .await?
             .ok_or_else(|| S3Error::no_such_bucket(name))
-    }
-
-    /// The object at `key` in `bucket`, or NoSuchKey.
-    pub async fn existing_object(
-        &self,
-        bucket: &str,
-        key: &str,
-    ) -> Result<Arc<ObjectRecord>, S3Error> {
-        let request = GetObject {
-            bucket: bucket.to_string(),
-            key: key.to_string(),
-        };
-        self.state
-            .meta
-            .call(request)
-            .await?
-            .ok_or_else(|| S3Error::no_such_key(key))
     }
 
     /// AccessDenied for a key limited to some buckets: it creates none.

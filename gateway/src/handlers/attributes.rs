@@ -81,7 +81,7 @@ pub async fn get_object_attributes(
     let wanted = wanted_attributes(headers)?;
     let max_parts = header_number(headers, "x-amz-max-parts", MAX_PAGE)?.min(MAX_PAGE);
     let marker = header_number(headers, "x-amz-part-number-marker", 0)?;
-    let record = ctx.existing_object(&bucket.name, key).await?;
+    let record = ctx.authorized_object(bucket, key).await?;
     match conditional::evaluate(headers, &record.etag, record.created) {
         Precondition::Proceed => {}
         Precondition::NotModified | Precondition::Failed => {

@@ -83,6 +83,8 @@ pub async fn create_bucket(
         .detail("Reason", reason)
     })?;
     let replication = headers::replication(&ctx.parts.headers)?;
+    let owner = ctx.identity().user.to_string();
+    let access = super::acl::new_bucket_access(ctx, &owner)?;
     let document = read_small_body(
         &ctx.request,
         &ctx.parts.headers,
@@ -97,8 +99,9 @@ pub async fn create_bucket(
         .meta
         .call(meta_api::CreateBucket {
             name: bucket.to_string(),
-            owner: ctx.identity().user.to_string(),
+            owner,
             replication,
+            access,
         })
         .await?;
     let mut response = empty_response(StatusCode::OK);

@@ -3,7 +3,7 @@
 //! with the object; only a copy of an object onto itself, which must replace
 //! its metadata, re-commits the same blocks without moving data.
 
-use super::acl::check_acl_headers;
+use super::acl::{canned_acl, written_access};
 use super::object::{chosen_replication, requested_write_condition};
 use super::tagging::tags_from_header;
 use super::{xml_response, AuthorizedBucket, RequestContext};
@@ -14,7 +14,6 @@ use crate::headers::ObjectMetadata;
 use crate::object_checksum::object_checksum;
 use crate::range::ByteRange;
 use crate::request_body::{commit_or_discard, MAX_OBJECT_UPLOAD};
-use crate::router::Right;
 use crate::xml::object_documents;
 use axum::response::Response;
 use block_client::WrittenKey;
@@ -128,12 +127,11 @@ async fn source_object(ctx: &RequestContext<'_>) -> Result<(CopySource, ObjectRe
         .and_then(|v| v.to_str().ok())
         .ok_or_else(|| invalid_source("Invalid copy source"))?;
     let source = parse_copy_source(raw)?;
-    // Reading the source needs what a HeadObject of it needs: read rights,
-    // or a public-read bucket.
+    // Reading the source needs what a GetObject of it needs.
     let bucket = ctx
-        .authorize_bucket(&source.bucket, Right::Read, true)
+        .authorize_bucket(&source.bucket, access::Action::GetObject)
         .await?;
-    let record = ctx.existing_object(&bucket.name, &source.key).await?;
+    let record = ctx.authorized_object(&bucket, &source.key).await?;
     if evaluate_copy_source(headers, &record.etag, record.created) != Precondition::Proceed {
         return Err(S3Error::new(S3Code::PreconditionFailed));
     }
@@ -228,7 +226,7 @@ pub async fn copy_object(
     key: &str,
 ) -> Result<Response, S3Error> {
     let headers = &ctx.parts.headers;
-    check_acl_headers(headers)?;
+    let written = written_access(ctx, bucket, canned_acl(headers))?;
     let replace_metadata = directive(headers, "x-amz-metadata-directive")?;
     let replace_tags = directive(headers, "x-amz-tagging-directive")?;
     let condition = requested_write_condition(headers)?;
@@ -316,6 +314,8 @@ pub async fn copy_object(
         attributes: ObjectAttributes {
             tags,
             checksum: copied.checksum.clone(),
+            owner: written.owner,
+            acl: written.acl,
             ..Default::default()
         },
     };

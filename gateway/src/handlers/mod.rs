@@ -3,6 +3,7 @@
 //! helpers. The table that routes requests to them is `crate::endpoint`.
 
 mod access;
+pub mod access_settings;
 pub mod acl;
 pub mod attributes;
 pub mod bucket;
@@ -15,7 +16,7 @@ pub mod post_object;
 pub mod tagging;
 pub mod versions;
 
-pub use access::{AuthorizedBucket, RequestContext};
+pub use access::{bucket_access, AuthorizedBucket, RequestContext};
 
 use axum::body::Body;
 use axum::response::Response;
@@ -39,4 +40,32 @@ pub fn empty_response(status: StatusCode) -> Response {
         .headers_mut()
         .insert(CONTENT_LENGTH, HeaderValue::from_static("0"));
     response
+}
+
+/// Commits `record` again with changed attributes (tags, ACL), only if the
+/// key still holds it.
+pub(crate) async fn recommit_object(
+    ctx: &RequestContext<'_>,
+    record: meta_api::ObjectRecord,
+) -> Result<(), crate::error::S3Error> {
+    use crate::error::{S3Code, S3Error};
+    let condition = meta_api::WriteCondition::SameObject(record.id);
+    match ctx
+        .state
+        .meta
+        .call(meta_api::CommitObject {
+            record,
+            condition: Some(condition),
+        })
+        .await
+    {
+        Ok(()) => Ok(()),
+        // The object was replaced meanwhile: S3 would have changed one of
+        // them; the caller retries against the new one.
+        Err(meta_api::MetaError::PreconditionFailed) => Err(S3Error::with_message(
+            S3Code::ServiceUnavailable,
+            "The object changed while it was being updated; try again.",
+        )),
+        Err(e) => Err(e.into()),
+    }
 }

@@ -2,7 +2,7 @@
 //! CompleteMultipartUpload, AbortMultipartUpload, ListParts,
 //! ListMultipartUploads.
 
-use super::acl::check_acl_headers;
+use super::acl::{canned_acl, written_access};
 use super::object::{
     chosen_replication, requested_write_condition, store_request_body, stored_checksum,
 };
@@ -95,7 +95,7 @@ pub async fn create_upload(
 ) -> Result<Response, S3Error> {
     let headers = &ctx.parts.headers;
     let metadata = ObjectMetadata::from_request(headers)?;
-    check_acl_headers(headers)?;
+    let written = written_access(ctx, bucket, canned_acl(headers))?;
     let tags = tags_from_header(headers)?.unwrap_or_default();
     let (algorithm, kind) = upload_checksum_settings(headers)?;
     let replication = chosen_replication(ctx, bucket).await?;
@@ -115,6 +115,8 @@ pub async fn create_upload(
             checksum_algorithm: algorithm.map(|a| a.as_str().to_string()),
             checksum_type: kind.map(str::to_string),
             upload_id: None,
+            owner: written.owner,
+            acl: written.acl,
         },
     };
     let document = documents::initiate_upload(&record.bucket, &record.key, &record.upload_id);

@@ -1,7 +1,7 @@
 //! Object operations: PutObject, GetObject, HeadObject, DeleteObject,
 //! DeleteObjects.
 
-use super::acl::check_acl_headers;
+use super::acl::{canned_acl, written_access};
 use super::tagging::{tags_from_header, TAG_COUNT_HEADER};
 use super::{empty_response, xml_response, AuthorizedBucket, RequestContext};
 use crate::conditional::WriteConditionError;
@@ -97,7 +97,7 @@ pub async fn put_object(
 ) -> Result<Response, S3Error> {
     let request_headers = &ctx.parts.headers;
     let metadata = ObjectMetadata::from_request(request_headers)?;
-    check_acl_headers(request_headers)?;
+    let written = written_access(ctx, bucket, canned_acl(request_headers))?;
     let tags = tags_from_header(request_headers)?.unwrap_or_default();
     let condition = requested_write_condition(request_headers)?;
     let replication = chosen_replication(ctx, bucket).await?;
@@ -120,6 +120,8 @@ pub async fn put_object(
         attributes: ObjectAttributes {
             tags,
             checksum: checksum.clone(),
+            owner: written.owner,
+            acl: written.acl,
             ..Default::default()
         },
     };
@@ -244,7 +246,7 @@ pub async fn get_object(
             "Request specific response headers cannot be used for anonymous GET requests.",
         ));
     }
-    let record = ctx.existing_object(&bucket.name, key).await?;
+    let record = ctx.authorized_object(bucket, key).await?;
     let request_headers = &ctx.parts.headers;
     match conditional::evaluate(request_headers, &record.etag, record.created) {
         Precondition::Proceed => {}

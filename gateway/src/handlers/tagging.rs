@@ -3,14 +3,14 @@
 //! An object's tags change in place: meta commits the same record with new
 //! tags only while the key still holds that object.
 
-use super::{empty_response, xml_response, AuthorizedBucket, RequestContext};
+use super::{empty_response, recommit_object, xml_response, AuthorizedBucket, RequestContext};
 use crate::error::{S3Code, S3Error};
 use crate::request_body::read_small_body;
 use crate::xml::object_documents::{self, parse_tagging, TAGGING_BODY_LIMIT};
 use axum::body::Body;
 use axum::response::Response;
 use http::{HeaderMap, StatusCode};
-use meta_api::{ObjectRecord, WriteCondition};
+
 use percent_encoding::percent_decode_str;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -91,41 +91,13 @@ pub fn tags_from_header(headers: &HeaderMap) -> Result<Option<BTreeMap<String, S
     validate_tags(pairs, MAX_OBJECT_TAGS).map(Some)
 }
 
-/// Commits `record` again with new tags, only if the key still holds it.
-async fn retag(
-    ctx: &RequestContext<'_>,
-    mut record: ObjectRecord,
-    tags: BTreeMap<String, String>,
-) -> Result<(), S3Error> {
-    record.attributes.tags = tags;
-    let condition = WriteCondition::SameObject(record.id);
-    match ctx
-        .state
-        .meta
-        .call(meta_api::CommitObject {
-            record,
-            condition: Some(condition),
-        })
-        .await
-    {
-        Ok(()) => Ok(()),
-        // The object was replaced meanwhile: S3 would have tagged one of them;
-        // the caller retries against the new one.
-        Err(meta_api::MetaError::PreconditionFailed) => Err(S3Error::with_message(
-            S3Code::ServiceUnavailable,
-            "The object changed while its tags were being written; try again.",
-        )),
-        Err(e) => Err(e.into()),
-    }
-}
-
 /// GetObjectTagging.
 pub async fn get_object_tagging(
     ctx: &RequestContext<'_>,
     bucket: &AuthorizedBucket,
     key: &str,
 ) -> Result<Response, S3Error> {
-    let record = ctx.existing_object(&bucket.name, key).await?;
+    let record = ctx.authorized_object(bucket, key).await?;
     Ok(xml_response(object_documents::tagging(
         &record.attributes.tags,
     )))
@@ -149,8 +121,10 @@ pub async fn put_object_tagging(
     body: Body,
 ) -> Result<Response, S3Error> {
     let tags = read_tagging_body(ctx, body, MAX_OBJECT_TAGS).await?;
-    let record = ctx.existing_object(&bucket.name, key).await?;
-    retag(ctx, Arc::unwrap_or_clone(record), tags).await?;
+    let record = ctx.authorized_object(bucket, key).await?;
+    let mut record = Arc::unwrap_or_clone(record);
+    record.attributes.tags = tags;
+    recommit_object(ctx, record).await?;
     Ok(empty_response(StatusCode::OK))
 }
 
@@ -160,9 +134,11 @@ pub async fn delete_object_tagging(
     bucket: &AuthorizedBucket,
     key: &str,
 ) -> Result<Response, S3Error> {
-    let record = ctx.existing_object(&bucket.name, key).await?;
+    let record = ctx.authorized_object(bucket, key).await?;
     if !record.attributes.tags.is_empty() {
-        retag(ctx, Arc::unwrap_or_clone(record), BTreeMap::new()).await?;
+        let mut record = Arc::unwrap_or_clone(record);
+        record.attributes.tags = BTreeMap::new();
+        recommit_object(ctx, record).await?;
     }
     Ok(empty_response(StatusCode::NO_CONTENT))
 }

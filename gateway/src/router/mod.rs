@@ -13,6 +13,7 @@ pub(crate) use table::s3_endpoints;
 
 use crate::error::{S3Code, S3Error};
 use crate::params::Query;
+use access::{Action, Right};
 use http::{HeaderMap, Method, Uri};
 use percent_encoding::percent_decode_str;
 
@@ -113,10 +114,8 @@ const UNSUPPORTED_SUBRESOURCES: &[(&str, &str)] = &[
     ("metrics", "MetricsConfiguration"),
     ("notification", "NotificationConfiguration"),
     ("object-lock", "ObjectLockConfiguration"),
-    ("ownershipControls", "OwnershipControls"),
     ("policy", "Policy"),
     ("policyStatus", "PolicyStatus"),
-    ("publicAccessBlock", "PublicAccessBlock"),
     ("replication", "Replication"),
     ("requestPayment", "RequestPayment"),
     ("restore", "Restore"),
@@ -192,42 +191,31 @@ pub enum Level {
     Object,
 }
 
-/// The rights an access key may be limited to in a bucket.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Right {
-    /// Reads only: a key limited to read rights may call the endpoint.
-    Read,
-    /// Reads and writes.
-    Write,
-}
-
-/// Who may call an endpoint.
+/// Who may call an endpoint, and the action it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access<'a> {
     /// Any authenticated user (ListBuckets shows each their own buckets).
     AnyUser {
-        /// The right the call needs.
-        right: Right,
+        /// The action.
+        action: Action,
     },
     /// Any authenticated user whose key is not limited; the bucket becomes theirs.
     CreateBucket,
-    /// The bucket's owner (or root) with a key that has `right` there, or
-    /// anyone when `public` and the bucket is public-read.
+    /// Whoever the bucket's settings grant the action (see `access::decide`),
+    /// signed or not, with a key that allows its right there.
     Bucket {
         /// Bucket name.
         name: &'a str,
-        /// The right the call needs.
-        right: Right,
-        /// Anonymous callers may call it on a public-read bucket.
-        public: bool,
+        /// The action.
+        action: Action,
     },
     /// Anyone, signed or not: the handler decides from the bucket (CORS
     /// preflight, form upload with its own signed policy).
     Unsigned {
         /// Bucket name.
         name: &'a str,
-        /// The right the call needs, for limited keys.
-        right: Right,
+        /// The action, whose right limited keys need.
+        action: Action,
     },
 }
 
@@ -235,20 +223,17 @@ impl Access<'_> {
     /// Whether a key limited to read rights may call it.
     pub fn is_read_only(&self) -> bool {
         match self {
-            Self::AnyUser { right } | Self::Bucket { right, .. } | Self::Unsigned { right, .. } => {
-                *right == Right::Read
-            }
+            Self::AnyUser { action }
+            | Self::Bucket { action, .. }
+            | Self::Unsigned { action, .. } => action.right() == Right::Read,
             Self::CreateBucket => false,
         }
     }
 
-    /// Whether an unsigned request may go on to the endpoint (public reads,
-    /// CORS preflights, form uploads).
+    /// Whether an unsigned request may go on to the endpoint: to a bucket,
+    /// whose settings may grant anyone (then judged like any other caller).
     pub fn allows_anonymous(&self) -> bool {
-        matches!(
-            self,
-            Self::Bucket { public: true, .. } | Self::Unsigned { .. }
-        )
+        matches!(self, Self::Bucket { .. } | Self::Unsigned { .. })
     }
 }
 

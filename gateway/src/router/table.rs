@@ -5,7 +5,8 @@
 //! is written once, in the table; this file only knows the shape of a row.
 //!
 //! A row is `Name { field: Type, .. } [ (METHOD, Level, condition, ..) | .. ]
-//! right [public] => handler expression;` in one of four sections by scope:
+//! Action => handler expression;` (the IAM action the endpoint is, which
+//! access is judged on) in one of four sections by scope:
 //! `bucket` (the caller must be allowed in an existing bucket; the handler
 //! gets an `AuthorizedBucket`), `unsigned` (anyone; the handler gets the
 //! existing bucket and decides), `new_bucket` (a bucket to create; the
@@ -24,13 +25,13 @@ macro_rules! s3_endpoints {
         bucket {
             $( $(#[$b_doc:meta])* $b_name:ident { $($b_field:ident : $b_ty:ty),* $(,)? }
                [ $( ($b_method:ident, $b_level:ident $(, $b_cond:expr)* $(,)?) )|+ ]
-               $b_right:ident $($b_public:ident)?
+               $b_action:ident
                => $b_handler:expr; )*
         }
         unsigned {
             $( $(#[$u_doc:meta])* $u_name:ident $(as $u_label:literal)? { $($u_field:ident : $u_ty:ty),* $(,)? }
                [ $( ($u_method:ident, $u_level:ident $(, $u_cond:expr)* $(,)?) )|+ ]
-               $u_right:ident
+               $u_action:ident
                => $u_handler:expr; )*
         }
         new_bucket {
@@ -41,7 +42,7 @@ macro_rules! s3_endpoints {
         service {
             $( $(#[$s_doc:meta])* $s_name:ident { $($s_field:ident : $s_ty:ty),* $(,)? }
                [ $( ($s_method:ident, $s_level:ident $(, $s_cond:expr)* $(,)?) )|+ ]
-               $s_right:ident
+               $s_action:ident
                => $s_handler:expr; )*
         }
     ) => {
@@ -81,19 +82,19 @@ macro_rules! s3_endpoints {
 
             /// Who may call this endpoint.
             pub fn access(&self) -> $crate::router::Access<'_> {
-                use $crate::router::{Access, Right};
+                use $crate::router::Access;
+                use access::Action;
                 match self {
                     $(Self::$b_name { bucket, .. } => Access::Bucket {
                         name: bucket,
-                        right: Right::$b_right,
-                        public: s3_endpoints!(@public $($b_public)?),
+                        action: Action::$b_action,
                     },)*
                     $(Self::$u_name { bucket, .. } => Access::Unsigned {
                         name: bucket,
-                        right: Right::$u_right,
+                        action: Action::$u_action,
                     },)*
                     $(Self::$n_name { .. } => Access::CreateBucket,)*
-                    $(Self::$s_name { .. } => Access::AnyUser { right: Right::$s_right },)*
+                    $(Self::$s_name { .. } => Access::AnyUser { action: Action::$s_action },)*
                 }
             }
         }
@@ -162,11 +163,10 @@ macro_rules! s3_endpoints {
             endpoint: Endpoint,
             $body: axum::body::Body,
         ) -> Result<axum::response::Response, S3Error> {
-            use $crate::router::Right;
             match endpoint {
                 $(Endpoint::$b_name { bucket: name, $($b_field,)* } => {
                     let $bucket = $ctx
-                        .authorize_bucket(&name, Right::$b_right, s3_endpoints!(@public $($b_public)?))
+                        .authorize_bucket(&name, access::Action::$b_action)
                         .await?;
                     let result = $b_handler;
                     with_cors($ctx, &$bucket, result)
@@ -186,8 +186,6 @@ macro_rules! s3_endpoints {
     };
     (@label $name:ident $label:literal) => { $label };
     (@label $name:ident) => { stringify!($name) };
-    (@public public) => { true };
-    (@public) => { false };
 }
 
 pub(crate) use s3_endpoints;

@@ -46,6 +46,9 @@ fn bucket(name: &str, created: &str) -> BucketRecord {
         tags: Default::default(),
         public_read: false,
         cors: Vec::new(),
+        acl: None,
+        ownership: None,
+        public_access_block: None,
     }
 }
 

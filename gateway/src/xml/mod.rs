@@ -1,6 +1,7 @@
 //! S3 XML: a small response writer on `quick_xml::Writer`, the response
 //! documents, and the strict reader for request bodies.
 
+pub mod access_documents;
 pub mod documents;
 pub mod object_documents;
 pub mod parse;

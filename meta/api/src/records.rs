@@ -1,6 +1,7 @@
 //! Records kept by the metadata service. They travel inside requests and
 //! their answers, so they are plain serde data with little behaviour of their own.
 
+pub use access::{canonical_user_id, Grant, ObjectOwnership, PublicAccessBlock};
 use proto::token::BlockToken;
 use proto::{BlockId, BlockKey, DatanodeId, ObjectId, ReplicationConfig};
 use serde::{Deserialize, Serialize};
@@ -98,6 +99,13 @@ pub struct ObjectAttributes {
     /// completion of it (its first answer lost) is answered with the object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upload_id: Option<String>,
+    /// The user who owns the object when not the bucket owner (a writer
+    /// granted WRITE on the bucket, where ACLs are on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// The object's ACL; None: `private`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acl: Option<Vec<Grant>>,
 }
 
 /// A check made inside the commit transaction, so conditional writes are atomic.
@@ -220,6 +228,23 @@ pub struct BucketRecord {
     /// CORS rules answered to browsers; empty when the bucket has none.
     #[serde(default)]
     pub cors: Vec<CorsRule>,
+    /// The bucket's ACL; None: `private`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acl: Option<Vec<Grant>>,
+    /// Its object ownership control; None: none set (buckets made before
+    /// they existed), which behaves as ObjectWriter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ownership: Option<ObjectOwnership>,
+    /// Its public access block, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_access_block: Option<PublicAccessBlock>,
+}
+
+impl BucketRecord {
+    /// The ownership that decides access: ObjectWriter when none is set.
+    pub fn effective_ownership(&self) -> ObjectOwnership {
+        self.ownership.unwrap_or(ObjectOwnership::ObjectWriter)
+    }
 }
 
 /// One CORS rule of a bucket, as PutBucketCors gave it.
@@ -318,17 +343,6 @@ pub struct UserRecord {
     pub created: UnixMillis,
     /// The root user may reach every bucket.
     pub is_root: bool,
-}
-
-/// The canonical user ID S3 shows for `user` (as Owner, Initiator and ACL
-/// grantee): 64 hex digits, the same in every answer, derived from the name
-/// so that no record has to carry it.
-pub fn canonical_user_id(user: &str) -> String {
-    use sha2::Digest;
-    let mut hasher = sha2::Sha256::new();
-    hasher.update(b"tessera canonical user id\0");
-    hasher.update(user.as_bytes());
-    hex::encode(hasher.finalize())
 }
 
 /// An S3 access key and its secret.

@@ -36,6 +36,7 @@ fn populate(runtime: &Runtime, meta: &MetaService, name: &str, keys: usize, per_
                 name: name.to_string(),
                 owner: ROOT_USER.to_string(),
                 replication: None,
+                access: Default::default(),
             },
             &Principal::Gateway("bench".into()),
         ))

@@ -21,6 +21,7 @@ async fn concurrent_calls_share_the_pool_without_mixing_replies() {
                 name: name.clone(),
                 owner: "root".into(),
                 replication: None,
+                access: Default::default(),
             };
             client.call(create).await.unwrap();
             let got = client.call(GetBucket { name: name.clone() }).await.unwrap();
@@ -184,6 +185,7 @@ async fn the_handshake_secret_sets_the_principal() {
         name: "sneaky".into(),
         owner: "root".into(),
         replication: None,
+        access: Default::default(),
     };
     stream
         .write_all(&encode_frame(&create.into_any()).unwrap())

@@ -1,6 +1,6 @@
 //! Requests about buckets and the credentials that reach them.
 
-use crate::records::CorsRule;
+use crate::records::{CorsRule, Grant, ObjectOwnership, PublicAccessBlock};
 use proto::ReplicationConfig;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -28,6 +28,52 @@ pub struct CreateBucket {
     pub owner: String,
     /// Default replication for its objects; None for the cluster default.
     pub replication: Option<ReplicationConfig>,
+    /// Its ACL, object ownership and public access block.
+    #[serde(default)]
+    pub access: NewBucketAccess,
+}
+
+/// The access settings a bucket is created with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewBucketAccess {
+    /// The ACL; None: `private`.
+    pub acl: Option<Vec<Grant>>,
+    /// Who owns the objects written into it.
+    pub ownership: ObjectOwnership,
+    /// The public access block; None: none.
+    pub public_access_block: Option<PublicAccessBlock>,
+}
+
+impl Default for NewBucketAccess {
+    /// As S3 creates buckets since April 2023: ACLs off (BucketOwnerEnforced)
+    /// and every public access block flag on.
+    fn default() -> Self {
+        Self {
+            acl: None,
+            ownership: ObjectOwnership::BucketOwnerEnforced,
+            public_access_block: Some(PublicAccessBlock::ALL),
+        }
+    }
+}
+
+/// Changes one access setting of a bucket.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SetBucketAccess {
+    /// Bucket name.
+    pub bucket: String,
+    /// The setting and its new value.
+    pub change: BucketAccessChange,
+}
+
+/// One access setting of a bucket and its new value (None: removed).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BucketAccessChange {
+    /// PutBucketAcl.
+    Acl(Option<Vec<Grant>>),
+    /// Put/DeleteBucketOwnershipControls.
+    Ownership(Option<ObjectOwnership>),
+    /// Put/DeletePublicAccessBlock.
+    PublicAccessBlock(Option<PublicAccessBlock>),
 }
 
 /// A bucket by name (shared: the record is read-only).

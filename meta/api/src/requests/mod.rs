@@ -182,6 +182,7 @@ request_table! {
     ListBuckets => Vec<BucketRecord>, "list_buckets", Gateway;
     SetBucketCors => (), "set_bucket_cors", Gateway;
     SetBucketTags => (), "set_bucket_tags", Gateway;
+    SetBucketAccess => (), "set_bucket_access", Gateway;
     DefaultReplication => ReplicationConfig, "default_replication", Gateway;
     // Objects.
     CommitObject => (), "commit_object", Gateway;

@@ -9,9 +9,10 @@ use crate::store::tables::{
 };
 use meta_api::naming::validate_bucket_name;
 use meta_api::{
-    AccessKeyRecord, BucketRecord, CreateBucket, DatanodeState, DefaultReplication, DeleteBucket,
-    GetAccessKey, GetBucket, GetUser, Handle, ListBuckets, MetaError, SetBucketCors,
-    SetBucketPublicRead, SetBucketTags, UnixMillis, UserRecord,
+    AccessKeyRecord, BucketAccessChange, BucketRecord, CreateBucket, DatanodeState,
+    DefaultReplication, DeleteBucket, GetAccessKey, GetBucket, GetUser, Handle, ListBuckets,
+    MetaError, SetBucketAccess, SetBucketCors, SetBucketPublicRead, SetBucketTags, UnixMillis,
+    UserRecord,
 };
 use proto::ReplicationConfig;
 use std::sync::Arc;
@@ -41,6 +42,7 @@ impl Handle<CreateBucket> for MetaState {
             name,
             owner,
             replication,
+            access,
         } = request;
         validate_bucket_name(&name).map_err(MetaError::InvalidRequest)?;
         if let Some(config) = &replication {
@@ -67,6 +69,9 @@ impl Handle<CreateBucket> for MetaState {
                 tags: Default::default(),
                 public_read: false,
                 cors: Vec::new(),
+                acl: access.acl,
+                ownership: Some(access.ownership),
+                public_access_block: access.public_access_block,
             };
             buckets.insert(name.as_str(), encode(&record)?.as_slice())?;
             Ok(())
@@ -164,6 +169,18 @@ impl Handle<SetBucketTags> for MetaState {
     /// Replaces the tags whole, as S3's PutBucketTagging does; an empty map removes them.
     fn handle(&self, request: SetBucketTags, _now: UnixMillis) -> Result<(), MetaError> {
         update_bucket(self, &request.name, |record| record.tags = request.tags)
+    }
+}
+
+impl Handle<SetBucketAccess> for MetaState {
+    fn handle(&self, request: SetBucketAccess, _now: UnixMillis) -> Result<(), MetaError> {
+        let change = request.change;
+        tracing::info!(bucket = %request.bucket, ?change, "bucket access changed");
+        update_bucket(self, &request.bucket, |record| match change {
+            BucketAccessChange::Acl(acl) => record.acl = acl,
+            BucketAccessChange::Ownership(ownership) => record.ownership = ownership,
+            BucketAccessChange::PublicAccessBlock(block) => record.public_access_block = block,
+        })
     }
 }
 

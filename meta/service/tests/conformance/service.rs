@@ -310,6 +310,7 @@ async fn bucket_rules(transport: Transport) {
         name: name.into(),
         owner: owner.into(),
         replication: None,
+        access: Default::default(),
     };
     let bad = meta.call(create("Bad_Name", ROOT_USER)).await.unwrap_err();
     assert!(matches!(bad, MetaError::InvalidRequest(_)), "{bad:?}");
@@ -384,6 +385,7 @@ async fn default_replication_follows_bucket_then_cluster(transport: Transport) {
         name: "six".into(),
         owner: ROOT_USER.into(),
         replication: Some(ReplicationConfig::RS_6_3),
+        access: Default::default(),
     })
     .await
     .unwrap();
@@ -558,6 +560,7 @@ async fn admin_operations_need_the_admin_role(transport: Transport) {
         name: "bobs".into(),
         owner: "bob".into(),
         replication: None,
+        access: Default::default(),
     })
     .await
     .unwrap();

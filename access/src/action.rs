@@ -1,0 +1,199 @@
+//! The IAM actions of the S3 operations Tessera serves: their `s3:` names
+//! (as policies name them), whether they only read, and which ACL
+//! permission grants them.
+
+use crate::acl::Permission;
+
+/// Whether an action only reads (an access key limited to `read` may call it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Right {
+    /// Reads only.
+    Read,
+    /// Changes something.
+    Write,
+}
+
+/// Where an action's ACL permission is looked up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scope {
+    /// The bucket's ACL.
+    Bucket,
+    /// The object's ACL (the object must exist).
+    Object,
+}
+
+macro_rules! actions {
+    ($( $(#[$doc:meta])* $name:ident = $text:literal, $right:ident, $scope:ident, $permission:expr; )*) => {
+        /// An S3 action, as IAM policies name it (`s3:GetObject`).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Action {
+            $( $(#[$doc])* $name, )*
+        }
+
+        impl Action {
+            /// Every action.
+            pub const ALL: &'static [Action] = &[$(Action::$name,)*];
+
+            /// The policy name, `s3:GetObject`.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Action::$name => $text,)*
+                }
+            }
+
+            /// Whether the action only reads.
+            pub fn right(self) -> Right {
+                match self {
+                    $(Action::$name => Right::$right,)*
+                }
+            }
+
+            fn scope(self) -> Scope {
+                match self {
+                    $(Action::$name => Scope::$scope,)*
+                }
+            }
+
+            /// The ACL permission that grants the action, if any does
+            /// (FULL_CONTROL grants every one that has one).
+            pub fn acl_permission(self) -> Option<Permission> {
+                match self {
+                    $(Action::$name => $permission,)*
+                }
+            }
+        }
+    };
+}
+
+use Permission::{Read, ReadAcp, Write, WriteAcp};
+
+actions! {
+    /// ListBuckets.
+    ListAllMyBuckets = "s3:ListAllMyBuckets", Read, Bucket, None;
+    /// CreateBucket.
+    CreateBucket = "s3:CreateBucket", Write, Bucket, None;
+    /// DeleteBucket.
+    DeleteBucket = "s3:DeleteBucket", Write, Bucket, None;
+    /// ListObjects, ListObjectsV2, HeadBucket.
+    ListBucket = "s3:ListBucket", Read, Bucket, Some(Read);
+    /// ListObjectVersions.
+    ListBucketVersions = "s3:ListBucketVersions", Read, Bucket, Some(Read);
+    /// ListMultipartUploads.
+    ListBucketMultipartUploads = "s3:ListBucketMultipartUploads", Read, Bucket, Some(Read);
+    /// GetBucketLocation.
+    GetBucketLocation = "s3:GetBucketLocation", Read, Bucket, None;
+    /// GetBucketAcl.
+    GetBucketAcl = "s3:GetBucketAcl", Read, Bucket, Some(ReadAcp);
+    /// PutBucketAcl.
+    PutBucketAcl = "s3:PutBucketAcl", Write, Bucket, Some(WriteAcp);
+    /// GetBucketCors.
+    GetBucketCors = "s3:GetBucketCORS", Read, Bucket, None;
+    /// PutBucketCors, DeleteBucketCors.
+    PutBucketCors = "s3:PutBucketCORS", Write, Bucket, None;
+    /// GetBucketTagging.
+    GetBucketTagging = "s3:GetBucketTagging", Read, Bucket, None;
+    /// PutBucketTagging, DeleteBucketTagging.
+    PutBucketTagging = "s3:PutBucketTagging", Write, Bucket, None;
+    /// GetBucketVersioning.
+    GetBucketVersioning = "s3:GetBucketVersioning", Read, Bucket, None;
+    /// PutBucketVersioning.
+    PutBucketVersioning = "s3:PutBucketVersioning", Write, Bucket, None;
+    /// GetBucketOwnershipControls.
+    GetBucketOwnershipControls = "s3:GetBucketOwnershipControls", Read, Bucket, None;
+    /// PutBucketOwnershipControls, DeleteBucketOwnershipControls.
+    PutBucketOwnershipControls = "s3:PutBucketOwnershipControls", Write, Bucket, None;
+    /// GetPublicAccessBlock.
+    GetBucketPublicAccessBlock = "s3:GetBucketPublicAccessBlock", Read, Bucket, None;
+    /// PutPublicAccessBlock, DeletePublicAccessBlock.
+    PutBucketPublicAccessBlock = "s3:PutBucketPublicAccessBlock", Write, Bucket, None;
+    /// PutObject, CopyObject (the target), multipart uploads, browser forms.
+    PutObject = "s3:PutObject", Write, Bucket, Some(Write);
+    /// DeleteObject, DeleteObjects.
+    DeleteObject = "s3:DeleteObject", Write, Bucket, Some(Write);
+    /// AbortMultipartUpload.
+    AbortMultipartUpload = "s3:AbortMultipartUpload", Write, Bucket, Some(Write);
+    /// ListParts.
+    ListMultipartUploadParts = "s3:ListMultipartUploadParts", Read, Bucket, Some(Write);
+    /// GetObject, HeadObject, the source of a copy.
+    GetObject = "s3:GetObject", Read, Object, Some(Read);
+    /// GetObjectAttributes.
+    GetObjectAttributes = "s3:GetObjectAttributes", Read, Object, Some(Read);
+    /// GetObjectAcl.
+    GetObjectAcl = "s3:GetObjectAcl", Read, Object, Some(ReadAcp);
+    /// PutObjectAcl.
+    PutObjectAcl = "s3:PutObjectAcl", Write, Object, Some(WriteAcp);
+    /// GetObjectTagging.
+    GetObjectTagging = "s3:GetObjectTagging", Read, Object, None;
+    /// PutObjectTagging.
+    PutObjectTagging = "s3:PutObjectTagging", Write, Object, None;
+    /// DeleteObjectTagging.
+    DeleteObjectTagging = "s3:DeleteObjectTagging", Write, Object, None;
+}
+
+impl Action {
+    /// Whether the action is judged on an existing object (its owner and
+    /// ACL) rather than on the bucket.
+    pub fn on_object(self) -> bool {
+        self.scope() == Scope::Object
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_iam_names() {
+        let mut names: Vec<&str> = Action::ALL.iter().map(|a| a.name()).collect();
+        assert!(names.iter().all(|n| n.starts_with("s3:") && n.len() > 3));
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Action::ALL.len());
+    }
+
+    /// The grants of AWS's table "ACL permissions and the access policy
+    /// permissions they map to".
+    #[test]
+    fn acl_permissions_follow_aws_mapping() {
+        use Action::*;
+        let granted_by = |p| {
+            let mut actions: Vec<Action> = Action::ALL
+                .iter()
+                .copied()
+                .filter(|a| a.acl_permission() == Some(p))
+                .collect();
+            actions.sort_by_key(|a| a.name());
+            actions
+        };
+        assert_eq!(
+            granted_by(Permission::Read),
+            [
+                GetObject,
+                GetObjectAttributes,
+                ListBucket,
+                ListBucketMultipartUploads,
+                ListBucketVersions
+            ]
+        );
+        assert_eq!(
+            granted_by(Permission::Write),
+            [
+                AbortMultipartUpload,
+                DeleteObject,
+                ListMultipartUploadParts,
+                PutObject
+            ]
+        );
+        assert_eq!(
+            granted_by(Permission::ReadAcp),
+            [GetBucketAcl, GetObjectAcl]
+        );
+        assert_eq!(
+            granted_by(Permission::WriteAcp),
+            [PutBucketAcl, PutObjectAcl]
+        );
+        assert!(GetObject.on_object() && !PutObject.on_object() && !ListBucket.on_object());
+        assert_eq!(PutObjectTagging.right(), Right::Write);
+        assert_eq!(GetBucketAcl.right(), Right::Read);
+    }
+}

@@ -1,0 +1,358 @@
+//! The decision for one request, as AWS documents S3's evaluation without
+//! policies: the bucket owner may do anything to the bucket and to what it
+//! owns; others need a grant of the bucket's ACL (bucket actions, and
+//! writes into it) or of the object's ACL (reads of an object), and ACLs
+//! count only while the bucket's object ownership leaves them on. Public
+//! grants (AllUsers, AuthenticatedUsers) are ignored under a public access
+//! block that says so.
+
+use crate::acl::{canonical_user_id, Grant, Grantee, ObjectOwnership, PublicAccessBlock};
+use crate::Action;
+
+/// Who asks.
+#[derive(Clone, Copy, Debug)]
+pub struct Requester<'a> {
+    /// The user whose key signed the request; None when unsigned.
+    pub user: Option<&'a str>,
+    /// The store's root user, who may do anything.
+    pub is_root: bool,
+}
+
+/// What of a bucket decides access.
+#[derive(Clone, Copy, Debug)]
+pub struct BucketAccess<'a> {
+    /// The owner's user name.
+    pub owner: &'a str,
+    /// The ACL; None: `private` (the owner's FULL_CONTROL).
+    pub acl: Option<&'a [Grant]>,
+    /// Who owns objects written into it, and whether ACLs count.
+    pub ownership: ObjectOwnership,
+    /// The public access block, if it has one.
+    pub public_access_block: Option<&'a PublicAccessBlock>,
+    /// The administrator's switch: anyone may read objects and list.
+    pub public_read: bool,
+}
+
+/// What of an object decides access to it.
+#[derive(Clone, Copy, Debug)]
+pub struct ObjectAccess<'a> {
+    /// The user who owns it; None: the bucket owner.
+    pub owner: Option<&'a str>,
+    /// The ACL; None: `private`.
+    pub acl: Option<&'a [Grant]>,
+}
+
+/// The answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// The request may go on.
+    Allow,
+    /// 403 AccessDenied.
+    Deny,
+}
+
+impl Decision {
+    fn from_bool(allowed: bool) -> Self {
+        if allowed {
+            Self::Allow
+        } else {
+            Self::Deny
+        }
+    }
+}
+
+impl BucketAccess<'_> {
+    /// The owner of an object of this bucket.
+    pub fn object_owner<'a>(&'a self, object: &ObjectAccess<'a>) -> &'a str {
+        match (self.ownership.acls_enabled(), object.owner) {
+            (true, Some(owner)) => owner,
+            _ => self.owner,
+        }
+    }
+
+    fn ignores_public_acls(&self) -> bool {
+        self.public_access_block
+            .is_some_and(|block| block.ignore_public_acls)
+    }
+}
+
+/// Whether `acl` (None: only `owner`'s FULL_CONTROL) grants `action` to the requester.
+fn acl_grants(
+    acl: Option<&[Grant]>,
+    owner: &str,
+    action: Action,
+    requester: &Requester<'_>,
+    ignore_public: bool,
+) -> bool {
+    let Some(wanted) = action.acl_permission() else {
+        return false;
+    };
+    let requester_id = requester.user.map(canonical_user_id);
+    let private;
+    let grants = match acl {
+        Some(grants) => grants,
+        None => {
+            private = [Grant::full_control(&canonical_user_id(owner))];
+            &private[..]
+        }
+    };
+    grants.iter().any(|grant| {
+        let applies = match &grant.grantee {
+            Grantee::User(id) => requester_id.as_deref() == Some(id.as_str()),
+            Grantee::AllUsers => !ignore_public,
+            Grantee::AuthenticatedUsers => !ignore_public && requester.user.is_some(),
+            Grantee::LogDelivery => false,
+        };
+        applies && grant.permission.covers(wanted)
+    })
+}
+
+/// Whether `requester` may do `action` in `bucket` (to `object`, for the
+/// actions judged on an existing object; None there is judged as an object
+/// the bucket owner owns with a private ACL).
+pub fn decide(
+    requester: &Requester<'_>,
+    action: Action,
+    bucket: &BucketAccess<'_>,
+    object: Option<&ObjectAccess<'_>>,
+) -> Decision {
+    if requester.is_root {
+        return Decision::Allow;
+    }
+    if bucket.public_read && matches!(action, Action::GetObject | Action::ListBucket) {
+        return Decision::Allow;
+    }
+    let ignore_public = bucket.ignores_public_acls();
+    let acls = bucket.ownership.acls_enabled();
+    let allowed = if action.on_object() {
+        let object = object.copied().unwrap_or(ObjectAccess {
+            owner: None,
+            acl: None,
+        });
+        let owner = bucket.object_owner(&object);
+        requester.user == Some(owner)
+            || acls && acl_grants(object.acl, owner, action, requester, ignore_public)
+    } else {
+        requester.user == Some(bucket.owner)
+            || acls && acl_grants(bucket.acl, bucket.owner, action, requester, ignore_public)
+    };
+    Decision::from_bool(allowed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::acl::{canned_acl, Permission};
+
+    const ALICE: Requester<'static> = Requester {
+        user: Some("alice"),
+        is_root: false,
+    };
+    const BOB: Requester<'static> = Requester {
+        user: Some("bob"),
+        is_root: false,
+    };
+    const ANONYMOUS: Requester<'static> = Requester {
+        user: None,
+        is_root: false,
+    };
+    const ROOT: Requester<'static> = Requester {
+        user: Some("root"),
+        is_root: true,
+    };
+
+    fn bucket<'a>(acl: Option<&'a [Grant]>, ownership: ObjectOwnership) -> BucketAccess<'a> {
+        BucketAccess {
+            owner: "alice",
+            acl,
+            ownership,
+            public_access_block: None,
+            public_read: false,
+        }
+    }
+
+    fn canned(name: &str) -> Vec<Grant> {
+        canned_acl(
+            name,
+            &canonical_user_id("alice"),
+            &canonical_user_id("alice"),
+        )
+        .unwrap()
+    }
+
+    use Decision::{Allow, Deny};
+
+    /// Bucket ACL x requester for listing and writing.
+    #[test]
+    fn bucket_acls_decide_listing_and_writes() {
+        // (caller, may list, may write) per canned bucket ACL.
+        type Row = (Requester<'static>, Decision, Decision);
+        let cases: [(&str, [Row; 3]); 4] = [
+            (
+                "private",
+                [
+                    (ALICE, Allow, Allow),
+                    (BOB, Deny, Deny),
+                    (ANONYMOUS, Deny, Deny),
+                ],
+            ),
+            (
+                "public-read",
+                [
+                    (ALICE, Allow, Allow),
+                    (BOB, Allow, Deny),
+                    (ANONYMOUS, Allow, Deny),
+                ],
+            ),
+            (
+                "public-read-write",
+                [
+                    (ALICE, Allow, Allow),
+                    (BOB, Allow, Allow),
+                    (ANONYMOUS, Allow, Allow),
+                ],
+            ),
+            (
+                "authenticated-read",
+                [
+                    (ALICE, Allow, Allow),
+                    (BOB, Allow, Deny),
+                    (ANONYMOUS, Deny, Deny),
+                ],
+            ),
+        ];
+        for (name, rows) in cases {
+            let acl = canned(name);
+            let b = bucket(Some(&acl), ObjectOwnership::ObjectWriter);
+            for (who, list, write) in rows {
+                assert_eq!(
+                    decide(&who, Action::ListBucket, &b, None),
+                    list,
+                    "{name} {who:?} list"
+                );
+                assert_eq!(
+                    decide(&who, Action::PutObject, &b, None),
+                    write,
+                    "{name} {who:?} write"
+                );
+                // Only the owner (or a WRITE_ACP grant) changes the ACL.
+                let acp = if who.user == Some("alice") {
+                    Allow
+                } else {
+                    Deny
+                };
+                assert_eq!(decide(&who, Action::PutBucketAcl, &b, None), acp);
+            }
+            assert_eq!(decide(&ROOT, Action::PutBucketAcl, &b, None), Allow);
+        }
+    }
+
+    /// Object ACL x requester for reads; the bucket's ACL does not grant
+    /// object reads.
+    #[test]
+    fn object_acls_decide_reads() {
+        let public_bucket = canned("public-read");
+        let b = bucket(Some(&public_bucket), ObjectOwnership::ObjectWriter);
+        let private = ObjectAccess {
+            owner: Some("alice"),
+            acl: None,
+        };
+        for who in [BOB, ANONYMOUS] {
+            assert_eq!(decide(&who, Action::GetObject, &b, Some(&private)), Deny);
+        }
+        let readable = canned("public-read");
+        let public = ObjectAccess {
+            owner: Some("alice"),
+            acl: Some(&readable),
+        };
+        for who in [ALICE, BOB, ANONYMOUS] {
+            assert_eq!(decide(&who, Action::GetObject, &b, Some(&public)), Allow);
+            let acl_read = if who.user == Some("alice") {
+                Allow
+            } else {
+                Deny
+            };
+            assert_eq!(
+                decide(&who, Action::GetObjectAcl, &b, Some(&public)),
+                acl_read
+            );
+        }
+        // An object Bob wrote is Bob's: the bucket owner cannot read it
+        // without a grant, but may delete it.
+        let bobs = ObjectAccess {
+            owner: Some("bob"),
+            acl: None,
+        };
+        assert_eq!(decide(&BOB, Action::GetObject, &b, Some(&bobs)), Allow);
+        assert_eq!(decide(&ALICE, Action::GetObject, &b, Some(&bobs)), Deny);
+        assert_eq!(decide(&ALICE, Action::DeleteObject, &b, Some(&bobs)), Allow);
+        let shared = [
+            Grant::full_control(&canonical_user_id("bob")),
+            Grant::new(
+                Grantee::User(canonical_user_id("alice")),
+                Permission::FullControl,
+            ),
+        ];
+        let bobs_shared = ObjectAccess {
+            owner: Some("bob"),
+            acl: Some(&shared),
+        };
+        assert_eq!(
+            decide(&ALICE, Action::GetObject, &b, Some(&bobs_shared)),
+            Allow
+        );
+        assert_eq!(
+            decide(&ALICE, Action::PutObjectTagging, &b, Some(&bobs_shared)),
+            Deny
+        );
+    }
+
+    /// BucketOwnerEnforced: ACLs decide nothing and the bucket owner owns
+    /// every object.
+    #[test]
+    fn enforced_ownership_turns_acls_off() {
+        let public = canned("public-read-write");
+        let b = bucket(Some(&public), ObjectOwnership::BucketOwnerEnforced);
+        let bobs = ObjectAccess {
+            owner: Some("bob"),
+            acl: Some(&public),
+        };
+        assert_eq!(b.object_owner(&bobs), "alice");
+        assert_eq!(decide(&ALICE, Action::GetObject, &b, Some(&bobs)), Allow);
+        for who in [BOB, ANONYMOUS] {
+            assert_eq!(decide(&who, Action::GetObject, &b, Some(&bobs)), Deny);
+            assert_eq!(decide(&who, Action::PutObject, &b, None), Deny);
+            assert_eq!(decide(&who, Action::ListBucket, &b, None), Deny);
+        }
+    }
+
+    #[test]
+    fn a_public_access_block_can_ignore_public_grants() {
+        let acl = canned("public-read");
+        let mut b = bucket(Some(&acl), ObjectOwnership::ObjectWriter);
+        let block = PublicAccessBlock {
+            ignore_public_acls: true,
+            ..PublicAccessBlock::ALL
+        };
+        b.public_access_block = Some(&block);
+        assert_eq!(decide(&ANONYMOUS, Action::ListBucket, &b, None), Deny);
+        assert_eq!(decide(&BOB, Action::ListBucket, &b, None), Deny);
+        assert_eq!(decide(&ALICE, Action::ListBucket, &b, None), Allow);
+        let off = PublicAccessBlock {
+            ignore_public_acls: false,
+            ..PublicAccessBlock::ALL
+        };
+        b.public_access_block = Some(&off);
+        assert_eq!(decide(&ANONYMOUS, Action::ListBucket, &b, None), Allow);
+    }
+
+    #[test]
+    fn the_public_read_switch_opens_reads_only() {
+        let mut b = bucket(None, ObjectOwnership::BucketOwnerEnforced);
+        b.public_read = true;
+        assert_eq!(decide(&ANONYMOUS, Action::GetObject, &b, None), Allow);
+        assert_eq!(decide(&ANONYMOUS, Action::ListBucket, &b, None), Allow);
+        assert_eq!(decide(&ANONYMOUS, Action::PutObject, &b, None), Deny);
+        assert_eq!(decide(&ANONYMOUS, Action::GetObjectAcl, &b, None), Deny);
+    }
+}
