@@ -14,8 +14,18 @@ from dataclasses import dataclass
 import pytest
 
 import tessera_procs
-from tessera_clients import MIB, AwsCli, RawS3, empty_and_delete, new_bucket_name, s3_client, write_random_file
-from tessera_procs import HarnessError, find_binary, start_cluster, start_server
+from tessera_clients import (
+    MIB,
+    AwsCli,
+    RawS3,
+    S3User,
+    anonymous_client,
+    empty_and_delete,
+    new_bucket_name,
+    s3_client,
+    write_random_file,
+)
+from tessera_procs import HarnessError, find_binary, find_key, start_cluster, start_server
 
 BIG_OBJECT_SIZE = 100 * MIB
 EXTERNAL_ENDPOINT = os.environ.get("S3_TEST_ENDPOINT")
@@ -113,6 +123,25 @@ def raw(server):
 def aws(server, tmp_path_factory):
     """The aws CLI pointed at the session server: `aws("s3", "ls")`."""
     return AwsCli(server.endpoint, server.access_key, server.secret_key, tmp_path_factory.mktemp("aws"))
+
+
+@pytest.fixture(scope="session")
+def anonymous(server):
+    """boto3 signing nothing, against the session server."""
+    return anonymous_client(server.endpoint)
+
+
+@pytest.fixture(scope="session")
+def make_user(server):
+    """Makes a new user of the session server: `make_user("prefix")`."""
+
+    def make(prefix: str = "user") -> S3User:
+        name = f"{prefix}-{os.urandom(5).hex()}"
+        created = server.admin("user", "create", name)
+        access_key, secret_key = find_key(created, "access_key"), find_key(created, "secret_key")
+        return S3User(name, s3_client(server.endpoint, access_key, secret_key), access_key, secret_key)
+
+    return make
 
 
 @pytest.fixture

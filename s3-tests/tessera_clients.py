@@ -22,6 +22,7 @@ import botocore.auth
 import botocore.awsrequest
 import botocore.credentials
 import requests
+from botocore import UNSIGNED
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
@@ -52,6 +53,37 @@ def s3_client(
         config=config,
         verify=verify,
     )
+
+
+def anonymous_client(endpoint: str) -> object:
+    """A boto3 S3 client that signs nothing (a browser, curl, a public link)."""
+    config = Config(
+        signature_version=UNSIGNED,
+        region_name=REGION,
+        s3={"addressing_style": "path"},
+        retries={"max_attempts": 1, "mode": "standard"},
+    )
+    return boto3.session.Session().client("s3", endpoint_url=endpoint, config=config)
+
+
+@dataclass
+class S3User:
+    """A user of the store with a key pair and a boto3 client signing with it."""
+
+    name: str
+    client: object
+    access_key: str
+    secret_key: str
+
+    @property
+    def arn(self) -> str:
+        """The user's ARN, as policies name it."""
+        return f"arn:aws:iam::000000000000:user/{self.name}"
+
+    @property
+    def canonical_id(self) -> str:
+        """The user's canonical ID, as S3 shows owners."""
+        return self.client.list_buckets()["Owner"]["ID"]
 
 
 def error_code(exc: ClientError) -> str:

@@ -4,53 +4,28 @@ start as S3's do since April 2023 (BucketOwnerEnforced, every public access
 block flag on); the matrices open a bucket up first, as a user must on S3."""
 
 import itertools
-import uuid
 
-import boto3
 import pytest
 import requests
-from botocore import UNSIGNED
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from tessera_clients import REGION, empty_and_delete, error_code, http_status, new_bucket_name, s3_client
-from tessera_procs import find_key
+from tessera_clients import empty_and_delete, error_code, http_status, new_bucket_name
 
 ALL_USERS = "http://acs.amazonaws.com/groups/global/AllUsers"
 
 
-def new_user(server):
-    """A user of its own: (client, canonical id)."""
-    created = server.admin("user", "create", f"acl-{uuid.uuid4().hex[:10]}")
-    client = s3_client(server.endpoint, find_key(created, "access_key"), find_key(created, "secret_key"))
-    return client, client.list_buckets()["Owner"]["ID"]
-
-
 @pytest.fixture(scope="module")
-def owner(server):
+def owner(make_user):
     """The owner of the buckets under test: a user, not root (root may do
     anything anywhere)."""
-    return new_user(server)[0]
+    return make_user("acl").client
 
 
 @pytest.fixture(scope="module")
-def other(server):
+def other(make_user):
     """Another user: (client, canonical id)."""
-    return new_user(server)
-
-
-@pytest.fixture(scope="module")
-def anonymous(server):
-    return boto3.session.Session().client(
-        "s3",
-        endpoint_url=server.endpoint,
-        config=Config(
-            signature_version=UNSIGNED,
-            region_name=REGION,
-            s3={"addressing_style": "path"},
-            retries={"max_attempts": 1},
-        ),
-    )
+    user = make_user("acl")
+    return user.client, user.canonical_id
 
 
 def outcome(call) -> str:

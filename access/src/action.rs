@@ -22,8 +22,17 @@ enum Scope {
     Object,
 }
 
+/// What a policy's Resource names for an action.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Arn {
+    /// `arn:aws:s3:::bucket`.
+    Bucket,
+    /// `arn:aws:s3:::bucket/key`.
+    Key,
+}
+
 macro_rules! actions {
-    ($( $(#[$doc:meta])* $name:ident = $text:literal, $right:ident, $scope:ident, $permission:expr; )*) => {
+    ($( $(#[$doc:meta])* $name:ident = $text:literal, $right:ident, $scope:ident, $arn:ident, $permission:expr; )*) => {
         /// An S3 action, as IAM policies name it (`s3:GetObject`).
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum Action {
@@ -54,6 +63,12 @@ macro_rules! actions {
                 }
             }
 
+            fn arn(self) -> Arn {
+                match self {
+                    $(Action::$name => Arn::$arn,)*
+                }
+            }
+
             /// The ACL permission that grants the action, if any does
             /// (FULL_CONTROL grants every one that has one).
             pub fn acl_permission(self) -> Option<Permission> {
@@ -69,65 +84,73 @@ use Permission::{Read, ReadAcp, Write, WriteAcp};
 
 actions! {
     /// ListBuckets.
-    ListAllMyBuckets = "s3:ListAllMyBuckets", Read, Bucket, None;
+    ListAllMyBuckets = "s3:ListAllMyBuckets", Read, Bucket, Bucket, None;
     /// CreateBucket.
-    CreateBucket = "s3:CreateBucket", Write, Bucket, None;
+    CreateBucket = "s3:CreateBucket", Write, Bucket, Bucket, None;
     /// DeleteBucket.
-    DeleteBucket = "s3:DeleteBucket", Write, Bucket, None;
+    DeleteBucket = "s3:DeleteBucket", Write, Bucket, Bucket, None;
     /// ListObjects, ListObjectsV2, HeadBucket.
-    ListBucket = "s3:ListBucket", Read, Bucket, Some(Read);
+    ListBucket = "s3:ListBucket", Read, Bucket, Bucket, Some(Read);
     /// ListObjectVersions.
-    ListBucketVersions = "s3:ListBucketVersions", Read, Bucket, Some(Read);
+    ListBucketVersions = "s3:ListBucketVersions", Read, Bucket, Bucket, Some(Read);
     /// ListMultipartUploads.
-    ListBucketMultipartUploads = "s3:ListBucketMultipartUploads", Read, Bucket, Some(Read);
+    ListBucketMultipartUploads = "s3:ListBucketMultipartUploads", Read, Bucket, Bucket, Some(Read);
     /// GetBucketLocation.
-    GetBucketLocation = "s3:GetBucketLocation", Read, Bucket, None;
+    GetBucketLocation = "s3:GetBucketLocation", Read, Bucket, Bucket, None;
     /// GetBucketAcl.
-    GetBucketAcl = "s3:GetBucketAcl", Read, Bucket, Some(ReadAcp);
+    GetBucketAcl = "s3:GetBucketAcl", Read, Bucket, Bucket, Some(ReadAcp);
     /// PutBucketAcl.
-    PutBucketAcl = "s3:PutBucketAcl", Write, Bucket, Some(WriteAcp);
+    PutBucketAcl = "s3:PutBucketAcl", Write, Bucket, Bucket, Some(WriteAcp);
     /// GetBucketCors.
-    GetBucketCors = "s3:GetBucketCORS", Read, Bucket, None;
+    GetBucketCors = "s3:GetBucketCORS", Read, Bucket, Bucket, None;
     /// PutBucketCors, DeleteBucketCors.
-    PutBucketCors = "s3:PutBucketCORS", Write, Bucket, None;
+    PutBucketCors = "s3:PutBucketCORS", Write, Bucket, Bucket, None;
     /// GetBucketTagging.
-    GetBucketTagging = "s3:GetBucketTagging", Read, Bucket, None;
+    GetBucketTagging = "s3:GetBucketTagging", Read, Bucket, Bucket, None;
     /// PutBucketTagging, DeleteBucketTagging.
-    PutBucketTagging = "s3:PutBucketTagging", Write, Bucket, None;
+    PutBucketTagging = "s3:PutBucketTagging", Write, Bucket, Bucket, None;
     /// GetBucketVersioning.
-    GetBucketVersioning = "s3:GetBucketVersioning", Read, Bucket, None;
+    GetBucketVersioning = "s3:GetBucketVersioning", Read, Bucket, Bucket, None;
     /// PutBucketVersioning.
-    PutBucketVersioning = "s3:PutBucketVersioning", Write, Bucket, None;
+    PutBucketVersioning = "s3:PutBucketVersioning", Write, Bucket, Bucket, None;
     /// GetBucketOwnershipControls.
-    GetBucketOwnershipControls = "s3:GetBucketOwnershipControls", Read, Bucket, None;
+    GetBucketOwnershipControls = "s3:GetBucketOwnershipControls", Read, Bucket, Bucket, None;
     /// PutBucketOwnershipControls, DeleteBucketOwnershipControls.
-    PutBucketOwnershipControls = "s3:PutBucketOwnershipControls", Write, Bucket, None;
+    PutBucketOwnershipControls = "s3:PutBucketOwnershipControls", Write, Bucket, Bucket, None;
     /// GetPublicAccessBlock.
-    GetBucketPublicAccessBlock = "s3:GetBucketPublicAccessBlock", Read, Bucket, None;
+    GetBucketPublicAccessBlock = "s3:GetBucketPublicAccessBlock", Read, Bucket, Bucket, None;
     /// PutPublicAccessBlock, DeletePublicAccessBlock.
-    PutBucketPublicAccessBlock = "s3:PutBucketPublicAccessBlock", Write, Bucket, None;
+    PutBucketPublicAccessBlock = "s3:PutBucketPublicAccessBlock", Write, Bucket, Bucket, None;
+    /// GetBucketPolicy.
+    GetBucketPolicy = "s3:GetBucketPolicy", Read, Bucket, Bucket, None;
+    /// PutBucketPolicy.
+    PutBucketPolicy = "s3:PutBucketPolicy", Write, Bucket, Bucket, None;
+    /// DeleteBucketPolicy.
+    DeleteBucketPolicy = "s3:DeleteBucketPolicy", Write, Bucket, Bucket, None;
+    /// GetBucketPolicyStatus.
+    GetBucketPolicyStatus = "s3:GetBucketPolicyStatus", Read, Bucket, Bucket, None;
     /// PutObject, CopyObject (the target), multipart uploads, browser forms.
-    PutObject = "s3:PutObject", Write, Bucket, Some(Write);
+    PutObject = "s3:PutObject", Write, Bucket, Key, Some(Write);
     /// DeleteObject, DeleteObjects.
-    DeleteObject = "s3:DeleteObject", Write, Bucket, Some(Write);
+    DeleteObject = "s3:DeleteObject", Write, Bucket, Key, Some(Write);
     /// AbortMultipartUpload.
-    AbortMultipartUpload = "s3:AbortMultipartUpload", Write, Bucket, Some(Write);
+    AbortMultipartUpload = "s3:AbortMultipartUpload", Write, Bucket, Key, Some(Write);
     /// ListParts.
-    ListMultipartUploadParts = "s3:ListMultipartUploadParts", Read, Bucket, Some(Write);
+    ListMultipartUploadParts = "s3:ListMultipartUploadParts", Read, Bucket, Key, Some(Write);
     /// GetObject, HeadObject, the source of a copy.
-    GetObject = "s3:GetObject", Read, Object, Some(Read);
+    GetObject = "s3:GetObject", Read, Object, Key, Some(Read);
     /// GetObjectAttributes.
-    GetObjectAttributes = "s3:GetObjectAttributes", Read, Object, Some(Read);
+    GetObjectAttributes = "s3:GetObjectAttributes", Read, Object, Key, Some(Read);
     /// GetObjectAcl.
-    GetObjectAcl = "s3:GetObjectAcl", Read, Object, Some(ReadAcp);
+    GetObjectAcl = "s3:GetObjectAcl", Read, Object, Key, Some(ReadAcp);
     /// PutObjectAcl.
-    PutObjectAcl = "s3:PutObjectAcl", Write, Object, Some(WriteAcp);
+    PutObjectAcl = "s3:PutObjectAcl", Write, Object, Key, Some(WriteAcp);
     /// GetObjectTagging.
-    GetObjectTagging = "s3:GetObjectTagging", Read, Object, None;
+    GetObjectTagging = "s3:GetObjectTagging", Read, Object, Key, None;
     /// PutObjectTagging.
-    PutObjectTagging = "s3:PutObjectTagging", Write, Object, None;
+    PutObjectTagging = "s3:PutObjectTagging", Write, Object, Key, None;
     /// DeleteObjectTagging.
-    DeleteObjectTagging = "s3:DeleteObjectTagging", Write, Object, None;
+    DeleteObjectTagging = "s3:DeleteObjectTagging", Write, Object, Key, None;
 }
 
 impl Action {
@@ -135,6 +158,12 @@ impl Action {
     /// ACL) rather than on the bucket.
     pub fn on_object(self) -> bool {
         self.scope() == Scope::Object
+    }
+
+    /// Whether a policy names the action's resource as `bucket/key` (else
+    /// as the bucket).
+    pub fn on_key(self) -> bool {
+        self.arn() == Arn::Key
     }
 }
 

@@ -1,12 +1,16 @@
-//! The decision for one request, as AWS documents S3's evaluation without
-//! policies: the bucket owner may do anything to the bucket and to what it
-//! owns; others need a grant of the bucket's ACL (bucket actions, and
-//! writes into it) or of the object's ACL (reads of an object), and ACLs
-//! count only while the bucket's object ownership leaves them on. Public
-//! grants (AllUsers, AuthenticatedUsers) are ignored under a public access
-//! block that says so.
+//! The decision for one request, as AWS documents S3's evaluation: a Deny
+//! of the bucket policy refuses whatever else grants; the bucket owner may
+//! do anything to the bucket and to what it owns; others need a grant of the
+//! bucket's ACL (bucket actions, and writes into it), of the object's ACL
+//! (reads of an object), or an Allow of the bucket policy (for objects, only
+//! those the bucket owner owns). ACLs count only while the bucket's object
+//! ownership leaves them on. Public ACL grants (AllUsers,
+//! AuthenticatedUsers) are ignored under a public access block that says
+//! so, and a public policy grants only the owner under
+//! RestrictPublicBuckets.
 
 use crate::acl::{canonical_user_id, Grant, Grantee, ObjectOwnership, PublicAccessBlock};
+use crate::policy::{resource_arn, ConditionValues, Policy, PolicyDecision, PolicyRequest};
 use crate::Action;
 
 /// Who asks.
@@ -21,6 +25,8 @@ pub struct Requester<'a> {
 /// What of a bucket decides access.
 #[derive(Clone, Copy, Debug)]
 pub struct BucketAccess<'a> {
+    /// The bucket's name (policies name resources by it).
+    pub name: &'a str,
     /// The owner's user name.
     pub owner: &'a str,
     /// The ACL; None: `private` (the owner's FULL_CONTROL).
@@ -31,6 +37,28 @@ pub struct BucketAccess<'a> {
     pub public_access_block: Option<&'a PublicAccessBlock>,
     /// The administrator's switch: anyone may read objects and list.
     pub public_read: bool,
+    /// The bucket policy, if it has one.
+    pub policy: Option<&'a Policy>,
+}
+
+/// What of the request itself decides access: the key it names, and the
+/// values of the condition keys policies may test.
+#[derive(Clone, Copy)]
+pub struct Facts<'a> {
+    /// The object key, for actions on one.
+    pub key: Option<&'a str>,
+    /// The condition keys' values.
+    pub values: &'a dyn ConditionValues,
+}
+
+/// No key and no condition values (requests that name no object and whose
+/// buckets have no policy).
+pub struct NoValues;
+
+impl ConditionValues for NoValues {
+    fn values(&self, _key: &str) -> Option<Vec<String>> {
+        None
+    }
 }
 
 /// What of an object decides access to it.
@@ -107,6 +135,26 @@ fn acl_grants(
     })
 }
 
+/// What the bucket policy says of the request; NotApplicable without one.
+fn policy_says(
+    requester: &Requester<'_>,
+    action: Action,
+    bucket: &BucketAccess<'_>,
+    facts: &Facts<'_>,
+) -> PolicyDecision {
+    let Some(policy) = bucket.policy else {
+        return PolicyDecision::NotApplicable;
+    };
+    let key = if action.on_key() { facts.key } else { None };
+    let resource = resource_arn(bucket.name, key);
+    policy.evaluate(&PolicyRequest {
+        user: requester.user,
+        action,
+        resource: &resource,
+        values: facts.values,
+    })
+}
+
 /// Whether `requester` may do `action` in `bucket` (to `object`, for the
 /// actions judged on an existing object; None there is judged as an object
 /// the bucket owner owns with a private ACL).
@@ -115,34 +163,51 @@ pub fn decide(
     action: Action,
     bucket: &BucketAccess<'_>,
     object: Option<&ObjectAccess<'_>>,
+    facts: &Facts<'_>,
 ) -> Decision {
     if requester.is_root {
         return Decision::Allow;
+    }
+    let policy = policy_says(requester, action, bucket, facts);
+    if policy == PolicyDecision::Deny {
+        return Decision::Deny;
     }
     if bucket.public_read && matches!(action, Action::GetObject | Action::ListBucket) {
         return Decision::Allow;
     }
     let ignore_public = bucket.ignores_public_acls();
     let acls = bucket.ownership.acls_enabled();
-    let allowed = if action.on_object() {
-        let object = object.copied().unwrap_or(ObjectAccess {
-            owner: None,
-            acl: None,
-        });
+    let object = object.copied().unwrap_or(ObjectAccess {
+        owner: None,
+        acl: None,
+    });
+    let (owner, by_acl) = if action.on_object() {
         let owner = bucket.object_owner(&object);
-        requester.user == Some(owner)
-            || acls && acl_grants(object.acl, owner, action, requester, ignore_public)
+        let granted = acls && acl_grants(object.acl, owner, action, requester, ignore_public);
+        (owner, granted)
     } else {
-        requester.user == Some(bucket.owner)
-            || acls && acl_grants(bucket.acl, bucket.owner, action, requester, ignore_public)
+        let granted =
+            acls && acl_grants(bucket.acl, bucket.owner, action, requester, ignore_public);
+        (bucket.owner, granted)
     };
-    Decision::from_bool(allowed)
+    // The policy speaks for the bucket owner: of objects, only the ones it owns.
+    let restricted = bucket
+        .public_access_block
+        .is_some_and(|block| block.restrict_public_buckets)
+        && bucket.policy.is_some_and(Policy::is_public);
+    let by_policy = policy == PolicyDecision::Allow && owner == bucket.owner && !restricted;
+    Decision::from_bool(requester.user == Some(owner) || by_acl || by_policy)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::acl::{canned_acl, Permission};
+
+    const NONE: Facts<'static> = Facts {
+        key: None,
+        values: &NoValues,
+    };
 
     const ALICE: Requester<'static> = Requester {
         user: Some("alice"),
@@ -163,11 +228,13 @@ mod tests {
 
     fn bucket<'a>(acl: Option<&'a [Grant]>, ownership: ObjectOwnership) -> BucketAccess<'a> {
         BucketAccess {
+            name: "b",
             owner: "alice",
             acl,
             ownership,
             public_access_block: None,
             public_read: false,
+            policy: None,
         }
     }
 
@@ -226,12 +293,12 @@ mod tests {
             let b = bucket(Some(&acl), ObjectOwnership::ObjectWriter);
             for (who, list, write) in rows {
                 assert_eq!(
-                    decide(&who, Action::ListBucket, &b, None),
+                    decide(&who, Action::ListBucket, &b, None, &NONE),
                     list,
                     "{name} {who:?} list"
                 );
                 assert_eq!(
-                    decide(&who, Action::PutObject, &b, None),
+                    decide(&who, Action::PutObject, &b, None, &NONE),
                     write,
                     "{name} {who:?} write"
                 );
@@ -241,9 +308,9 @@ mod tests {
                 } else {
                     Deny
                 };
-                assert_eq!(decide(&who, Action::PutBucketAcl, &b, None), acp);
+                assert_eq!(decide(&who, Action::PutBucketAcl, &b, None, &NONE), acp);
             }
-            assert_eq!(decide(&ROOT, Action::PutBucketAcl, &b, None), Allow);
+            assert_eq!(decide(&ROOT, Action::PutBucketAcl, &b, None, &NONE), Allow);
         }
     }
 
@@ -258,7 +325,10 @@ mod tests {
             acl: None,
         };
         for who in [BOB, ANONYMOUS] {
-            assert_eq!(decide(&who, Action::GetObject, &b, Some(&private)), Deny);
+            assert_eq!(
+                decide(&who, Action::GetObject, &b, Some(&private), &NONE),
+                Deny
+            );
         }
         let readable = canned("public-read");
         let public = ObjectAccess {
@@ -266,14 +336,17 @@ mod tests {
             acl: Some(&readable),
         };
         for who in [ALICE, BOB, ANONYMOUS] {
-            assert_eq!(decide(&who, Action::GetObject, &b, Some(&public)), Allow);
+            assert_eq!(
+                decide(&who, Action::GetObject, &b, Some(&public), &NONE),
+                Allow
+            );
             let acl_read = if who.user == Some("alice") {
                 Allow
             } else {
                 Deny
             };
             assert_eq!(
-                decide(&who, Action::GetObjectAcl, &b, Some(&public)),
+                decide(&who, Action::GetObjectAcl, &b, Some(&public), &NONE),
                 acl_read
             );
         }
@@ -283,9 +356,18 @@ mod tests {
             owner: Some("bob"),
             acl: None,
         };
-        assert_eq!(decide(&BOB, Action::GetObject, &b, Some(&bobs)), Allow);
-        assert_eq!(decide(&ALICE, Action::GetObject, &b, Some(&bobs)), Deny);
-        assert_eq!(decide(&ALICE, Action::DeleteObject, &b, Some(&bobs)), Allow);
+        assert_eq!(
+            decide(&BOB, Action::GetObject, &b, Some(&bobs), &NONE),
+            Allow
+        );
+        assert_eq!(
+            decide(&ALICE, Action::GetObject, &b, Some(&bobs), &NONE),
+            Deny
+        );
+        assert_eq!(
+            decide(&ALICE, Action::DeleteObject, &b, Some(&bobs), &NONE),
+            Allow
+        );
         let shared = [
             Grant::full_control(&canonical_user_id("bob")),
             Grant::new(
@@ -298,11 +380,17 @@ mod tests {
             acl: Some(&shared),
         };
         assert_eq!(
-            decide(&ALICE, Action::GetObject, &b, Some(&bobs_shared)),
+            decide(&ALICE, Action::GetObject, &b, Some(&bobs_shared), &NONE),
             Allow
         );
         assert_eq!(
-            decide(&ALICE, Action::PutObjectTagging, &b, Some(&bobs_shared)),
+            decide(
+                &ALICE,
+                Action::PutObjectTagging,
+                &b,
+                Some(&bobs_shared),
+                &NONE
+            ),
             Deny
         );
     }
@@ -318,11 +406,17 @@ mod tests {
             acl: Some(&public),
         };
         assert_eq!(b.object_owner(&bobs), "alice");
-        assert_eq!(decide(&ALICE, Action::GetObject, &b, Some(&bobs)), Allow);
+        assert_eq!(
+            decide(&ALICE, Action::GetObject, &b, Some(&bobs), &NONE),
+            Allow
+        );
         for who in [BOB, ANONYMOUS] {
-            assert_eq!(decide(&who, Action::GetObject, &b, Some(&bobs)), Deny);
-            assert_eq!(decide(&who, Action::PutObject, &b, None), Deny);
-            assert_eq!(decide(&who, Action::ListBucket, &b, None), Deny);
+            assert_eq!(
+                decide(&who, Action::GetObject, &b, Some(&bobs), &NONE),
+                Deny
+            );
+            assert_eq!(decide(&who, Action::PutObject, &b, None, &NONE), Deny);
+            assert_eq!(decide(&who, Action::ListBucket, &b, None, &NONE), Deny);
         }
     }
 
@@ -335,24 +429,112 @@ mod tests {
             ..PublicAccessBlock::ALL
         };
         b.public_access_block = Some(&block);
-        assert_eq!(decide(&ANONYMOUS, Action::ListBucket, &b, None), Deny);
-        assert_eq!(decide(&BOB, Action::ListBucket, &b, None), Deny);
-        assert_eq!(decide(&ALICE, Action::ListBucket, &b, None), Allow);
+        assert_eq!(
+            decide(&ANONYMOUS, Action::ListBucket, &b, None, &NONE),
+            Deny
+        );
+        assert_eq!(decide(&BOB, Action::ListBucket, &b, None, &NONE), Deny);
+        assert_eq!(decide(&ALICE, Action::ListBucket, &b, None, &NONE), Allow);
         let off = PublicAccessBlock {
             ignore_public_acls: false,
             ..PublicAccessBlock::ALL
         };
         b.public_access_block = Some(&off);
-        assert_eq!(decide(&ANONYMOUS, Action::ListBucket, &b, None), Allow);
+        assert_eq!(
+            decide(&ANONYMOUS, Action::ListBucket, &b, None, &NONE),
+            Allow
+        );
     }
 
     #[test]
     fn the_public_read_switch_opens_reads_only() {
         let mut b = bucket(None, ObjectOwnership::BucketOwnerEnforced);
         b.public_read = true;
-        assert_eq!(decide(&ANONYMOUS, Action::GetObject, &b, None), Allow);
-        assert_eq!(decide(&ANONYMOUS, Action::ListBucket, &b, None), Allow);
-        assert_eq!(decide(&ANONYMOUS, Action::PutObject, &b, None), Deny);
-        assert_eq!(decide(&ANONYMOUS, Action::GetObjectAcl, &b, None), Deny);
+        assert_eq!(
+            decide(&ANONYMOUS, Action::GetObject, &b, None, &NONE),
+            Allow
+        );
+        assert_eq!(
+            decide(&ANONYMOUS, Action::ListBucket, &b, None, &NONE),
+            Allow
+        );
+        assert_eq!(decide(&ANONYMOUS, Action::PutObject, &b, None, &NONE), Deny);
+        assert_eq!(
+            decide(&ANONYMOUS, Action::GetObjectAcl, &b, None, &NONE),
+            Deny
+        );
+    }
+
+    /// A policy grants others what the bucket owner owns, its Deny refuses
+    /// even the owner, and a public policy is restricted to the owner under
+    /// RestrictPublicBuckets.
+    #[test]
+    fn bucket_policies_join_the_decision() {
+        let policy = Policy::parse(
+            r#"{"Statement":[
+                {"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/pub/*"},
+                {"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::1:user/bob"},"Action":"s3:PutObject","Resource":"arn:aws:s3:::b/*"},
+                {"Effect":"Deny","Principal":"*","Action":"s3:DeleteObject","Resource":"arn:aws:s3:::b/locked/*"}]}"#,
+            "b",
+        )
+        .unwrap();
+        let mut b = bucket(None, ObjectOwnership::ObjectWriter);
+        b.policy = Some(&policy);
+        let at = |key| Facts {
+            key: Some(key),
+            values: &NoValues,
+        };
+        assert_eq!(
+            decide(&ANONYMOUS, Action::GetObject, &b, None, &at("pub/a")),
+            Allow
+        );
+        assert_eq!(
+            decide(&ANONYMOUS, Action::GetObject, &b, None, &at("priv/a")),
+            Deny
+        );
+        assert_eq!(decide(&BOB, Action::PutObject, &b, None, &at("x")), Allow);
+        assert_eq!(
+            decide(&ANONYMOUS, Action::PutObject, &b, None, &at("x")),
+            Deny
+        );
+        assert_eq!(
+            decide(&ALICE, Action::DeleteObject, &b, None, &at("locked/x")),
+            Deny
+        );
+        assert_eq!(
+            decide(&ALICE, Action::DeleteObject, &b, None, &at("open/x")),
+            Allow
+        );
+        assert_eq!(
+            decide(&ROOT, Action::DeleteObject, &b, None, &at("locked/x")),
+            Allow
+        );
+        // An object Carol owns is not the bucket owner's to give away.
+        let carols = ObjectAccess {
+            owner: Some("carol"),
+            acl: None,
+        };
+        assert_eq!(
+            decide(
+                &ANONYMOUS,
+                Action::GetObject,
+                &b,
+                Some(&carols),
+                &at("pub/c")
+            ),
+            Deny
+        );
+        let restrict = PublicAccessBlock {
+            restrict_public_buckets: true,
+            ..PublicAccessBlock::ALL
+        };
+        b.public_access_block = Some(&restrict);
+        assert!(policy.is_public());
+        assert_eq!(
+            decide(&ANONYMOUS, Action::GetObject, &b, None, &at("pub/a")),
+            Deny
+        );
+        assert_eq!(decide(&BOB, Action::PutObject, &b, None, &at("x")), Deny);
+        assert_eq!(decide(&ALICE, Action::PutObject, &b, None, &at("x")), Allow);
     }
 }

@@ -12,8 +12,8 @@ use crate::auth::{self, VerifiedRequest};
 use crate::error::S3Error;
 use crate::handlers::cors::with_cors;
 use crate::handlers::{
-    access_settings, acl, attributes, bucket, copy, cors, list, multipart, object, post_object,
-    tagging, versions, RequestContext,
+    access_settings, acl, attributes, bucket, copy, cors, list, multipart, object, policy,
+    post_object, tagging, versions, RequestContext,
 };
 use crate::params::{
     ListBucketsParams, ListPartsParams, ListUploadsParams, ListV1Params, ListV2Params,
@@ -57,6 +57,18 @@ s3_endpoints! {
         /// PUT /bucket?acl.
         PutBucketAcl {} [(PUT, Bucket, query("acl"))] PutBucketAcl
             => acl::put_acl(ctx, &bucket, None, body).await;
+        /// GET /bucket?policy.
+        GetBucketPolicy {} [(GET, Bucket, query("policy"))] GetBucketPolicy
+            => policy::get_bucket_policy(&bucket);
+        /// PUT /bucket?policy.
+        PutBucketPolicy {} [(PUT, Bucket, query("policy"))] PutBucketPolicy
+            => policy::put_bucket_policy(ctx, &bucket, body).await;
+        /// DELETE /bucket?policy.
+        DeleteBucketPolicy {} [(DELETE, Bucket, query("policy"))] DeleteBucketPolicy
+            => policy::delete_bucket_policy(ctx, &bucket).await;
+        /// GET /bucket?policyStatus.
+        GetBucketPolicyStatus {} [(GET, Bucket, query("policyStatus"))] GetBucketPolicyStatus
+            => policy::get_bucket_policy_status(ctx, &bucket);
         /// GET /bucket?ownershipControls.
         GetBucketOwnershipControls {} [(GET, Bucket, query("ownershipControls"))] GetBucketOwnershipControls
             => access_settings::get_ownership_controls(&bucket);

@@ -147,7 +147,7 @@ fn virtual_hosted_style_needs_the_configured_domain() {
 #[test]
 fn unknown_operations_are_not_implemented() {
     let table = [
-        ("GET", "/b?policy", "GetBucketPolicy"),
+        ("GET", "/b?replication", "GetBucketReplication"),
         ("PUT", "/b?lifecycle", "PutBucketLifecycleConfiguration"),
         ("POST", "/b/k?restore", "PostObjectRestore"),
         ("PATCH", "/b/k", "PATCH"),
@@ -393,6 +393,10 @@ fn endpoints_are_their_iam_actions() {
         ),
         ("GET", "/b/k?acl", Action::GetObjectAcl),
         ("PUT", "/b?acl", Action::PutBucketAcl),
+        ("GET", "/b?policy", Action::GetBucketPolicy),
+        ("PUT", "/b?policy", Action::PutBucketPolicy),
+        ("DELETE", "/b?policy", Action::DeleteBucketPolicy),
+        ("GET", "/b?policyStatus", Action::GetBucketPolicyStatus),
     ] {
         let endpoint = route(method, uri).unwrap();
         assert_eq!(

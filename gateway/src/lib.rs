@@ -22,11 +22,13 @@ pub mod keep_alive;
 pub mod listener;
 pub mod object_checksum;
 pub mod params;
+pub mod policies;
 pub mod range;
 pub mod readers;
 pub mod request_body;
 pub mod router;
 pub mod state;
+pub mod tags;
 pub mod telemetry;
 pub mod tls;
 pub mod upload_slots;
@@ -96,6 +98,7 @@ pub fn router(meta: MetaClient, store: StoreClient, config: GatewayConfig) -> ax
         readers: readers::ReaderCache::default(),
         uploads,
         get_memory,
+        policies: Default::default(),
     });
     axum::Router::new()
         .fallback(endpoint::serve)

@@ -141,6 +141,11 @@ pub async fn serve(
                     }
                     let (app, stop, refused) = (app.clone(), stop_rx.clone(), refused.clone());
                     let acceptor = tls.as_ref().map(|tls| tls.acceptor());
+                    let client = ClientConnection {
+                        peer,
+                        secure: acceptor.is_some(),
+                    };
+                    let app = app.layer(axum::Extension(client));
                     connections.spawn(async move {
                         let Some(acceptor) = acceptor else {
                             return serve_or_refuse(stream, slot, app, limits, stop, refused).await;
@@ -172,6 +177,16 @@ pub async fn serve(
         connections.shutdown().await;
     }
     Ok(())
+}
+
+/// Where a request came from, as each request of a connection carries it
+/// (bucket policies test the address and whether TLS carried it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClientConnection {
+    /// The client's address.
+    pub peer: SocketAddr,
+    /// Whether the connection is HTTPS.
+    pub secure: bool,
 }
 
 /// Completes a connection's TLS handshake within `wait`; a handshake that

@@ -25,4 +25,6 @@ pub struct AppState {
     pub uploads: UploadSlots,
     /// The bound on the bytes GET bodies hold at once.
     pub get_memory: GetMemory,
+    /// Bucket policies, parsed.
+    pub policies: crate::policies::PolicyCache,
 }

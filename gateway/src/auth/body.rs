@@ -344,6 +344,7 @@ mod tests {
                 bucket_grants: None,
                 anonymous: false,
             },
+            signed_by: None,
             payload,
             chain: SignatureChain::new(
                 key,

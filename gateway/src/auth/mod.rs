@@ -107,11 +107,45 @@ impl Identity {
     }
 }
 
+/// How a request was signed (bucket policies test it as
+/// `s3:signatureversion` and `s3:authType`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SignedBy {
+    /// SigV4 in the Authorization header.
+    V4Header,
+    /// SigV4 in the query (a presigned URL).
+    V4Query,
+    /// SigV2 in the Authorization header.
+    V2Header,
+    /// SigV2 in the query.
+    V2Query,
+}
+
+impl SignedBy {
+    /// `s3:signatureversion`: `AWS` or `AWS4-HMAC-SHA256`.
+    pub fn version(self) -> &'static str {
+        match self {
+            Self::V4Header | Self::V4Query => "AWS4-HMAC-SHA256",
+            Self::V2Header | Self::V2Query => "AWS",
+        }
+    }
+
+    /// `s3:authType`: `REST-HEADER` or `REST-QUERY-STRING`.
+    pub fn auth_type(self) -> &'static str {
+        match self {
+            Self::V4Header | Self::V2Header => "REST-HEADER",
+            Self::V4Query | Self::V2Query => "REST-QUERY-STRING",
+        }
+    }
+}
+
 /// A request whose signature is verified; says how to decode and check its body.
 #[derive(Debug)]
 pub struct VerifiedRequest {
     /// Who signed the request.
     pub identity: Identity,
+    /// How; None when unsigned.
+    pub signed_by: Option<SignedBy>,
     payload: ContentSha256,
     /// Seed signature, key and scope from which the chunk signatures of a signed aws-chunked
     /// body are chained.
@@ -140,6 +174,7 @@ impl VerifiedRequest {
         );
         Ok(Self {
             identity,
+            signed_by: None,
             payload,
             chain,
         })
@@ -157,6 +192,7 @@ impl VerifiedRequest {
         let key = canonical::SigningKey::derive("", SystemTime::UNIX_EPOCH, "");
         Self {
             identity,
+            signed_by: None,
             payload: ContentSha256::UnsignedPayload,
             chain: SignatureChain::new(key, String::new(), String::new(), String::new()),
         }
@@ -389,11 +425,18 @@ impl SignedRequest {
         identity: Identity,
         keys: &SigningKeyCache,
     ) -> Result<VerifiedRequest, AuthError> {
-        match self {
+        let mut verified = match self {
             Self::Header(auth) => auth.verify(parts, now, secret, identity, keys),
             Self::Presigned(auth) => auth.verify(parts, now, secret, identity, keys),
             Self::V2(auth) => auth.verify(parts, now, realm, secret, identity),
-        }
+        }?;
+        verified.signed_by = Some(match self {
+            Self::Header(_) => SignedBy::V4Header,
+            Self::Presigned(_) => SignedBy::V4Query,
+            Self::V2(auth) if auth.is_query() => SignedBy::V2Query,
+            Self::V2(_) => SignedBy::V2Header,
+        });
+        Ok(verified)
     }
 }
 

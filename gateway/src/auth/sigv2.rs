@@ -171,6 +171,11 @@ impl V2Auth {
         &self.access_key
     }
 
+    /// Whether the signature came in the query.
+    pub fn is_query(&self) -> bool {
+        matches!(self.form, Form::Query { .. })
+    }
+
     /// Checks the request time (header form) or the expiry (query form)
     /// against `now`, then the signature with `secret`.
     pub fn verify(

@@ -53,6 +53,10 @@ s3_codes! {
     MalformedACLError => BAD_REQUEST, "The XML you provided was not well-formed or did not validate against our published schema";
     /// The bucket has no ownership controls.
     OwnershipControlsNotFoundError => NOT_FOUND, "The bucket ownership controls were not found";
+    /// The bucket has no policy.
+    NoSuchBucketPolicy => NOT_FOUND, "The bucket policy does not exist";
+    /// A bucket policy S3 would refuse.
+    MalformedPolicy => BAD_REQUEST, "Policies must be valid JSON and the first byte must be '{'";
     /// The bucket has no public access block.
     NoSuchPublicAccessBlockConfiguration => NOT_FOUND, "The public access block configuration was not found";
     /// A body where the request's headers already say everything (an ACL body beside ACL headers).

@@ -338,6 +338,12 @@ impl From<access::AclError> for S3Error {
     }
 }
 
+impl From<access::MalformedPolicy> for S3Error {
+    fn from(e: access::MalformedPolicy) -> Self {
+        Self::with_message(S3Code::MalformedPolicy, e.0)
+    }
+}
+
 impl From<crate::xml::access_documents::AclDocumentError> for S3Error {
     fn from(e: crate::xml::access_documents::AclDocumentError) -> Self {
         use crate::xml::access_documents::AclDocumentError;

@@ -2,10 +2,11 @@
 //! endpoint table runs before a handler: a handler of a bucket endpoint
 //! receives an [`AuthorizedBucket`], which only these checks make.
 
+use super::conditions::RequestValues;
 use crate::auth::{Identity, VerifiedRequest};
 use crate::error::{S3Code, S3Error};
 use crate::state::AppState;
-use access::{decide, Action, BucketAccess, Decision, ObjectAccess, Requester, Right};
+use access::{decide, Action, BucketAccess, Decision, Facts, ObjectAccess, Requester, Right};
 use http::request::Parts;
 use meta_api::{BucketRecord, BucketRight, GetBucket, GetObject, ObjectRecord};
 use std::ops::Deref;
@@ -37,14 +38,17 @@ impl Deref for AuthorizedBucket {
     }
 }
 
-/// What of `bucket` decides access.
+/// What of `bucket` decides access, but its policy (which
+/// [`RequestContext::allowed`] adds).
 pub fn bucket_access(bucket: &BucketRecord) -> BucketAccess<'_> {
     BucketAccess {
+        name: &bucket.name,
         owner: &bucket.owner,
         acl: bucket.acl.as_deref(),
         ownership: bucket.effective_ownership(),
         public_access_block: bucket.public_access_block.as_ref(),
         public_read: bucket.public_read,
+        policy: None,
     }
 }
 
@@ -71,14 +75,35 @@ impl RequestContext<'_> {
         }
     }
 
-    /// The bucket, when it exists and the caller may do `action` in it: its
-    /// access key must allow the action's right there, and the bucket's
-    /// settings must grant it ([`access::decide`]). Actions on an existing
-    /// object are judged on the object once the handler has it.
+    /// The key the request's path names, if any.
+    fn target_key(&self) -> Option<String> {
+        let domain = self.state.config.domain.as_deref();
+        crate::router::target(&self.parts.uri, &self.parts.headers, domain)
+            .ok()?
+            .key
+    }
+
+    /// The bucket, when it exists and the caller may do `action` in it (to
+    /// the key the path names): its access key must allow the action's
+    /// right there, and the bucket's settings must grant it
+    /// ([`access::decide`]). Actions on an existing object are judged on the
+    /// object once the handler has it, and an action on keys the request
+    /// lists in its body (DeleteObjects) key by key.
     pub async fn authorize_bucket(
         &self,
         name: &str,
         action: Action,
+    ) -> Result<AuthorizedBucket, S3Error> {
+        self.authorize_bucket_at(name, action, self.target_key().as_deref())
+            .await
+    }
+
+    /// [`Self::authorize_bucket`] for `key` (the source of a copy).
+    pub async fn authorize_bucket_at(
+        &self,
+        name: &str,
+        action: Action,
+        key: Option<&str>,
     ) -> Result<AuthorizedBucket, S3Error> {
         let record = self.existing_bucket(name).await?;
         let key_allows = match self.identity().right_in(name) {
@@ -86,29 +111,44 @@ impl RequestContext<'_> {
             Some(BucketRight::Read) => action.right() == Right::Read,
             None => self.identity().anonymous,
         };
-        let granted = action.on_object()
-            || decide(&self.requester(), action, &bucket_access(&record), None) == Decision::Allow;
-        if key_allows && granted {
+        let judged_later = action.on_object() || (action.on_key() && key.is_none());
+        if key_allows && (judged_later || self.allowed(action, &record, None, key)?) {
             Ok(AuthorizedBucket { record, action })
         } else {
             Err(S3Error::new(S3Code::AccessDenied))
         }
     }
 
-    /// Whether the caller may do `action` in `bucket`.
+    /// Whether the caller may do `action` in `bucket` (to `object` at
+    /// `key`), judged with the bucket's policy and the request's condition
+    /// values.
     pub fn allowed(
         &self,
         action: Action,
         bucket: &BucketRecord,
         object: Option<&ObjectRecord>,
-    ) -> bool {
+        key: Option<&str>,
+    ) -> Result<bool, S3Error> {
+        let policy = self.state.policies.get(bucket).map_err(|e| {
+            S3Error::internal(format!(
+                "the stored policy of {} does not parse: {e}",
+                bucket.name
+            ))
+        })?;
+        let mut access = bucket_access(bucket);
+        access.policy = policy.as_deref();
+        let values = RequestValues {
+            parts: self.parts,
+            request: &self.request,
+            object,
+        };
+        let facts = Facts {
+            key,
+            values: &values,
+        };
         let object = object.map(object_access);
-        decide(
-            &self.requester(),
-            action,
-            &bucket_access(bucket),
-            object.as_ref(),
-        ) == Decision::Allow
+        let decision = decide(&self.requester(), action, &access, object.as_ref(), &facts);
+        Ok(decision == Decision::Allow)
     }
 
     /// The object at `key`, when the caller may do the bucket's action to
@@ -123,13 +163,15 @@ impl RequestContext<'_> {
             bucket: bucket.name.clone(),
             key: key.to_string(),
         };
-        match self.state.meta.call(request).await? {
-            Some(record) if self.allowed(bucket.action, bucket, Some(&record)) => Ok(record),
-            Some(_) => Err(S3Error::new(S3Code::AccessDenied)),
-            None if self.allowed(Action::ListBucket, bucket, None) => {
-                Err(S3Error::no_such_key(key))
-            }
-            None => Err(S3Error::new(S3Code::AccessDenied)),
+        let found = self.state.meta.call(request).await?;
+        let allowed = match &found {
+            Some(record) => self.allowed(bucket.action, bucket, Some(record), Some(key))?,
+            None => self.allowed(Action::ListBucket, bucket, None, None)?,
+        };
+        match found {
+            Some(record) if allowed => Ok(record),
+            None if allowed => Err(S3Error::no_such_key(key)),
+            _ => Err(S3Error::new(S3Code::AccessDenied)),
         }
     }
 

@@ -5,7 +5,6 @@
 
 use super::acl::{canned_acl, written_access};
 use super::object::{chosen_replication, requested_write_condition};
-use super::tagging::tags_from_header;
 use super::{xml_response, AuthorizedBucket, RequestContext};
 use crate::auth::{ChecksumAlgorithm, Checksummer};
 use crate::conditional::{evaluate_copy_source, Precondition};
@@ -14,6 +13,7 @@ use crate::headers::ObjectMetadata;
 use crate::object_checksum::object_checksum;
 use crate::range::ByteRange;
 use crate::request_body::{commit_or_discard, MAX_OBJECT_UPLOAD};
+use crate::tags::tags_from_header;
 use crate::xml::object_documents;
 use axum::response::Response;
 use block_client::WrittenKey;
@@ -129,7 +129,7 @@ async fn source_object(ctx: &RequestContext<'_>) -> Result<(CopySource, ObjectRe
     let source = parse_copy_source(raw)?;
     // Reading the source needs what a GetObject of it needs.
     let bucket = ctx
-        .authorize_bucket(&source.bucket, access::Action::GetObject)
+        .authorize_bucket_at(&source.bucket, access::Action::GetObject, Some(&source.key))
         .await?;
     let record = ctx.authorized_object(&bucket, &source.key).await?;
     if evaluate_copy_source(headers, &record.etag, record.created) != Precondition::Proceed {

@@ -6,7 +6,6 @@ use super::acl::{canned_acl, written_access};
 use super::object::{
     chosen_replication, requested_write_condition, store_request_body, stored_checksum,
 };
-use super::tagging::tags_from_header;
 use super::{empty_response, xml_response, AuthorizedBucket, RequestContext};
 use crate::auth::ChecksumAlgorithm;
 use crate::error::S3Code;
@@ -15,6 +14,7 @@ use crate::headers::{etag_value, ObjectMetadata};
 use crate::object_checksum::{COMPOSITE, FULL_OBJECT};
 use crate::params::{ListPartsParams, ListUploadsParams};
 use crate::request_body::{commit_or_discard, read_small_body};
+use crate::tags::tags_from_header;
 use crate::xml::documents::{self, ListPartsDoc, ListUploadsDoc};
 use crate::xml::object_documents;
 use crate::xml::parse::{parse_complete_upload, COMPLETE_UPLOAD_BODY_LIMIT};

@@ -2,7 +2,6 @@
 //! DeleteObjects.
 
 use super::acl::{canned_acl, written_access};
-use super::tagging::{tags_from_header, TAG_COUNT_HEADER};
 use super::{empty_response, xml_response, AuthorizedBucket, RequestContext};
 use crate::conditional::WriteConditionError;
 use crate::conditional::{self, Precondition};
@@ -16,6 +15,7 @@ use crate::request_body::{
     commit_or_discard, open_object_body, read_small_body, store_body, StoredBody,
 };
 use crate::router::MAX_KEY_LEN;
+use crate::tags::{tags_from_header, TAG_COUNT_HEADER};
 use crate::xml::documents::{self, DeleteOutcome};
 use crate::xml::parse::{parse_delete_objects, DELETE_OBJECTS_BODY_LIMIT};
 use axum::body::Body;
@@ -345,10 +345,14 @@ pub async fn delete_objects(
     let results: Vec<Result<(), S3Error>> = stream::iter(request.keys.clone())
         .map(|key| {
             let meta = ctx.state.meta.clone();
+            let allowed = ctx.allowed(access::Action::DeleteObject, bucket, None, Some(&key));
             let bucket = bucket.name.clone();
             async move {
                 if key.len() > MAX_KEY_LEN {
                     return Err(S3Error::new(S3Code::KeyTooLongError));
+                }
+                if !allowed? {
+                    return Err(S3Error::new(S3Code::AccessDenied));
                 }
                 meta.call(meta_api::DeleteObject { bucket, key }).await?;
                 Ok(())

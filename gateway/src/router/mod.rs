@@ -114,8 +114,6 @@ const UNSUPPORTED_SUBRESOURCES: &[(&str, &str)] = &[
     ("metrics", "MetricsConfiguration"),
     ("notification", "NotificationConfiguration"),
     ("object-lock", "ObjectLockConfiguration"),
-    ("policy", "Policy"),
-    ("policyStatus", "PolicyStatus"),
     ("replication", "Replication"),
     ("requestPayment", "RequestPayment"),
     ("restore", "Restore"),

@@ -131,6 +131,15 @@ pub fn ownership_controls(ownership: ObjectOwnership) -> Vec<u8> {
     w.finish()
 }
 
+/// PolicyStatus for GetBucketPolicyStatus.
+pub fn policy_status(is_public: bool) -> Vec<u8> {
+    let mut w = XmlWriter::new();
+    w.open_root("PolicyStatus");
+    w.boolean("IsPublic", is_public);
+    w.close("PolicyStatus");
+    w.finish()
+}
+
 /// A PublicAccessBlockConfiguration body; a flag left out is false.
 pub fn parse_public_access_block(bytes: &[u8]) -> Result<PublicAccessBlock, MalformedXml> {
     let root = parse_document(bytes)?;

@@ -49,6 +49,7 @@ fn bucket(name: &str, created: &str) -> BucketRecord {
         acl: None,
         ownership: None,
         public_access_block: None,
+        policy: None,
     }
 }
 

@@ -238,6 +238,9 @@ pub struct BucketRecord {
     /// Its public access block, if it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub public_access_block: Option<PublicAccessBlock>,
+    /// Its bucket policy, as put (JSON), if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
 }
 
 impl BucketRecord {

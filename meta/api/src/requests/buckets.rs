@@ -74,6 +74,8 @@ pub enum BucketAccessChange {
     Ownership(Option<ObjectOwnership>),
     /// Put/DeletePublicAccessBlock.
     PublicAccessBlock(Option<PublicAccessBlock>),
+    /// Put/DeleteBucketPolicy (the JSON as put).
+    Policy(Option<String>),
 }
 
 /// A bucket by name (shared: the record is read-only).

@@ -72,6 +72,7 @@ impl Handle<CreateBucket> for MetaState {
                 acl: access.acl,
                 ownership: Some(access.ownership),
                 public_access_block: access.public_access_block,
+                policy: None,
             };
             buckets.insert(name.as_str(), encode(&record)?.as_slice())?;
             Ok(())
@@ -180,6 +181,7 @@ impl Handle<SetBucketAccess> for MetaState {
             BucketAccessChange::Acl(acl) => record.acl = acl,
             BucketAccessChange::Ownership(ownership) => record.ownership = ownership,
             BucketAccessChange::PublicAccessBlock(block) => record.public_access_block = block,
+            BucketAccessChange::Policy(policy) => record.policy = policy,
         })
     }
 }

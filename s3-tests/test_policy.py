@@ -1,0 +1,228 @@
+"""Bucket policies through boto3: put, get, delete and status, S3's
+MalformedPolicy refusals, BlockPublicPolicy and RestrictPublicBuckets,
+principals (anyone, another user), an explicit Deny over the owner, and
+condition operators on the keys clients send (aws:SourceIp,
+aws:SecureTransport, aws:CurrentTime, s3:prefix, s3:max-keys,
+s3:signatureversion, object tags...). The bucket owner is a user, not root
+(root may do anything anywhere)."""
+
+import json
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from tessera_clients import REGION, empty_and_delete, error_code, http_status, new_bucket_name
+
+NO_BLOCK = {
+    "BlockPublicAcls": False,
+    "IgnorePublicAcls": False,
+    "BlockPublicPolicy": False,
+    "RestrictPublicBuckets": False,
+}
+
+
+@pytest.fixture(scope="module")
+def alice(make_user):
+    return make_user("pol")
+
+
+@pytest.fixture(scope="module")
+def bob(make_user):
+    return make_user("pol")
+
+
+@pytest.fixture
+def b(s3, alice):
+    """A bucket of Alice's, emptied and deleted (by root) afterwards."""
+    name = new_bucket_name("pol")
+    alice.client.create_bucket(Bucket=name)
+    yield name
+    empty_and_delete(s3, name)
+
+
+def outcome(call) -> str:
+    try:
+        call()
+        return "ok"
+    except ClientError as exc:
+        return error_code(exc) or str(http_status(exc))
+
+
+def document(*statements) -> str:
+    return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
+
+
+def statement(principal, actions, resources, condition=None, effect="Allow"):
+    out = {"Effect": effect, "Principal": principal, "Action": actions, "Resource": resources}
+    if condition:
+        out["Condition"] = condition
+    return out
+
+
+def test_put_get_delete_and_status(alice, b):
+    c = alice.client
+    assert outcome(lambda: c.get_bucket_policy(Bucket=b)) == "NoSuchBucketPolicy"
+    assert outcome(lambda: c.get_bucket_policy_status(Bucket=b)) == "NoSuchBucketPolicy"
+    text = document(statement({"AWS": alice.arn}, "s3:GetObject", f"arn:aws:s3:::{b}/*"))
+    c.put_bucket_policy(Bucket=b, Policy=text)
+    assert json.loads(c.get_bucket_policy(Bucket=b)["Policy"]) == json.loads(text)
+    assert c.get_bucket_policy_status(Bucket=b)["PolicyStatus"]["IsPublic"] is False
+    c.delete_bucket_policy(Bucket=b)
+    assert outcome(lambda: c.get_bucket_policy(Bucket=b)) == "NoSuchBucketPolicy"
+
+
+def test_malformed_policies_are_refused(alice, b):
+    c = alice.client
+    resource = f"arn:aws:s3:::{b}/*"
+    for text in [
+        "not json",
+        document(statement("*", "s3:Fly", resource)),
+        document(statement("*", "s3:GetObject", "arn:aws:s3:::someone-else/*")),
+        document(statement({"AWS": "bob"}, "s3:GetObject", resource)),
+        document(statement("*", "s3:GetObject", resource, {"IpAddress": {"aws:SourceIp": "nowhere"}})),
+        json.dumps({"Statement": [{"Effect": "Allow", "Action": "s3:GetObject", "Resource": resource}]}),
+    ]:
+        assert outcome(lambda: c.put_bucket_policy(Bucket=b, Policy=text)) == "MalformedPolicy", text
+
+
+def test_public_policies_and_the_public_access_block(alice, b, anonymous):
+    c = alice.client
+    c.put_object(Bucket=b, Key="public/page.html", Body=b"hello")
+    c.put_object(Bucket=b, Key="private/notes", Body=b"secret")
+    public = document(statement("*", "s3:GetObject", f"arn:aws:s3:::{b}/public/*"))
+    # New buckets block public policies, as in S3.
+    assert outcome(lambda: c.put_bucket_policy(Bucket=b, Policy=public)) == "AccessDenied"
+    c.put_public_access_block(Bucket=b, PublicAccessBlockConfiguration=NO_BLOCK)
+    c.put_bucket_policy(Bucket=b, Policy=public)
+    assert c.get_bucket_policy_status(Bucket=b)["PolicyStatus"]["IsPublic"] is True
+    assert anonymous.get_object(Bucket=b, Key="public/page.html")["Body"].read() == b"hello"
+    assert outcome(lambda: anonymous.get_object(Bucket=b, Key="private/notes")) == "AccessDenied"
+    assert outcome(lambda: anonymous.list_objects_v2(Bucket=b)) == "AccessDenied"
+    assert outcome(lambda: anonymous.put_object(Bucket=b, Key="public/x", Body=b"x")) == "AccessDenied"
+    # RestrictPublicBuckets: a public policy grants only the owner.
+    c.put_public_access_block(Bucket=b, PublicAccessBlockConfiguration=dict(NO_BLOCK, RestrictPublicBuckets=True))
+    assert outcome(lambda: anonymous.get_object(Bucket=b, Key="public/page.html")) == "AccessDenied"
+    assert c.get_object(Bucket=b, Key="public/page.html")["Body"].read() == b"hello"
+
+
+def test_another_user_gets_read_only_access_to_a_prefix(alice, bob, b):
+    c = alice.client
+    c.put_object(Bucket=b, Key="shared/report.csv", Body=b"1,2,3")
+    c.put_object(Bucket=b, Key="own/diary", Body=b"dear diary")
+    c.put_bucket_policy(
+        Bucket=b,
+        Policy=document(
+            statement({"AWS": bob.arn}, "s3:GetObject", f"arn:aws:s3:::{b}/shared/*"),
+            statement(
+                {"AWS": [bob.arn]},
+                "s3:ListBucket",
+                f"arn:aws:s3:::{b}",
+                {"StringLike": {"s3:prefix": "shared/*"}, "NumericLessThanEquals": {"s3:max-keys": "100"}},
+            ),
+        ),
+    )
+    other = bob.client
+    assert other.get_object(Bucket=b, Key="shared/report.csv")["Body"].read() == b"1,2,3"
+    assert outcome(lambda: other.get_object(Bucket=b, Key="own/diary")) == "AccessDenied"
+    assert outcome(lambda: other.put_object(Bucket=b, Key="shared/x", Body=b"x")) == "AccessDenied"
+    listed = other.list_objects_v2(Bucket=b, Prefix="shared/", MaxKeys=100)
+    assert [o["Key"] for o in listed["Contents"]] == ["shared/report.csv"]
+    assert outcome(lambda: other.list_objects_v2(Bucket=b, Prefix="own/", MaxKeys=100)) == "AccessDenied"
+    assert outcome(lambda: other.list_objects_v2(Bucket=b, Prefix="shared/", MaxKeys=1000)) == "AccessDenied"
+    assert outcome(lambda: other.list_objects_v2(Bucket=b)) == "AccessDenied"
+    # Copying out of the shared prefix into a bucket of Bob's.
+    target = new_bucket_name("bob")
+    other.create_bucket(Bucket=target)
+    try:
+        other.copy_object(Bucket=target, Key="copy.csv", CopySource={"Bucket": b, "Key": "shared/report.csv"})
+        assert other.get_object(Bucket=target, Key="copy.csv")["Body"].read() == b"1,2,3"
+        assert outcome(
+            lambda: other.copy_object(Bucket=target, Key="no", CopySource={"Bucket": b, "Key": "own/diary"})
+        ) == "AccessDenied"
+    finally:
+        other.delete_object(Bucket=target, Key="copy.csv")
+        other.delete_bucket(Bucket=target)
+
+
+def test_an_explicit_deny_binds_the_owner_but_not_root(s3, alice, b):
+    c = alice.client
+    c.put_object(Bucket=b, Key="locked/ledger", Body=b"x")
+    c.put_object(Bucket=b, Key="loose/item", Body=b"x")
+    c.put_bucket_policy(
+        Bucket=b,
+        Policy=document(statement("*", ["s3:DeleteObject"], f"arn:aws:s3:::{b}/locked/*", effect="Deny")),
+    )
+    assert outcome(lambda: c.delete_object(Bucket=b, Key="locked/ledger")) == "AccessDenied"
+    result = c.delete_objects(Bucket=b, Delete={"Objects": [{"Key": "locked/ledger"}, {"Key": "loose/item"}]})
+    assert [d["Key"] for d in result.get("Deleted", [])] == ["loose/item"]
+    assert [(e["Key"], e["Code"]) for e in result["Errors"]] == [("locked/ledger", "AccessDenied")]
+    s3.delete_object(Bucket=b, Key="locked/ledger")
+
+
+def test_condition_keys_clients_send(server, alice, bob, b):
+    c, other = alice.client, bob.client
+    c.put_object(Bucket=b, Key="k", Body=b"v", Tagging="class=public")
+    c.put_object(Bucket=b, Key="hidden", Body=b"v", Tagging="class=internal")
+    cases = [
+        # (condition on a GetObject grant to Bob, whether Bob may read k)
+        ({"IpAddress": {"aws:SourceIp": "127.0.0.0/8"}}, True),
+        ({"IpAddress": {"aws:SourceIp": "10.0.0.0/8"}}, False),
+        ({"NotIpAddress": {"aws:SourceIp": ["10.0.0.0/8", "2001:db8::/32"]}}, True),
+        ({"Bool": {"aws:SecureTransport": "false"}}, True),
+        ({"Bool": {"aws:SecureTransport": "true"}}, False),
+        ({"DateLessThan": {"aws:CurrentTime": "2000-01-01T00:00:00Z"}}, False),
+        ({"DateGreaterThan": {"aws:CurrentTime": "2000-01-01T00:00:00Z"}}, True),
+        ({"StringEquals": {"aws:username": bob.name}}, True),
+        ({"StringEquals": {"s3:signatureversion": "AWS4-HMAC-SHA256"}}, True),
+        ({"StringEquals": {"s3:ExistingObjectTag/class": "public"}}, True),
+        ({"StringEquals": {"s3:ExistingObjectTag/class": "secret"}}, False),
+        ({"Null": {"s3:x-amz-server-side-encryption": "true"}}, True),
+        ({"StringEqualsIfExists": {"s3:x-amz-server-side-encryption": "AES256"}}, True),
+        ({"StringEquals": {"s3:x-amz-server-side-encryption": "AES256"}}, False),
+    ]
+    for condition, readable in cases:
+        c.put_bucket_policy(
+            Bucket=b, Policy=document(statement({"AWS": bob.arn}, "s3:GetObject", f"arn:aws:s3:::{b}/*", condition))
+        )
+        got = outcome(lambda: other.get_object(Bucket=b, Key="k"))
+        assert got == ("ok" if readable else "AccessDenied"), condition
+    # Writes held to tags: PutObject only with class=public, and only that tag key.
+    c.put_bucket_policy(
+        Bucket=b,
+        Policy=document(
+            statement(
+                {"AWS": bob.arn},
+                "s3:PutObject",
+                f"arn:aws:s3:::{b}/*",
+                {
+                    "StringEquals": {"s3:RequestObjectTag/class": "public"},
+                    "ForAllValues:StringEquals": {"s3:RequestObjectTagKeys": ["class"]},
+                },
+            )
+        ),
+    )
+    assert outcome(lambda: other.put_object(Bucket=b, Key="t1", Body=b"x", Tagging="class=public")) == "ok"
+    assert outcome(lambda: other.put_object(Bucket=b, Key="t2", Body=b"x", Tagging="class=internal")) == "AccessDenied"
+    assert outcome(lambda: other.put_object(Bucket=b, Key="t3", Body=b"x", Tagging="class=public&x=1")) == "AccessDenied"
+    assert outcome(lambda: other.put_object(Bucket=b, Key="t4", Body=b"x")) == "AccessDenied"
+    # SigV2 can be refused by policy.
+    c.put_bucket_policy(
+        Bucket=b,
+        Policy=document(
+            statement({"AWS": bob.arn}, "s3:GetObject", f"arn:aws:s3:::{b}/*"),
+            statement("*", "s3:*", [f"arn:aws:s3:::{b}", f"arn:aws:s3:::{b}/*"],
+                      {"StringEquals": {"s3:signatureversion": "AWS"}}, effect="Deny"),
+        ),
+    )
+    v2 = boto3.session.Session().client(
+        "s3",
+        endpoint_url=server.endpoint,
+        aws_access_key_id=bob.access_key,
+        aws_secret_access_key=bob.secret_key,
+        config=Config(signature_version="s3", region_name=REGION, s3={"addressing_style": "path"},
+                      retries={"max_attempts": 1}),
+    )
+    assert outcome(lambda: v2.get_object(Bucket=b, Key="k")) == "AccessDenied"
+    assert other.get_object(Bucket=b, Key="k")["Body"].read() == b"v"
