@@ -55,6 +55,15 @@ def s3_client(
     )
 
 
+def outcome(call) -> str:
+    """"ok", or the S3 error code `call` raised (for tables of expected answers)."""
+    try:
+        call()
+        return "ok"
+    except ClientError as exc:
+        return error_code(exc) or str(http_status(exc))
+
+
 def anonymous_client(endpoint: str) -> object:
     """A boto3 S3 client that signs nothing (a browser, curl, a public link)."""
     config = Config(

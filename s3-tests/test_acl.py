@@ -7,9 +7,8 @@ import itertools
 
 import pytest
 import requests
-from botocore.exceptions import ClientError
 
-from tessera_clients import empty_and_delete, error_code, http_status, new_bucket_name
+from tessera_clients import empty_and_delete, new_bucket_name, outcome
 
 ALL_USERS = "http://acs.amazonaws.com/groups/global/AllUsers"
 
@@ -28,13 +27,6 @@ def other(make_user):
     return user.client, user.canonical_id
 
 
-def outcome(call) -> str:
-    """"ok", or the S3 error code of the call."""
-    try:
-        call()
-        return "ok"
-    except ClientError as exc:
-        return error_code(exc) or str(http_status(exc))
 
 
 @pytest.fixture

@@ -11,9 +11,8 @@ import json
 import boto3
 import pytest
 from botocore.config import Config
-from botocore.exceptions import ClientError
 
-from tessera_clients import REGION, empty_and_delete, error_code, http_status, new_bucket_name
+from tessera_clients import REGION, empty_and_delete, new_bucket_name, outcome
 
 NO_BLOCK = {
     "BlockPublicAcls": False,
@@ -42,12 +41,6 @@ def b(s3, alice):
     empty_and_delete(s3, name)
 
 
-def outcome(call) -> str:
-    try:
-        call()
-        return "ok"
-    except ClientError as exc:
-        return error_code(exc) or str(http_status(exc))
 
 
 def document(*statements) -> str:
@@ -226,3 +219,64 @@ def test_condition_keys_clients_send(server, alice, bob, b):
     )
     assert outcome(lambda: v2.get_object(Bucket=b, Key="k")) == "AccessDenied"
     assert other.get_object(Bucket=b, Key="k")["Body"].read() == b"v"
+
+
+def eventually(call, expected: str, within: float = 15.0) -> str:
+    """`outcome(call)` once it is `expected` (a user's policy reaches the
+    gateway within its credential cache's lifetime), else the last one."""
+    import time
+
+    deadline = time.monotonic() + within
+    while True:
+        got = outcome(call)
+        if got == expected or time.monotonic() > deadline:
+            return got
+        time.sleep(0.5)
+
+
+def test_a_user_policy_limits_a_key_to_one_prefix_read_only(server, s3, make_user, tmp_path):
+    from tessera_procs import HarnessError
+
+    carol = make_user("pol")
+    c = carol.client
+    name = new_bucket_name("carol")
+    c.create_bucket(Bucket=name)
+    try:
+        c.put_object(Bucket=name, Key="reports/q1.csv", Body=b"q1")
+        c.put_object(Bucket=name, Key="drafts/q2.csv", Body=b"q2")
+        read_only = tmp_path / "read-only.json"
+        read_only.write_text(
+            document(
+                {
+                    "Effect": "Allow",
+                    "Action": ["s3:GetObject"],
+                    "Resource": f"arn:aws:s3:::{name}/reports/*",
+                },
+                {
+                    "Effect": "Allow",
+                    "Action": "s3:ListBucket",
+                    "Resource": f"arn:aws:s3:::{name}",
+                    "Condition": {"StringLike": {"s3:prefix": "reports/*"}},
+                },
+            )
+        )
+        server.admin("user", "policy", carol.name, str(read_only))
+        # Writes stop once the policy reaches the gateway (a probe key: one
+        # that got in before then changes nothing below).
+        assert eventually(lambda: c.put_object(Bucket=name, Key="probe", Body=b"x"), "AccessDenied") == (
+            "AccessDenied"
+        )
+        assert c.get_object(Bucket=name, Key="reports/q1.csv")["Body"].read() == b"q1"
+        assert outcome(lambda: c.get_object(Bucket=name, Key="drafts/q2.csv")) == "AccessDenied"
+        assert [o["Key"] for o in c.list_objects_v2(Bucket=name, Prefix="reports/")["Contents"]] == ["reports/q1.csv"]
+        assert outcome(lambda: c.list_objects_v2(Bucket=name)) == "AccessDenied"
+        assert outcome(lambda: c.delete_bucket(Bucket=name)) == "AccessDenied"
+        # A policy with a Principal is a bucket's, not a user's: refused before it is sent.
+        wrong = tmp_path / "wrong.json"
+        wrong.write_text(document(statement("*", "s3:GetObject", "*")))
+        with pytest.raises(HarnessError, match="Principal"):
+            server.admin("user", "policy", carol.name, str(wrong))
+        server.admin("user", "policy", carol.name, "--clear")
+        assert eventually(lambda: c.put_object(Bucket=name, Key="reports/q3.csv", Body=b"x"), "ok") == "ok"
+    finally:
+        empty_and_delete(s3, name)

@@ -11,7 +11,7 @@ use meta_api::{
     AccessKeyRecord, BucketGrant, BucketRecord, BucketRight, ClusterStatus, CreateBucket,
     CreateKey, CreateUser, DeleteBucket, DeleteKey, DeleteUser, GetClusterStatus, LimitKey,
     ListBuckets, ListKeys, ListUsers, MetaClient, MintCredential, Principal, SetBucketPublicRead,
-    UserRecord,
+    SetUserPolicy, UserRecord,
 };
 use meta_api::{AdminState, Credential, CredentialKey, SetDatanodeAdminState};
 use proto::DatanodeId;
@@ -150,6 +150,17 @@ pub enum UserCommand {
     Delete {
         name: String,
     },
+    /// Gives a user a policy (IAM JSON, no Principal): the user may then do
+    /// only what it allows, in any bucket; `--clear` removes it.
+    Policy {
+        name: String,
+        /// The policy document.
+        #[arg(required_unless_present = "clear")]
+        file: Option<std::path::PathBuf>,
+        /// Remove the user's policy.
+        #[arg(long, conflicts_with = "file")]
+        clear: bool,
+    },
 }
 
 /// `tessera admin key ...`
@@ -273,6 +284,24 @@ pub async fn run(args: AdminArgs) -> Result<()> {
         AdminCommand::User(UserCommand::List) => users_json(&meta.call(ListUsers).await?),
         AdminCommand::User(UserCommand::Delete { name }) => {
             meta.call(DeleteUser { name: name.clone() }).await?;
+            done
+        }
+        AdminCommand::User(UserCommand::Policy { name, file, .. }) => {
+            let policy = match file {
+                Some(path) => {
+                    let text = std::fs::read_to_string(path)
+                        .with_context(|| format!("reading {}", path.display()))?;
+                    access::Policy::parse_user(&text)
+                        .with_context(|| format!("{} is not a user policy", path.display()))?;
+                    Some(text)
+                }
+                None => None,
+            };
+            let set = SetUserPolicy {
+                name: name.clone(),
+                policy,
+            };
+            meta.call(set).await?;
             done
         }
         AdminCommand::Key(KeyCommand::Create { user, limits }) => {

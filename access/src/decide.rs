@@ -20,6 +20,9 @@ pub struct Requester<'a> {
     pub user: Option<&'a str>,
     /// The store's root user, who may do anything.
     pub is_root: bool,
+    /// The user's own policy, if an operator gave it one: then the user may
+    /// do only what it allows, and nothing it denies.
+    pub policy: Option<&'a Policy>,
 }
 
 /// What of a bucket decides access.
@@ -135,14 +138,15 @@ fn acl_grants(
     })
 }
 
-/// What the bucket policy says of the request; NotApplicable without one.
+/// What `policy` says of the request; NotApplicable without one.
 fn policy_says(
+    policy: Option<&Policy>,
     requester: &Requester<'_>,
     action: Action,
     bucket: &BucketAccess<'_>,
     facts: &Facts<'_>,
 ) -> PolicyDecision {
-    let Some(policy) = bucket.policy else {
+    let Some(policy) = policy else {
         return PolicyDecision::NotApplicable;
     };
     let key = if action.on_key() { facts.key } else { None };
@@ -168,8 +172,10 @@ pub fn decide(
     if requester.is_root {
         return Decision::Allow;
     }
-    let policy = policy_says(requester, action, bucket, facts);
-    if policy == PolicyDecision::Deny {
+    let policy = policy_says(bucket.policy, requester, action, bucket, facts);
+    let own_policy = policy_says(requester.policy, requester, action, bucket, facts);
+    let limited = requester.policy.is_some() && own_policy != PolicyDecision::Allow;
+    if policy == PolicyDecision::Deny || limited {
         return Decision::Deny;
     }
     if bucket.public_read && matches!(action, Action::GetObject | Action::ListBucket) {
@@ -212,18 +218,22 @@ mod tests {
     const ALICE: Requester<'static> = Requester {
         user: Some("alice"),
         is_root: false,
+        policy: None,
     };
     const BOB: Requester<'static> = Requester {
         user: Some("bob"),
         is_root: false,
+        policy: None,
     };
     const ANONYMOUS: Requester<'static> = Requester {
         user: None,
         is_root: false,
+        policy: None,
     };
     const ROOT: Requester<'static> = Requester {
         user: Some("root"),
         is_root: true,
+        policy: None,
     };
 
     fn bucket<'a>(acl: Option<&'a [Grant]>, ownership: ObjectOwnership) -> BucketAccess<'a> {
@@ -536,5 +546,55 @@ mod tests {
         );
         assert_eq!(decide(&BOB, Action::PutObject, &b, None, &at("x")), Deny);
         assert_eq!(decide(&ALICE, Action::PutObject, &b, None, &at("x")), Allow);
+    }
+
+    /// A user with a policy may do only what it allows, in its own buckets
+    /// too; what others grant it still needs its policy's Allow.
+    #[test]
+    fn a_user_policy_is_a_ceiling() {
+        let read_only = Policy::parse_user(
+            r#"{"Statement":[{"Effect":"Allow","Action":["s3:GetObject","s3:ListBucket"],
+                "Resource":["arn:aws:s3:::b","arn:aws:s3:::b/reports/*"]}]}"#,
+        )
+        .unwrap();
+        let alice = Requester {
+            policy: Some(&read_only),
+            ..ALICE
+        };
+        let b = bucket(None, ObjectOwnership::BucketOwnerEnforced);
+        let at = |key| Facts {
+            key: Some(key),
+            values: &NoValues,
+        };
+        assert_eq!(
+            decide(&alice, Action::GetObject, &b, None, &at("reports/q1")),
+            Allow
+        );
+        assert_eq!(
+            decide(&alice, Action::GetObject, &b, None, &at("diary")),
+            Deny
+        );
+        assert_eq!(
+            decide(&alice, Action::PutObject, &b, None, &at("reports/q2")),
+            Deny
+        );
+        assert_eq!(decide(&alice, Action::ListBucket, &b, None, &NONE), Allow);
+        let public = canned("public-read-write");
+        let open = BucketAccess {
+            owner: "carol",
+            ..bucket(Some(&public), ObjectOwnership::ObjectWriter)
+        };
+        assert_eq!(
+            decide(&alice, Action::PutObject, &open, None, &at("reports/x")),
+            Deny
+        );
+        assert_eq!(
+            decide(&alice, Action::ListBucket, &open, None, &NONE),
+            Allow
+        );
+        assert!(Policy::parse_user(
+            r#"{"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:*","Resource":"*"}]}"#
+        )
+        .is_err());
     }
 }

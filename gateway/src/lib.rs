@@ -98,7 +98,8 @@ pub fn router(meta: MetaClient, store: StoreClient, config: GatewayConfig) -> ax
         readers: readers::ReaderCache::default(),
         uploads,
         get_memory,
-        policies: Default::default(),
+        bucket_policies: Default::default(),
+        user_policies: Default::default(),
     });
     axum::Router::new()
         .fallback(endpoint::serve)

@@ -26,5 +26,7 @@ pub struct AppState {
     /// The bound on the bytes GET bodies hold at once.
     pub get_memory: GetMemory,
     /// Bucket policies, parsed.
-    pub policies: crate::policies::PolicyCache,
+    pub bucket_policies: crate::policies::PolicyCache,
+    /// User policies, parsed.
+    pub user_policies: crate::policies::PolicyCache,
 }

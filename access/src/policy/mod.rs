@@ -1,8 +1,9 @@
-//! Bucket policies in the IAM policy language for S3: parsed and checked
-//! once ([`Policy::parse`], with S3's MalformedPolicy reasons), then
-//! evaluated per request ([`Policy::evaluate`]): a statement applies when
-//! its principal, action, resource and every condition match; an explicit
-//! Deny wins over any Allow.
+//! Policies in the IAM policy language for S3, of buckets (with principals,
+//! about one bucket) and of users (without principals, about any bucket):
+//! parsed and checked once ([`Policy::parse`], [`Policy::parse_user`], with
+//! S3's MalformedPolicy reasons), then evaluated per request
+//! ([`Policy::evaluate`]): a statement applies when its principal, action,
+//! resource and every condition match; an explicit Deny wins over any Allow.
 
 mod condition;
 mod pattern;
@@ -190,18 +191,34 @@ fn parse_actions(value: &Value) -> Result<Vec<Pattern>, MalformedPolicy> {
     Ok(patterns)
 }
 
-fn parse_resources(value: &Value, bucket: &str) -> Result<Vec<Pattern>, MalformedPolicy> {
+/// Whose policy a document is: a bucket's names principals and only that
+/// bucket's resources; a user's names no principal (it is the user's).
+#[derive(Clone, Copy, Debug)]
+enum Holder<'a> {
+    Bucket(&'a str),
+    User,
+}
+
+fn parse_resources(value: &Value, holder: Holder<'_>) -> Result<Vec<Pattern>, MalformedPolicy> {
     let mut patterns = Vec::new();
     for arn in one_or_many(value, "Resource")? {
-        // Every resource must be this bucket or under it.
         let rest = arn
             .strip_prefix("arn:aws:s3:::")
+            .or_else(|| (arn == "*").then_some("*"))
             .ok_or_else(|| malformed("Policy has invalid resource"))?;
-        let named_bucket = rest.split('/').next().unwrap_or_default();
-        if !Pattern::new(named_bucket).matches(bucket) {
-            return Err(malformed("Policy has invalid resource"));
+        // A bucket's resources must be the bucket or under it.
+        if let Holder::Bucket(bucket) = holder {
+            let named_bucket = rest.split('/').next().unwrap_or_default();
+            if !Pattern::new(named_bucket).matches(bucket) {
+                return Err(malformed("Policy has invalid resource"));
+            }
         }
-        patterns.push(Pattern::new(&arn));
+        let pattern = if arn == "*" {
+            "arn:aws:s3:::*"
+        } else {
+            arn.as_str()
+        };
+        patterns.push(Pattern::new(pattern));
     }
     Ok(patterns)
 }
@@ -232,7 +249,7 @@ fn listed<T>(
     })
 }
 
-fn parse_statement(value: &Value, bucket: &str) -> Result<Statement, MalformedPolicy> {
+fn parse_statement(value: &Value, holder: Holder<'_>) -> Result<Statement, MalformedPolicy> {
     let map = value
         .as_object()
         .ok_or_else(|| malformed("Statement must be an object"))?;
@@ -263,8 +280,16 @@ fn parse_statement(value: &Value, bucket: &str) -> Result<Statement, MalformedPo
         Some(other) => return Err(malformed(format!("Invalid effect: {other}"))),
         None => return Err(malformed("Missing required field Effect")),
     };
-    let principal = either(map, "Principal", "NotPrincipal")?
-        .ok_or_else(|| malformed("Missing required field Principal"))?;
+    let principal = match (holder, either(map, "Principal", "NotPrincipal")?) {
+        (Holder::Bucket(_), Some(principal)) => listed(principal, parse_principals)?,
+        (Holder::Bucket(_), None) => return Err(malformed("Missing required field Principal")),
+        (Holder::User, None) => Listed::Is(Principals {
+            everyone: true,
+            users: Vec::new(),
+            canonical_ids: Vec::new(),
+        }),
+        (Holder::User, Some(_)) => return Err(malformed("Has prohibited field Principal")),
+    };
     let actions = either(map, "Action", "NotAction")?
         .ok_or_else(|| malformed("Missing required field Action"))?;
     let resources = either(map, "Resource", "NotResource")?
@@ -276,9 +301,9 @@ fn parse_statement(value: &Value, bucket: &str) -> Result<Statement, MalformedPo
     Ok(Statement {
         sid,
         effect,
-        principal: listed(principal, parse_principals)?,
+        principal,
         actions: listed(actions, parse_actions)?,
-        resources: listed(resources, |v| parse_resources(v, bucket))?,
+        resources: listed(resources, |v| parse_resources(v, holder))?,
         conditions,
     })
 }
@@ -286,6 +311,15 @@ fn parse_statement(value: &Value, bucket: &str) -> Result<Statement, MalformedPo
 impl Policy {
     /// Parses and checks the policy `text` of `bucket` as S3 does.
     pub fn parse(text: &str, bucket: &str) -> Result<Self, MalformedPolicy> {
+        Self::parse_for(text, Holder::Bucket(bucket))
+    }
+
+    /// Parses and checks a user's policy: no principals, any bucket.
+    pub fn parse_user(text: &str) -> Result<Self, MalformedPolicy> {
+        Self::parse_for(text, Holder::User)
+    }
+
+    fn parse_for(text: &str, holder: Holder<'_>) -> Result<Self, MalformedPolicy> {
         if text.len() > MAX_POLICY_BYTES {
             return Err(malformed("Policies must be at most 20 KB"));
         }
@@ -311,9 +345,9 @@ impl Policy {
         let statements = match map.get("Statement") {
             Some(Value::Array(items)) if !items.is_empty() => items
                 .iter()
-                .map(|s| parse_statement(s, bucket))
+                .map(|s| parse_statement(s, holder))
                 .collect::<Result<Vec<_>, _>>()?,
-            Some(single @ Value::Object(_)) => vec![parse_statement(single, bucket)?],
+            Some(single @ Value::Object(_)) => vec![parse_statement(single, holder)?],
             _ => return Err(malformed("Missing required field Statement")),
         };
         Ok(Self { statements })

@@ -343,6 +343,7 @@ mod tests {
                 is_root: false,
                 bucket_grants: None,
                 anonymous: false,
+                user_policy: None,
             },
             signed_by: None,
             payload,

@@ -29,6 +29,7 @@ fn lookup(access_key: &str) -> Option<(String, Identity)> {
             is_root: false,
             bucket_grants: None,
             anonymous: false,
+            user_policy: None,
         };
         (SECRET.to_string(), identity)
     })

@@ -75,6 +75,8 @@ pub struct Identity {
     /// An unsigned request: reaches only public-read buckets, and browser
     /// form uploads whose policy carries their own signature.
     pub anonymous: bool,
+    /// The user's own policy (JSON), when an operator gave it one.
+    pub user_policy: Option<String>,
 }
 
 impl Identity {
@@ -92,6 +94,7 @@ impl Identity {
             is_root: user.is_root,
             bucket_grants: key.bucket_grants,
             anonymous: false,
+            user_policy: user.policy,
         }
     }
 
@@ -103,6 +106,7 @@ impl Identity {
             is_root: false,
             bucket_grants: Some(Vec::new()),
             anonymous: true,
+            user_policy: None,
         }
     }
 }
@@ -606,6 +610,7 @@ mod tests {
                 grant("uploads", BucketRight::ReadWrite),
             ]),
             anonymous: false,
+            user_policy: None,
         };
         assert_eq!(identity.right_in("logs"), Some(BucketRight::Read));
         assert_eq!(identity.right_in("uploads"), Some(BucketRight::ReadWrite));

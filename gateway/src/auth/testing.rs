@@ -27,6 +27,7 @@ pub fn example_lookup(access_key: &str) -> Option<(String, Identity)> {
                 is_root: false,
                 bucket_grants: None,
                 anonymous: false,
+                user_policy: None,
             },
         )
     })

@@ -6,7 +6,9 @@ use super::conditions::RequestValues;
 use crate::auth::{Identity, VerifiedRequest};
 use crate::error::{S3Code, S3Error};
 use crate::state::AppState;
-use access::{decide, Action, BucketAccess, Decision, Facts, ObjectAccess, Requester, Right};
+use access::{
+    decide, Action, BucketAccess, Decision, Facts, ObjectAccess, Policy, Requester, Right,
+};
 use http::request::Parts;
 use meta_api::{BucketRecord, BucketRight, GetBucket, GetObject, ObjectRecord};
 use std::ops::Deref;
@@ -72,6 +74,7 @@ impl RequestContext<'_> {
         Requester {
             user: (!identity.anonymous).then_some(identity.user.as_str()),
             is_root: identity.is_root,
+            policy: None,
         }
     }
 
@@ -129,12 +132,24 @@ impl RequestContext<'_> {
         object: Option<&ObjectRecord>,
         key: Option<&str>,
     ) -> Result<bool, S3Error> {
-        let policy = self.state.policies.get(bucket).map_err(|e| {
-            S3Error::internal(format!(
-                "the stored policy of {} does not parse: {e}",
-                bucket.name
-            ))
-        })?;
+        let unparsable = |holder: &str, e: access::MalformedPolicy| {
+            S3Error::internal(format!("the stored policy of {holder} does not parse: {e}"))
+        };
+        let policy = (self.state.bucket_policies)
+            .of_bucket(bucket)
+            .map_err(|e| unparsable(&bucket.name, e))?;
+        let identity = self.identity();
+        let user_policy = (self.state.user_policies)
+            .get(
+                &identity.user,
+                identity.user_policy.as_deref(),
+                Policy::parse_user,
+            )
+            .map_err(|e| unparsable(&identity.user, e))?;
+        let requester = Requester {
+            policy: user_policy.as_deref(),
+            ..self.requester()
+        };
         let mut access = bucket_access(bucket);
         access.policy = policy.as_deref();
         let values = RequestValues {
@@ -147,7 +162,7 @@ impl RequestContext<'_> {
             values: &values,
         };
         let object = object.map(object_access);
-        let decision = decide(&self.requester(), action, &access, object.as_ref(), &facts);
+        let decision = decide(&requester, action, &access, object.as_ref(), &facts);
         Ok(decision == Decision::Allow)
     }
 

@@ -77,8 +77,8 @@ pub fn get_bucket_policy_status(
 ) -> Result<Response, S3Error> {
     let policy = ctx
         .state
-        .policies
-        .get(bucket)
+        .bucket_policies
+        .of_bucket(bucket)
         .map_err(S3Error::internal)?
         .ok_or_else(no_policy)?;
     Ok(xml_response(policy_status(policy.is_public())))

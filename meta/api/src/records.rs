@@ -346,6 +346,10 @@ pub struct UserRecord {
     pub created: UnixMillis,
     /// The root user may reach every bucket.
     pub is_root: bool,
+    /// The user's policy (JSON in the IAM policy language), when an operator
+    /// gave it one: the user may then do only what it allows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
 }
 
 /// An S3 access key and its secret.

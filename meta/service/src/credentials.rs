@@ -147,6 +147,7 @@ fn ensure_root_user(txn: &WriteTransaction, now: UnixMillis) -> Result<(), Store
             name: ROOT_USER.to_string(),
             created: now,
             is_root: true,
+            policy: None,
         },
     };
     users.insert(ROOT_USER, encode(&record)?.as_slice())?;

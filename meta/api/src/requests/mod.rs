@@ -206,6 +206,7 @@ request_table! {
     ListKeys => Vec<AccessKeyRecord>, "list_keys", Admin;
     LimitKey => (), "limit_key", Admin;
     SetBucketPublicRead => (), "set_bucket_public_read", Admin;
+    SetUserPolicy => (), "set_user_policy", Admin;
     GetClusterStatus => ClusterStatus, "status", Admin;
     SetDatanodeAdminState => (), "set_datanode_admin_state", Admin;
     MintCredential => String, "mint_credential", Admin;

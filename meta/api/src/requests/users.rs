@@ -12,6 +12,15 @@ pub struct CreateUser {
     pub name: String,
 }
 
+/// Gives a user a policy (None: removes it).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SetUserPolicy {
+    /// User name.
+    pub name: String,
+    /// The policy, JSON; checked by the caller.
+    pub policy: Option<String>,
+}
+
 /// Deletes a user that owns no buckets.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DeleteUser {

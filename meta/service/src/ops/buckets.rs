@@ -186,10 +186,41 @@ impl Handle<SetBucketAccess> for MetaState {
     }
 }
 
+/// The bucket policy the administrator's public-read switch writes: anyone
+/// may read the bucket's objects and list it.
+pub(crate) fn public_read_policy(bucket: &str) -> String {
+    format!(
+        r#"{{"Version":"2012-10-17","Statement":[{{"Sid":"PublicRead","Effect":"Allow","Principal":"*","Action":["s3:GetObject","s3:ListBucket"],"Resource":["arn:aws:s3:::{bucket}","arn:aws:s3:::{bucket}/*"]}}]}}"#
+    )
+}
+
 impl Handle<SetBucketPublicRead> for MetaState {
+    /// A shortcut for a bucket policy: on writes [`public_read_policy`] (and
+    /// lifts the public access block flags that would stop it), off removes
+    /// it; a bucket with a policy of its own is left to its owner.
     fn handle(&self, request: SetBucketPublicRead, _now: UnixMillis) -> Result<(), MetaError> {
         let on = request.public_read;
-        update_bucket(self, &request.name, |record| record.public_read = on)?;
+        let shortcut = public_read_policy(&request.name);
+        self.store.write(|txn| {
+            let mut buckets = txn.open_table(BUCKETS)?;
+            let mut record = require_bucket(&buckets, &request.name)?;
+            if record.policy.as_ref().is_some_and(|p| *p != shortcut) {
+                return Err(MetaError::InvalidRequest(format!(
+                    "bucket {} has a policy of its own; change it with PutBucketPolicy",
+                    request.name
+                ))
+                .into());
+            }
+            // Buckets switched on before the switch wrote a policy.
+            record.public_read = false;
+            record.policy = on.then(|| shortcut.clone());
+            if let (true, Some(block)) = (on, record.public_access_block.as_mut()) {
+                block.block_public_policy = false;
+                block.restrict_public_buckets = false;
+            }
+            buckets.insert(request.name.as_str(), encode(&record)?.as_slice())?;
+            Ok(())
+        })?;
         tracing::info!(bucket = %request.name, public_read = on, "bucket access changed");
         Ok(())
     }

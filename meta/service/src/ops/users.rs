@@ -10,8 +10,8 @@ use crate::store::tables::{require_bucket, ACCESS_KEYS, BUCKETS, OBJECTS, USERS}
 use meta_api::naming::validate_user_name;
 use meta_api::{
     AccessKeyRecord, BucketRecord, ClusterStatus, CreateKey, CreateUser, DeleteKey, DeleteUser,
-    GetClusterStatus, Handle, LimitKey, ListKeys, ListUsers, MetaError, MintCredential, UnixMillis,
-    UserRecord,
+    GetClusterStatus, Handle, LimitKey, ListKeys, ListUsers, MetaError, MintCredential,
+    SetUserPolicy, UnixMillis, UserRecord,
 };
 use redb::{ReadableTable, ReadableTableMetadata};
 
@@ -28,11 +28,35 @@ impl Handle<CreateUser> for MetaState {
                 name: name.to_string(),
                 created: now,
                 is_root: false,
+                policy: None,
             };
             users.insert(name, encode(&record)?.as_slice())?;
             Ok(())
         })?;
         tracing::info!(user = name, "user created");
+        Ok(())
+    }
+}
+
+impl Handle<SetUserPolicy> for MetaState {
+    /// Replaces the user's policy (the admin CLI checked it); root keeps none.
+    fn handle(&self, request: SetUserPolicy, _now: UnixMillis) -> Result<(), MetaError> {
+        let name = request.name.as_str();
+        if name == ROOT_USER {
+            return Err(MetaError::InvalidRequest(
+                "the root user may do anything; it takes no policy".into(),
+            ));
+        }
+        let set = request.policy.is_some();
+        self.store.write(|txn| {
+            let mut users = txn.open_table(USERS)?;
+            let mut user: UserRecord =
+                get_json(&users, name)?.ok_or_else(|| MetaError::NoSuchUser(name.to_string()))?;
+            user.policy = request.policy;
+            users.insert(name, encode(&user)?.as_slice())?;
+            Ok(())
+        })?;
+        tracing::info!(user = name, policy = set, "user policy changed");
         Ok(())
     }
 }

@@ -82,7 +82,41 @@ async fn bucket_cors_public_read_and_key_limits_are_stored(transport: Transport)
         panic!("bucket missing");
     };
     assert_eq!(bucket.cors, vec![rule]);
-    assert!(bucket.public_read);
+    // The public-read switch writes a policy and lifts the blocks that would stop it.
+    let policy = bucket.policy.clone().expect("public-read writes a policy");
+    assert!(policy.contains(r#""Principal":"*""#) && policy.contains("s3:GetObject"));
+    assert!(access::Policy::parse(&policy, BUCKET).unwrap().is_public());
+    let block = bucket
+        .public_access_block
+        .expect("new buckets have a block");
+    assert!(!block.block_public_policy && !block.restrict_public_buckets);
+    assert!(block.block_public_acls && block.ignore_public_acls);
+    let off = SetBucketPublicRead {
+        name: BUCKET.into(),
+        public_read: false,
+    };
+    assert!(matches!(meta.call(off).await, Ok(())));
+    let get = GetBucket {
+        name: BUCKET.into(),
+    };
+    let Ok(Some(bucket)) = meta.call(get).await else {
+        panic!("bucket missing");
+    };
+    assert_eq!(bucket.policy, None);
+    // A policy of the owner's own is not the switch's to replace.
+    let own = SetBucketAccess {
+        bucket: BUCKET.into(),
+        change: BucketAccessChange::Policy(Some("{}".into())),
+    };
+    assert!(matches!(meta.call(own).await, Ok(())));
+    let again = SetBucketPublicRead {
+        name: BUCKET.into(),
+        public_read: true,
+    };
+    assert!(matches!(
+        meta.call(again).await,
+        Err(MetaError::InvalidRequest(_))
+    ));
 
     let access_key = meta.service.root_credentials().access_key;
     let grants = vec![BucketGrant {
