@@ -23,6 +23,10 @@ pub struct Requester<'a> {
     /// The user's own policy, if an operator gave it one: then the user may
     /// do only what it allows, and nothing it denies.
     pub policy: Option<&'a Policy>,
+    /// The policy of the signing key's bucket limits
+    /// ([`Policy::of_bucket_rights`]), if it is limited: a ceiling as well,
+    /// root's keys included.
+    pub key_policy: Option<&'a Policy>,
 }
 
 /// What of a bucket decides access.
@@ -169,13 +173,18 @@ pub fn decide(
     object: Option<&ObjectAccess<'_>>,
     facts: &Facts<'_>,
 ) -> Decision {
+    let beyond = |ceiling: Option<&Policy>| {
+        ceiling.is_some()
+            && policy_says(ceiling, requester, action, bucket, facts) != PolicyDecision::Allow
+    };
+    if beyond(requester.key_policy) {
+        return Decision::Deny;
+    }
     if requester.is_root {
         return Decision::Allow;
     }
     let policy = policy_says(bucket.policy, requester, action, bucket, facts);
-    let own_policy = policy_says(requester.policy, requester, action, bucket, facts);
-    let limited = requester.policy.is_some() && own_policy != PolicyDecision::Allow;
-    if policy == PolicyDecision::Deny || limited {
+    if policy == PolicyDecision::Deny || beyond(requester.policy) {
         return Decision::Deny;
     }
     if bucket.public_read && matches!(action, Action::GetObject | Action::ListBucket) {
@@ -219,21 +228,25 @@ mod tests {
         user: Some("alice"),
         is_root: false,
         policy: None,
+        key_policy: None,
     };
     const BOB: Requester<'static> = Requester {
         user: Some("bob"),
         is_root: false,
         policy: None,
+        key_policy: None,
     };
     const ANONYMOUS: Requester<'static> = Requester {
         user: None,
         is_root: false,
         policy: None,
+        key_policy: None,
     };
     const ROOT: Requester<'static> = Requester {
         user: Some("root"),
         is_root: true,
         policy: None,
+        key_policy: None,
     };
 
     fn bucket<'a>(acl: Option<&'a [Grant]>, ownership: ObjectOwnership) -> BucketAccess<'a> {
@@ -596,5 +609,67 @@ mod tests {
             r#"{"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:*","Resource":"*"}]}"#
         )
         .is_err());
+    }
+
+    /// A key limited to buckets reaches only those, read-only where the
+    /// limit says read, root's keys too.
+    #[test]
+    fn key_limits_are_a_ceiling() {
+        use crate::Right;
+        let limit = Policy::of_bucket_rights([("b", Right::Read), ("c", Right::Write)]);
+        let b = bucket(None, ObjectOwnership::BucketOwnerEnforced);
+        let c = BucketAccess {
+            name: "c",
+            ..bucket(None, ObjectOwnership::BucketOwnerEnforced)
+        };
+        let other = BucketAccess {
+            name: "bb",
+            ..bucket(None, ObjectOwnership::BucketOwnerEnforced)
+        };
+        let at = |key| Facts {
+            key: Some(key),
+            values: &NoValues,
+        };
+        for who in [ALICE, ROOT] {
+            let limited = Requester {
+                key_policy: Some(&limit),
+                ..who
+            };
+            assert_eq!(
+                decide(&limited, Action::GetObject, &b, None, &at("k")),
+                Allow
+            );
+            assert_eq!(decide(&limited, Action::ListBucket, &b, None, &NONE), Allow);
+            assert_eq!(
+                decide(&limited, Action::GetBucketAcl, &b, None, &NONE),
+                Allow
+            );
+            assert_eq!(
+                decide(&limited, Action::PutObject, &b, None, &at("k")),
+                Deny
+            );
+            assert_eq!(
+                decide(&limited, Action::PutBucketAcl, &b, None, &NONE),
+                Deny
+            );
+            assert_eq!(
+                decide(&limited, Action::PutObject, &c, None, &at("k")),
+                Allow
+            );
+            assert_eq!(
+                decide(&limited, Action::DeleteBucket, &c, None, &NONE),
+                Allow
+            );
+            assert_eq!(
+                decide(&limited, Action::GetObject, &other, None, &at("k")),
+                Deny
+            );
+        }
+        let nothing = Policy::of_bucket_rights([]);
+        let shut = Requester {
+            key_policy: Some(&nothing),
+            ..ROOT
+        };
+        assert_eq!(decide(&shut, Action::ListBucket, &b, None, &NONE), Deny);
     }
 }

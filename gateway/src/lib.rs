@@ -100,6 +100,7 @@ pub fn router(meta: MetaClient, store: StoreClient, config: GatewayConfig) -> ax
         get_memory,
         bucket_policies: Default::default(),
         user_policies: Default::default(),
+        key_policies: Default::default(),
     });
     axum::Router::new()
         .fallback(endpoint::serve)

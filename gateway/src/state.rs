@@ -29,4 +29,6 @@ pub struct AppState {
     pub bucket_policies: crate::policies::PolicyCache,
     /// User policies, parsed.
     pub user_policies: crate::policies::PolicyCache,
+    /// The policies of limited access keys, built from their limits.
+    pub key_policies: crate::policies::PolicyCache,
 }

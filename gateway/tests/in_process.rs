@@ -236,9 +236,13 @@ async fn failed_checks_commit_nothing_and_users_stay_apart() {
 
     let anonymous = cluster.send(None, "GET", "/alpha/r", &[], b"").await;
     assert_error(&anonymous, 403, "AccessDenied");
+    let lifecycle = cluster
+        .send(ROOT, "GET", "/alpha?lifecycle", &[], b"")
+        .await;
+    assert_error(&lifecycle, 501, "NotImplemented");
+    assert!(lifecycle.text().contains("GetBucketLifecycleConfiguration"));
     let policy = cluster.send(ROOT, "GET", "/alpha?policy", &[], b"").await;
-    assert_error(&policy, 501, "NotImplemented");
-    assert!(policy.text().contains("GetBucketPolicy"));
+    assert_error(&policy, 404, "NoSuchBucketPolicy");
     let no_bucket = cluster.send(ROOT, "PUT", "/nothing/k", &[], data).await;
     assert_error(&no_bucket, 404, "NoSuchBucket");
 

@@ -319,6 +319,44 @@ impl Policy {
         Self::parse_for(text, Holder::User)
     }
 
+    /// The policy of an access key limited to `buckets`: in each, every
+    /// action that only reads (`Right::Read`) or every action
+    /// (`Right::Write`); nothing elsewhere.
+    pub fn of_bucket_rights<'a>(
+        buckets: impl IntoIterator<Item = (&'a str, crate::Right)>,
+    ) -> Self {
+        let statements = buckets
+            .into_iter()
+            .map(|(bucket, right)| {
+                let actions = match right {
+                    crate::Right::Write => vec![Pattern::new("*")],
+                    crate::Right::Read => Action::ALL
+                        .iter()
+                        .filter(|a| a.right() == crate::Right::Read)
+                        .map(|a| Pattern::new(&a.name().to_ascii_lowercase()))
+                        .collect(),
+                };
+                let bucket_arn = resource_arn(bucket, None);
+                Statement {
+                    sid: None,
+                    effect: Effect::Allow,
+                    principal: Listed::Is(Principals {
+                        everyone: true,
+                        users: Vec::new(),
+                        canonical_ids: Vec::new(),
+                    }),
+                    actions: Listed::Is(actions),
+                    resources: Listed::Is(vec![
+                        Pattern::literal(&bucket_arn),
+                        Pattern::literal(&format!("{bucket_arn}/")).then_any(),
+                    ]),
+                    conditions: Vec::new(),
+                }
+            })
+            .collect();
+        Self { statements }
+    }
+
     fn parse_for(text: &str, holder: Holder<'_>) -> Result<Self, MalformedPolicy> {
         if text.len() > MAX_POLICY_BYTES {
             return Err(malformed("Policies must be at most 20 KB"));

@@ -50,6 +50,19 @@ impl Pattern {
         Self { elements }
     }
 
+    /// `text` matched literally (no wildcards, no variables).
+    pub fn literal(text: &str) -> Self {
+        Self {
+            elements: text.chars().map(Element::Char).collect(),
+        }
+    }
+
+    /// The pattern followed by `*`.
+    pub fn then_any(mut self) -> Self {
+        self.elements.push(Element::AnyRun);
+        self
+    }
+
     /// Whether the pattern has a variable to fill in.
     pub fn has_variables(&self) -> bool {
         self.elements

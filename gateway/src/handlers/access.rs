@@ -10,7 +10,7 @@ use access::{
     decide, Action, BucketAccess, Decision, Facts, ObjectAccess, Policy, Requester, Right,
 };
 use http::request::Parts;
-use meta_api::{BucketRecord, BucketRight, GetBucket, GetObject, ObjectRecord};
+use meta_api::{BucketGrant, BucketRecord, BucketRight, GetBucket, GetObject, ObjectRecord};
 use std::ops::Deref;
 use std::sync::Arc;
 
@@ -75,6 +75,36 @@ impl RequestContext<'_> {
             user: (!identity.anonymous).then_some(identity.user.as_str()),
             is_root: identity.is_root,
             policy: None,
+            key_policy: None,
+        }
+    }
+
+    /// The policy of the signing key's bucket limits, built once per set of
+    /// limits.
+    fn key_policy(&self, grants: &[BucketGrant]) -> Arc<Policy> {
+        let limits = grants
+            .iter()
+            .map(|g| format!("{}:{:?}", g.bucket, g.right))
+            .collect::<Vec<_>>()
+            .join(",");
+        let build = |_: &str| {
+            Ok(Policy::of_bucket_rights(grants.iter().map(|g| {
+                let right = match g.right {
+                    BucketRight::Read => Right::Read,
+                    BucketRight::ReadWrite => Right::Write,
+                };
+                (g.bucket.as_str(), right)
+            })))
+        };
+        let access_key = &self.identity().access_key;
+        match self
+            .state
+            .key_policies
+            .get(access_key, Some(&limits), build)
+        {
+            Ok(Some(policy)) => policy,
+            // Built, not parsed: it cannot fail; an empty limit reaches nothing.
+            _ => Arc::new(Policy::of_bucket_rights([])),
         }
     }
 
@@ -109,13 +139,8 @@ impl RequestContext<'_> {
         key: Option<&str>,
     ) -> Result<AuthorizedBucket, S3Error> {
         let record = self.existing_bucket(name).await?;
-        let key_allows = match self.identity().right_in(name) {
-            Some(BucketRight::ReadWrite) => true,
-            Some(BucketRight::Read) => action.right() == Right::Read,
-            None => self.identity().anonymous,
-        };
         let judged_later = action.on_object() || (action.on_key() && key.is_none());
-        if key_allows && (judged_later || self.allowed(action, &record, None, key)?) {
+        if judged_later || self.allowed(action, &record, None, key)? {
             Ok(AuthorizedBucket { record, action })
         } else {
             Err(S3Error::new(S3Code::AccessDenied))
@@ -146,8 +171,13 @@ impl RequestContext<'_> {
                 Policy::parse_user,
             )
             .map_err(|e| unparsable(&identity.user, e))?;
+        let key_policy = match (&identity.bucket_grants, identity.anonymous) {
+            (Some(grants), false) => Some(self.key_policy(grants)),
+            _ => None,
+        };
         let requester = Requester {
             policy: user_policy.as_deref(),
+            key_policy: key_policy.as_deref(),
             ..self.requester()
         };
         let mut access = bucket_access(bucket);
