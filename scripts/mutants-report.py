@@ -45,19 +45,20 @@ def mutant_name(outcome: dict) -> str | None:
 
 
 def outcomes_of(d: Path) -> list[dict]:
-    """The outcomes of the last run in `d`; after an `--iterate` run, with the
-    previous run's caught and unviable mutants, which it did not test again."""
-    outcomes = json.loads((d / "mutants.out" / "outcomes.json").read_text())["outcomes"]
-    previous = d / "mutants.out.old" / "outcomes.json"
-    if previous.exists():
-        tested = {mutant_name(o) for o in outcomes}
-        for outcome in json.loads(previous.read_text())["outcomes"]:
-            name = mutant_name(outcome)
-            kept = outcome["summary"] in ("CaughtMutant", "Unviable")
-            if name is not None and name not in tested and kept:
-                outcomes.append(outcome)
-    return outcomes
-
+    """The latest outcome of each mutant tested in `d`: over every run kept in
+    `d/history/` (a full run and the `--iterate` runs after it, oldest first),
+    else over the last run and the one before it."""
+    runs = sorted((d / "history").glob("*.json"), key=lambda p: int(p.stem))
+    if not runs:
+        runs = [d / "mutants.out.old" / "outcomes.json", d / "mutants.out" / "outcomes.json"]
+    latest: dict[str, dict] = {}
+    for run in runs:
+        if run.exists():
+            for outcome in json.loads(run.read_text())["outcomes"]:
+                name = mutant_name(outcome)
+                if name is not None:
+                    latest[name] = outcome
+    return list(latest.values())
 
 def main(argv: list[str]) -> int:
     sample = "--sample" in argv

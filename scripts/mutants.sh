@@ -27,7 +27,8 @@ cd "$TESSERA_ROOT"
 declare -A MODULES=(
     [proto]="blockstore/proto/src/wire/*.rs blockstore/proto/src/layout.rs blockstore/proto/src/checksum.rs"
     [codec]="blockstore/codec/src/lib.rs"
-    [gateway]="gateway/src/auth/sigv4.rs gateway/src/auth/canonical.rs gateway/src/auth/presign.rs gateway/src/auth/chunked.rs gateway/src/auth/body.rs gateway/src/auth/payload.rs gateway/src/auth/checksum.rs gateway/src/auth/post_policy.rs gateway/src/auth/mod.rs"
+    [access]="access/src/decide.rs access/src/acl.rs access/src/action.rs access/src/policy/mod.rs access/src/policy/condition.rs access/src/policy/pattern.rs"
+    [gateway]="gateway/src/auth/sigv4.rs gateway/src/auth/sigv2.rs gateway/src/auth/canonical.rs gateway/src/auth/presign.rs gateway/src/auth/chunked.rs gateway/src/auth/body.rs gateway/src/auth/payload.rs gateway/src/auth/checksum.rs gateway/src/auth/post_policy.rs gateway/src/auth/mod.rs"
     [meta]="meta/service/src/ops/objects.rs meta/service/src/ops/uploads.rs meta/service/src/store/db.rs meta/service/src/store/deletions.rs meta/service/src/decoded.rs"
     [datanode]="datanode/src/store/mod.rs datanode/src/store/uploads.rs datanode/src/store/recovery.rs datanode/src/store/sidecar.rs datanode/src/store/paths.rs datanode/src/store/direct.rs"
 )
@@ -38,7 +39,7 @@ declare -A TEST_ARGS=(
     [gateway]="--lib"
     [datanode]="--lib"
 )
-ORDER=(proto codec gateway meta datanode)
+ORDER=(proto codec access gateway meta datanode)
 # CI's sample: this many shards of proto's mutants, one a run.
 SAMPLE_SHARDS=8
 
@@ -72,6 +73,10 @@ run_package() {
         0 | 2 | 3) ;;
         *) return "$status" ;;
     esac
+    # cargo-mutants keeps one earlier run; the report reads them all.
+    local history=target/mutants/$package/history
+    mkdir -p "$history"
+    cp "target/mutants/$package/mutants.out/outcomes.json" "$history/$(date +%s).json"
 }
 
 ensure_cargo_mutants
@@ -92,6 +97,8 @@ for package in "${packages[@]}"; do
     [ -n "${MODULES[$package]:-}" ] || die "no modules listed for package $package"
     # The scratch copy starts from this tree's target folder: only the
     # workspace's crates are rebuilt.
+    # A full run starts the module's history again.
+    [ ${#iterate[@]} -gt 0 ] || rm -rf "target/mutants/$package/history"
     run_package "$package" --copy-target=true "${iterate[@]}"
     dirs+=("target/mutants/$package")
 done

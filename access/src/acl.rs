@@ -397,10 +397,12 @@ mod tests {
             ]
         );
         // The writer owns the bucket too: one grant.
-        assert_eq!(
-            canned_acl("bucket-owner-full-control", &alice, &alice).unwrap(),
-            [owner]
-        );
+        for name in ["bucket-owner-read", "bucket-owner-full-control"] {
+            assert_eq!(
+                canned_acl(name, &alice, &alice).unwrap(),
+                std::slice::from_ref(&owner)
+            );
+        }
         assert_eq!(
             canned_acl("fake-acl", &alice, &bob),
             Err(AclError::InvalidCannedAcl("fake-acl".into()))
@@ -471,6 +473,54 @@ mod tests {
             check("emailAddress=\"a@b.c\""),
             Err(AclError::UnresolvableEmail(_))
         ));
+    }
+
+    #[test]
+    fn groups_are_named_by_their_uris() {
+        for group in [
+            Grantee::AllUsers,
+            Grantee::AuthenticatedUsers,
+            Grantee::LogDelivery,
+        ] {
+            let uri = group.uri().expect("a group has a URI");
+            assert!(uri.starts_with("http://acs.amazonaws.com/groups/"));
+            assert_eq!(Grantee::group(uri), Ok(group));
+        }
+        assert_eq!(Grantee::User(id("alice")).uri(), None);
+        assert!(Grantee::AllUsers.is_public());
+        assert!(Grantee::AuthenticatedUsers.is_public());
+        assert!(!Grantee::LogDelivery.is_public());
+        assert!(!Grantee::User(id("alice")).is_public());
+    }
+
+    #[test]
+    fn user_ids_are_64_lower_case_hex_digits() {
+        let alice = id("alice");
+        assert_eq!(Grantee::user(&alice), Ok(Grantee::User(alice.clone())));
+        // Right length, not hex; hex, wrong length; upper case.
+        for bad in [
+            "g".repeat(64),
+            alice[..63].to_string(),
+            format!("{alice}0"),
+            alice.to_uppercase(),
+        ] {
+            assert_eq!(Grantee::user(&bad), Err(AclError::InvalidId(bad.clone())));
+        }
+    }
+
+    #[test]
+    fn at_most_max_grants_grants() {
+        let alice = id("alice");
+        let header = |count: usize| {
+            let value = vec![format!("id=\"{alice}\""); count].join(",");
+            grants_from_headers(
+                |name| (name == "x-amz-grant-read").then_some(value.as_str()),
+                &alice,
+                &alice,
+            )
+        };
+        assert_eq!(header(MAX_GRANTS).unwrap().unwrap().len(), MAX_GRANTS);
+        assert_eq!(header(MAX_GRANTS + 1), Err(AclError::TooManyGrants));
     }
 
     #[test]

@@ -172,6 +172,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn object_actions_name_keys_and_bucket_actions_buckets() {
+        assert!(Action::GetObject.on_key());
+        assert!(Action::PutObject.on_key());
+        assert!(!Action::ListBucket.on_key());
+        assert!(!Action::GetBucketAcl.on_key());
+    }
+
+    #[test]
     fn names_are_unique_iam_names() {
         let mut names: Vec<&str> = Action::ALL.iter().map(|a| a.name()).collect();
         assert!(names.iter().all(|n| n.starts_with("s3:") && n.len() > 3));

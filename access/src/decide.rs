@@ -224,6 +224,13 @@ mod tests {
         values: &NoValues,
     };
 
+    #[test]
+    fn no_values_has_no_key() {
+        for key in ["aws:username", "s3:prefix", ""] {
+            assert_eq!(NoValues.values(key), None);
+        }
+    }
+
     const ALICE: Requester<'static> = Requester {
         user: Some("alice"),
         is_root: false,

@@ -184,7 +184,11 @@ mod tests {
         assert!(!missing.matches("anything/x"));
         assert!(Pattern::new("a${*}b${?}${$}").matches("a*b?$"));
         assert!(!Pattern::new("a${*}b").matches("axxb"));
-        // Unfilled, a variable matches its own text.
+        // Unfilled, a variable matches its own text, and only that.
         assert!(Pattern::new("${aws:username}").matches("${aws:username}"));
+        assert!(Pattern::new("${a}x").matches("${a}x"));
+        assert!(!Pattern::new("${a}x").matches("${a}"));
+        assert!(!Pattern::new("${aws:username}").matches("bob"));
+        assert!(!Pattern::new("${a}").matches("${b}"));
     }
 }

@@ -182,13 +182,7 @@ fn canonical_user_principals() {
 /// Each operator family, with values that match and values that do not.
 #[test]
 fn condition_operators() {
-    // (condition, request values, whether it holds)
-    type Case = (
-        &'static str,
-        &'static [(&'static str, &'static [&'static str])],
-        bool,
-    );
-    let cases: &[Case] = &[
+    let cases: &[ConditionCase] = &[
         (
             r#""StringEquals":{"s3:prefix":["home/","logs/"]}"#,
             &[("s3:prefix", &["logs/"])],
@@ -380,6 +374,18 @@ fn condition_operators() {
             false,
         ),
     ];
+    check_conditions(cases);
+}
+
+/// (condition, request values, whether it holds)
+type ConditionCase = (
+    &'static str,
+    &'static [(&'static str, &'static [&'static str])],
+    bool,
+);
+
+/// Checks that each condition holds exactly when its case says.
+fn check_conditions(cases: &[ConditionCase]) {
     for (condition, request, expected) in cases {
         let policy = statement(&format!(
             r#""Effect":"Allow","Principal":"*","Action":"s3:ListBucket","Resource":"arn:aws:s3:::b","Condition":{{{condition}}}"#
@@ -393,6 +399,242 @@ fn condition_operators() {
         );
         assert_eq!(got == Allow, *expected, "{condition} with {request:?}");
     }
+}
+
+/// Every comparison operator at its boundary (equal values), and every
+/// operator name with a value on each side.
+#[test]
+fn every_operator_at_its_boundary() {
+    const KEYS: &[(&str, &[&str])] = &[("s3:max-keys", &["10"])];
+    const NOW: &[(&str, &[&str])] = &[("aws:currenttime", &["2026-12-04T12:00:00Z"])];
+    const ARN: &[(&str, &[&str])] = &[("aws:sourcearn", &["arn:aws:sns:eu:123:topic"])];
+    const PREFIX: &[(&str, &[&str])] = &[("s3:prefix", &["HOME/"])];
+    check_conditions(&[
+        (r#""NumericEquals":{"s3:max-keys":"10"}"#, KEYS, true),
+        (r#""NumericEquals":{"s3:max-keys":"11"}"#, KEYS, false),
+        (r#""NumericNotEquals":{"s3:max-keys":"11"}"#, KEYS, true),
+        (r#""NumericLessThan":{"s3:max-keys":"11"}"#, KEYS, true),
+        (
+            r#""NumericLessThanEquals":{"s3:max-keys":"9"}"#,
+            KEYS,
+            false,
+        ),
+        (r#""NumericGreaterThan":{"s3:max-keys":"10"}"#, KEYS, false),
+        (r#""NumericGreaterThan":{"s3:max-keys":"9"}"#, KEYS, true),
+        (
+            r#""NumericGreaterThanEquals":{"s3:max-keys":"10"}"#,
+            KEYS,
+            true,
+        ),
+        (
+            r#""NumericGreaterThanEquals":{"s3:max-keys":"11"}"#,
+            KEYS,
+            false,
+        ),
+        (
+            r#""DateEquals":{"aws:CurrentTime":"2026-12-04T12:00:00Z"}"#,
+            NOW,
+            true,
+        ),
+        (
+            r#""DateEquals":{"aws:CurrentTime":"2026-12-04T12:00:01Z"}"#,
+            NOW,
+            false,
+        ),
+        (
+            r#""DateNotEquals":{"aws:CurrentTime":"2026-12-04T12:00:00Z"}"#,
+            NOW,
+            false,
+        ),
+        (
+            r#""DateNotEquals":{"aws:CurrentTime":"2026-12-04T12:00:01Z"}"#,
+            NOW,
+            true,
+        ),
+        (
+            r#""DateLessThan":{"aws:CurrentTime":"2026-12-04T12:00:00Z"}"#,
+            NOW,
+            false,
+        ),
+        (
+            r#""DateLessThanEquals":{"aws:CurrentTime":"2026-12-04T12:00:00Z"}"#,
+            NOW,
+            true,
+        ),
+        (
+            r#""DateLessThanEquals":{"aws:CurrentTime":"2026-12-04T11:59:59Z"}"#,
+            NOW,
+            false,
+        ),
+        (
+            r#""DateGreaterThan":{"aws:CurrentTime":"2026-12-04T12:00:00Z"}"#,
+            NOW,
+            false,
+        ),
+        (
+            r#""DateGreaterThan":{"aws:CurrentTime":"2026-12-04T11:59:59Z"}"#,
+            NOW,
+            true,
+        ),
+        (
+            r#""DateGreaterThanEquals":{"aws:CurrentTime":"2026-12-04T12:00:00Z"}"#,
+            NOW,
+            true,
+        ),
+        (
+            r#""DateGreaterThanEquals":{"aws:CurrentTime":"2026-12-04T12:00:01Z"}"#,
+            NOW,
+            false,
+        ),
+        (
+            r#""StringNotEqualsIgnoreCase":{"s3:prefix":"home/"}"#,
+            PREFIX,
+            false,
+        ),
+        (
+            r#""StringNotEqualsIgnoreCase":{"s3:prefix":"logs/"}"#,
+            PREFIX,
+            true,
+        ),
+        (r#""StringLike":{"s3:prefix":"HOME?"}"#, PREFIX, true),
+        (r#""StringNotLike":{"s3:prefix":"LOGS*"}"#, PREFIX, true),
+        (
+            r#""ArnEquals":{"aws:SourceArn":"arn:aws:sns:eu:123:topic"}"#,
+            ARN,
+            true,
+        ),
+        (
+            r#""ArnLike":{"aws:SourceArn":"arn:aws:sns:eu:123:other"}"#,
+            ARN,
+            false,
+        ),
+        (
+            r#""ArnNotEquals":{"aws:SourceArn":"arn:aws:sns:*:123:topic"}"#,
+            ARN,
+            false,
+        ),
+        (
+            r#""ArnNotEquals":{"aws:SourceArn":"arn:aws:sns:*:999:topic"}"#,
+            ARN,
+            true,
+        ),
+        (
+            r#""ArnNotLike":{"aws:SourceArn":"arn:aws:sns:eu:*:top*"}"#,
+            ARN,
+            false,
+        ),
+        (
+            r#""ArnNotLike":{"aws:SourceArn":"arn:aws:s3:eu:*:top*"}"#,
+            ARN,
+            true,
+        ),
+        (
+            r#""BinaryEquals":{"k":"QmluYXJ5"}"#,
+            &[("k", &["QmluYXJ6"])],
+            false,
+        ),
+        // Epoch seconds against an ISO 8601 time: 2026-12-04T12:00:00Z.
+        (
+            r#""DateEquals":{"aws:CurrentTime":"1796385600"}"#,
+            NOW,
+            true,
+        ),
+        (
+            r#""DateLessThan":{"aws:CurrentTime":"1796385601"}"#,
+            NOW,
+            true,
+        ),
+        (
+            r#""DateGreaterThan":{"aws:CurrentTime":"1796385599"}"#,
+            NOW,
+            true,
+        ),
+    ]);
+}
+
+/// Variables anywhere in a value, with text around them, and the escapes
+/// `${*}`, `${?}` and `${$}` for literal characters.
+#[test]
+fn policy_variables_in_values() {
+    const BOB: &[(&str, &[&str])] = &[("s3:prefix", &["home/bob/x"]), ("aws:username", &["bob"])];
+    check_conditions(&[
+        (
+            r#""StringEquals":{"s3:prefix":"home/${aws:username}/x"}"#,
+            BOB,
+            true,
+        ),
+        (
+            r#""StringEquals":{"s3:prefix":"home/${aws:username}/y"}"#,
+            BOB,
+            false,
+        ),
+        (
+            r#""StringEquals":{"aws:username":"${aws:username}"}"#,
+            BOB,
+            true,
+        ),
+        (
+            r#""StringEquals":{"s3:prefix":"home/${aws:userid}/x"}"#,
+            BOB,
+            false,
+        ),
+        (
+            r#""StringEquals":{"s3:prefix":"a${*}b${?}c${$}d"}"#,
+            &[("s3:prefix", &["a*b?c$d"])],
+            true,
+        ),
+        (
+            r#""StringEquals":{"s3:prefix":"a${*"}"#,
+            &[("s3:prefix", &["a${*"])],
+            true,
+        ),
+    ]);
+}
+
+#[test]
+fn condition_values_must_suit_their_operator() {
+    let parse_condition = |condition: &str| {
+        Policy::parse(
+            &format!(
+                r#"{{"Statement":[{{"Effect":"Allow","Principal":"*","Action":"s3:ListBucket","Resource":"arn:aws:s3:::b","Condition":{{{condition}}}}}]}}"#
+            ),
+            "b",
+        )
+    };
+    for condition in [
+        r#""NumericEquals":{"s3:max-keys":"ten"}"#,
+        r#""DateEquals":{"aws:CurrentTime":"yesterday"}"#,
+        r#""Bool":{"aws:SecureTransport":"yes"}"#,
+        r#""Null":{"s3:x-amz-acl":"maybe"}"#,
+        r#""StringEquals":{"s3:prefix":[]}"#,
+        r#""StringEquals":{"s3:prefix":{"a":1}}"#,
+        r#""StringEquals":{}"#,
+    ] {
+        let err = parse_condition(condition).expect_err(condition);
+        assert!(err.0.contains("Condition"), "{condition}: {}", err.0);
+    }
+    for condition in [
+        r#""NullIfExists":{"k":"true"}"#,
+        r#""ForAnyValue:Null":{"k":"true"}"#,
+    ] {
+        let err = parse_condition(condition).expect_err(condition);
+        assert!(
+            err.0.contains("Invalid Condition type"),
+            "{condition}: {}",
+            err.0
+        );
+    }
+}
+
+#[test]
+fn a_single_statement_may_be_an_object() {
+    let policy = parse(
+        r#"{"Statement":{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}}"#,
+    );
+    assert_eq!(
+        decide(&policy, None, Action::GetObject, Some("k"), &values(&[])),
+        Allow
+    );
 }
 
 #[test]
@@ -513,6 +755,83 @@ fn malformed_policies_are_refused_with_a_reason() {
         let err = Policy::parse(text, "b").expect_err(text);
         assert!(err.0.contains(reason), "{text}: {}", err.0);
     }
-    let huge = format!(r#"{{"Id":"{}"}}"#, "x".repeat(MAX_POLICY_BYTES));
-    assert!(Policy::parse(&huge, "b").is_err());
+}
+
+#[test]
+fn principals_must_be_everyone_users_or_canonical_ids() {
+    let with_principal = |principal: &str| {
+        format!(
+            r#"{{"Statement":[{{"Effect":"Allow","Principal":{principal},"Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}}]}}"#
+        )
+    };
+    for bad in [
+        r#""bob""#,
+        "{}",
+        r#"{"AWS":[]}"#,
+        r#"{"AWS":"arn:aws:iam::12ab:user/bob"}"#,
+        r#"{"AWS":"arn:aws:iam::123456789012:user/"}"#,
+        r#"{"AWS":"arn:aws:iam::123456789012:user/b*"}"#,
+        r#"{"AWS":"arn:aws:iam::123456789012:role/bob"}"#,
+        r#"{"Service":"s3.amazonaws.com"}"#,
+        r#"{"CanonicalUser":"abc"}"#,
+    ] {
+        let err = Policy::parse(&with_principal(bad), "b").expect_err(bad);
+        assert!(err.0.contains("Invalid principal"), "{bad}: {}", err.0);
+    }
+    let none = values(&[]);
+    let everyone = parse(&with_principal(r#"{"AWS":"*"}"#));
+    assert_eq!(
+        decide(&everyone, None, Action::GetObject, Some("k"), &none),
+        Allow
+    );
+    for user in [
+        "arn:aws:iam::123456789012:user/bob",
+        "arn:aws:iam:::user/bob",
+    ] {
+        let bob = parse(&with_principal(&format!(r#"{{"AWS":["{user}"]}}"#)));
+        assert_eq!(
+            decide(&bob, Some("bob"), Action::GetObject, Some("k"), &none),
+            Allow,
+            "{user}"
+        );
+        assert_eq!(
+            decide(&bob, None, Action::GetObject, Some("k"), &none),
+            NotApplicable
+        );
+    }
+}
+
+#[test]
+fn lists_must_not_be_empty_and_star_is_every_resource() {
+    let err = Policy::parse(
+        r#"{"Statement":[{"Effect":"Allow","Principal":"*","Action":[],"Resource":"arn:aws:s3:::b/*"}]}"#,
+        "b",
+    )
+    .expect_err("empty Action");
+    assert!(err.0.contains("must not be empty"), "{}", err.0);
+    let star = statement(r#""Effect":"Allow","Principal":"*","Action":"s3:*","Resource":"*""#);
+    let none = values(&[]);
+    assert_eq!(
+        decide(&star, None, Action::GetObject, Some("any/key"), &none),
+        Allow
+    );
+    assert_eq!(decide(&star, None, Action::ListBucket, None, &none), Allow);
+}
+
+#[test]
+fn policies_may_be_up_to_20_kb() {
+    // S3's documented limit, written out rather than read from the constant.
+    const S3_LIMIT: usize = 20_480;
+    let sized = |bytes: usize| {
+        let head = r#"{"Id":""#;
+        let tail = r#"","Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}]}"#;
+        format!(
+            "{head}{}{tail}",
+            "x".repeat(bytes - head.len() - tail.len())
+        )
+    };
+    assert_eq!(sized(S3_LIMIT).len(), S3_LIMIT);
+    assert!(Policy::parse(&sized(S3_LIMIT), "b").is_ok());
+    let err = Policy::parse(&sized(S3_LIMIT + 1), "b").expect_err("too long");
+    assert!(err.0.contains("20 KB"), "{}", err.0);
 }
