@@ -265,6 +265,7 @@ async fn verify_v4_form(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
@@ -407,5 +408,169 @@ mod tests {
             .check(&BTreeMap::new(), now)
             .unwrap_err();
         assert!(err.to_string().contains("Policy expired"), "{err}");
+        // Valid up to and including its expiration instant.
+        let policy = PostPolicy::decode(&encode(expired)).unwrap();
+        let expiration = SystemTime::from(policy.expiration);
+        policy.check(&BTreeMap::new(), expiration).unwrap();
+        assert!(policy
+            .check(&BTreeMap::new(), expiration + Duration::from_millis(1))
+            .is_err());
+    }
+
+    /// Only Content-Type is a list of values each checked; the signature,
+    /// policy, file and x-ignore- fields need no condition.
+    #[test]
+    fn content_type_lists_and_exempt_fields() {
+        let json = r#"{"expiration": "2030-01-01T00:00:00Z", "conditions": [
+            ["starts-with", "$key", "up/"], ["starts-with", "$Content-Type", "image/"]]}"#;
+        let policy = PostPolicy::decode(&encode(json)).unwrap();
+        let now = SystemTime::now();
+        let form = |key: &str, content_type: &str| {
+            fields(&[
+                ("key", key),
+                ("content-type", content_type),
+                ("policy", "p"),
+                ("x-amz-signature", "s"),
+                ("signature", "s"),
+                ("awsaccesskeyid", "a"),
+                ("file", "f"),
+                ("bucket", "b"),
+                ("x-ignore-note", "n"),
+            ])
+        };
+        policy.check(&form("up/a,b", "image/png"), now).unwrap();
+        policy
+            .check(&form("up/a", "image/png, image/jpeg"), now)
+            .unwrap();
+        assert!(policy
+            .check(&form("up/a", "image/png, text/plain"), now)
+            .is_err());
+    }
+
+    /// Answers GetAccessKey and GetUser for the example key.
+    struct ExampleKeys;
+
+    impl meta_api::MetaTransport for ExampleKeys {
+        fn send(
+            &self,
+            request: meta_api::AnyRequest,
+        ) -> futures::future::BoxFuture<'_, Result<meta_api::AnyResponse, meta_api::MetaError>>
+        {
+            use crate::auth::testing::{EXAMPLE_ACCESS_KEY, EXAMPLE_SECRET};
+            use meta_api::{AnyRequest, AnyResponse};
+            let answer = match request {
+                AnyRequest::GetAccessKey(r) => {
+                    AnyResponse::GetAccessKey((r.access_key == EXAMPLE_ACCESS_KEY).then(|| {
+                        meta_api::AccessKeyRecord {
+                            access_key: EXAMPLE_ACCESS_KEY.into(),
+                            secret_key: EXAMPLE_SECRET.into(),
+                            user: "example".into(),
+                            created: 0,
+                            bucket_grants: None,
+                        }
+                    }))
+                }
+                AnyRequest::GetUser(r) => AnyResponse::GetUser(Some(meta_api::UserRecord {
+                    name: r.name,
+                    created: 0,
+                    is_root: false,
+                    policy: None,
+                })),
+                other => panic!("unexpected {other:?}"),
+            };
+            Box::pin(async move { Ok(answer) })
+        }
+    }
+
+    /// Forms signed as AWS's SigV4 example and as SigV2, checked against
+    /// the example key: each field the signature depends on is checked.
+    #[tokio::test]
+    async fn forms_are_verified_by_their_signatures() {
+        use crate::auth::testing::{EXAMPLE_ACCESS_KEY, EXAMPLE_SECRET};
+        let credentials = super::super::cache::Credentials::new(meta_api::MetaClient::new(
+            std::sync::Arc::new(ExampleKeys),
+        ));
+        let json = r#"{"expiration": "2030-01-01T00:00:00Z", "conditions": [
+            {"bucket": "b"}, ["starts-with", "$key", ""],
+            {"x-amz-credential": "AKIAIOSFODNN7EXAMPLE/20151229/us-east-1/s3/aws4_request"},
+            {"x-amz-algorithm": "AWS4-HMAC-SHA256"}, {"x-amz-date": "20151229T000000Z"}]}"#;
+        let policy = encode(json);
+        let date = AmzDate::parse("20151229T000000Z").unwrap();
+        let v4_signature = SigningKey::derive(EXAMPLE_SECRET, date.time, "us-east-1").sign(&policy);
+        let v4 = fields(&[
+            ("bucket", "b"),
+            ("key", "k"),
+            ("policy", &policy),
+            ("x-amz-algorithm", "AWS4-HMAC-SHA256"),
+            (
+                "x-amz-credential",
+                "AKIAIOSFODNN7EXAMPLE/20151229/us-east-1/s3/aws4_request",
+            ),
+            ("x-amz-date", "20151229T000000Z"),
+            ("x-amz-signature", &v4_signature),
+        ]);
+        let realm = crate::auth::Realm::new("us-east-1");
+        let at = date.time;
+        let verify = |form: BTreeMap<String, String>, realm: crate::auth::Realm<'static>| {
+            let credentials = &credentials;
+            async move { verify_post_form(&form, credentials, &realm, at).await }
+        };
+        let (_, identity) = verify(v4.clone(), realm).await.expect("valid v4 form");
+        assert_eq!(identity.access_key, EXAMPLE_ACCESS_KEY);
+        let with = |name: &str, value: &str| {
+            let mut form = v4.clone();
+            form.insert(name.to_string(), value.to_string());
+            form
+        };
+        for (name, value) in [
+            ("x-amz-algorithm", "AWS4-HMAC-SHA1"),
+            ("x-amz-date", "20151230T000000Z"),
+        ] {
+            assert!(
+                matches!(
+                    verify(with(name, value), realm).await,
+                    Err(AuthError::InvalidArgument(_))
+                ),
+                "{name}"
+            );
+        }
+        assert!(matches!(
+            verify(with("x-amz-signature", &"0".repeat(64)), realm).await,
+            Err(AuthError::SignatureDoesNotMatch)
+        ));
+
+        let v2_policy = encode(
+            r#"{"expiration": "2030-01-01T00:00:00Z", "conditions": [{"bucket": "b"}, ["starts-with", "$key", ""]]}"#,
+        );
+        let v2_signature = super::super::sigv2::sign(EXAMPLE_SECRET, v2_policy.as_bytes());
+        let v2 = |signature: &str| {
+            fields(&[
+                ("bucket", "b"),
+                ("key", "k"),
+                ("policy", &v2_policy),
+                ("awsaccesskeyid", EXAMPLE_ACCESS_KEY),
+                ("signature", signature),
+            ])
+        };
+        let (_, identity) = verify(v2(&v2_signature), realm)
+            .await
+            .expect("valid v2 form");
+        assert_eq!(identity.access_key, EXAMPLE_ACCESS_KEY);
+        assert!(matches!(
+            verify(v2("AAAA"), realm).await,
+            Err(AuthError::SignatureDoesNotMatch)
+        ));
+        let no_sigv2 = crate::auth::Realm {
+            sigv2: false,
+            ..realm
+        };
+        assert!(matches!(
+            verify(v2(&v2_signature), no_sigv2).await,
+            Err(AuthError::InvalidRequest(_))
+        ));
+        assert!(matches!(
+            verify(fields(&[("policy", &v2_policy)]), realm).await,
+            Err(AuthError::AccessDenied(_))
+        ));
     }
 }

@@ -315,6 +315,10 @@ mod tests {
             check(signed.replace("86400", "-1")),
             "X-Amz-Expires must be non-negative"
         );
+        assert_eq!(
+            parse_expires("604800").expect("a week is allowed"),
+            Duration::from_secs(604_800)
+        );
         check(signed.replace("86400", "0"));
         check(signed.replace("86400", "soon"));
         check(signed.replace("&X-Amz-Date=20130524T000000Z", ""));

@@ -156,6 +156,12 @@ fn header_auth_with_awkward_keys() {
             verified.content_sha256(),
             super::ContentSha256::Sha256(_)
         ));
+        let signed_by = verified.signed_by.expect("signed");
+        assert_eq!(signed_by, super::SignedBy::V4Header);
+        assert_eq!(
+            (signed_by.version(), signed_by.auth_type()),
+            ("AWS4-HMAC-SHA256", "REST-HEADER")
+        );
         assert!(matches!(
             verify(&parts, now + Duration::from_secs(3600)),
             Err(AuthError::RequestTimeTooSkewed)
@@ -239,10 +245,48 @@ fn presigned_with_awkward_keys_and_queries() {
             verified.content_sha256(),
             super::ContentSha256::UnsignedPayload
         );
+        let signed_by = verified.signed_by.expect("signed");
+        assert_eq!(signed_by, super::SignedBy::V4Query);
+        assert_eq!(
+            (signed_by.version(), signed_by.auth_type()),
+            ("AWS4-HMAC-SHA256", "REST-QUERY-STRING")
+        );
         match verify(&parts, now + Duration::from_secs(901)) {
             Err(AuthError::AccessDenied(message)) => assert_eq!(message, "Request has expired"),
             other => panic!("{key}: unexpected {other:?}"),
         }
+    }
+}
+
+/// A presigned URL is valid from 15 minutes before its X-Amz-Date (clock
+/// skew) to X-Amz-Expires after it, both ends included.
+#[test]
+fn presigned_validity_window_includes_its_ends() {
+    let whole_seconds = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs();
+    let signed_at = SystemTime::UNIX_EPOCH + Duration::from_secs(whole_seconds);
+    let (parts, _) = signed(
+        "GET",
+        "/bucket/k",
+        &[],
+        SignableBody::UnsignedPayload,
+        SignatureLocation::QueryParams,
+        signed_at,
+    );
+    let skew = Duration::from_secs(15 * 60);
+    let second = Duration::from_secs(1);
+    for at in [signed_at - skew, signed_at + Duration::from_secs(900)] {
+        verify(&parts, at).expect("valid at the ends of its window");
+    }
+    match verify(&parts, signed_at - skew - second) {
+        Err(AuthError::AccessDenied(message)) => assert_eq!(message, "Request is not valid yet"),
+        other => panic!("unexpected {other:?}"),
+    }
+    match verify(&parts, signed_at + Duration::from_secs(901)) {
+        Err(AuthError::AccessDenied(message)) => assert_eq!(message, "Request has expired"),
+        other => panic!("unexpected {other:?}"),
     }
 }
 

@@ -576,6 +576,76 @@ mod tests {
         }
     }
 
+    /// Only a path-style bucket gains a trailing slash: not the root, not
+    /// an object, not a virtual-hosted key.
+    #[test]
+    fn only_a_path_style_bucket_is_tried_with_a_slash() {
+        let date = "Tue, 27 Mar 2007 19:36:42 +0000";
+        let virtual_hosted = Realm {
+            domain: Some("s3.example.com"),
+            ..REALM
+        };
+        let check = |path: &str, host: &str, resource: &str, realm: &Realm<'_>| {
+            let parts = request(
+                "GET",
+                path,
+                &[
+                    ("host", host),
+                    ("date", date),
+                    (
+                        "authorization",
+                        &signed_header(&format!("GET\n\n\n{date}\n{resource}")),
+                    ),
+                ],
+            );
+            verify_request(&parts, example_date(), realm, example_lookup)
+        };
+        let host = "s3.example.com";
+        check("/b/k", host, "/b/k", &REALM).expect("the object itself");
+        check("/k", "b.s3.example.com", "/b/k", &virtual_hosted).expect("virtual-hosted");
+        for (path, host, resource, realm) in [
+            ("/", host, "//", &REALM),
+            ("/b/k", host, "/b/k/", &REALM),
+            ("/k", "b.s3.example.com", "/k/", &virtual_hosted),
+            ("/k", "b.s3.example.com", "/b/k/", &virtual_hosted),
+        ] {
+            assert!(
+                matches!(
+                    check(path, host, resource, realm),
+                    Err(AuthError::SignatureDoesNotMatch)
+                ),
+                "{path} signed as {resource} accepted"
+            );
+        }
+    }
+
+    /// The query form reads Content-Type from the header, else from the
+    /// query; the header form never reads the query.
+    #[test]
+    fn content_type_comes_from_the_query_only_in_the_query_form() {
+        let date = "Tue, 27 Mar 2007 19:36:42 +0000";
+        let parts = request(
+            "GET",
+            "/b/k?content-type=text/plain",
+            &[
+                ("date", date),
+                (
+                    "authorization",
+                    &signed_header(&format!("GET\n\n\n{date}\n/b/k")),
+                ),
+            ],
+        );
+        verify_request(&parts, example_date(), &REALM, example_lookup)
+            .expect("the header form ignores the query's content-type");
+        let expires = 1_175_024_202;
+        let mut parts = presigned(expires, "", &format!("GET\n\ntext/csv\n{expires}\n/b/k"));
+        parts
+            .headers
+            .insert("content-type", http::HeaderValue::from_static("text/csv"));
+        verify_request(&parts, example_date(), &REALM, example_lookup)
+            .expect("the query form reads the Content-Type header");
+    }
+
     #[test]
     fn header_form_checks_the_clock() {
         let parts = signed_get_at_example_date();
@@ -583,6 +653,15 @@ mod tests {
         for now in [example_date() + fifteen, example_date() - fifteen] {
             verify_request(&parts, now, &REALM, example_lookup).expect("within the skew");
         }
+        let signed_by = verify_request(&parts, example_date(), &REALM, example_lookup)
+            .expect("valid")
+            .signed_by
+            .expect("signed");
+        assert_eq!(signed_by, crate::auth::SignedBy::V2Header);
+        assert_eq!(
+            (signed_by.version(), signed_by.auth_type()),
+            ("AWS", "REST-HEADER")
+        );
         let second = Duration::from_secs(1);
         for now in [
             example_date() + fifteen + second,
@@ -618,7 +697,15 @@ mod tests {
         let expires = 1_175_024_202;
         let parts = presigned(expires, "", &format!("GET\n\n\n{expires}\n/b/k"));
         let at = |secs| SystemTime::UNIX_EPOCH + Duration::from_secs(secs);
-        verify_request(&parts, at(expires), &REALM, example_lookup).expect("valid at Expires");
+        let signed_by = verify_request(&parts, at(expires), &REALM, example_lookup)
+            .expect("valid at Expires")
+            .signed_by
+            .expect("signed");
+        assert_eq!(signed_by, crate::auth::SignedBy::V2Query);
+        assert_eq!(
+            (signed_by.version(), signed_by.auth_type()),
+            ("AWS", "REST-QUERY-STRING")
+        );
         match verify_request(&parts, at(expires + 1), &REALM, example_lookup) {
             Err(AuthError::AccessDenied(message)) => assert_eq!(message, "Request has expired"),
             other => panic!("expired link: {other:?}"),

@@ -192,6 +192,17 @@ impl HeaderAuth {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn signed_headers_must_be_header_names_and_include_host() {
+        assert_eq!(
+            parse_signed_headers("Host;X-Amz-Date"),
+            Some(vec!["host".to_string(), "x-amz-date".to_string()])
+        );
+        for bad in ["x-amz-date", "host;a b", "host;;x-amz-date", "host;\u{e9}"] {
+            assert_eq!(parse_signed_headers(bad), None, "{bad}");
+        }
+    }
     use crate::auth::testing::{example_lookup, example_time, request};
     use crate::auth::verify_request;
     use std::time::Duration;
