@@ -216,18 +216,19 @@ def new_bucket_name(prefix: str = "t") -> str:
 
 
 def empty_and_delete(client, bucket: str) -> None:
-    """Abort uploads, delete every object, then the bucket."""
+    """Abort uploads, delete every version and delete marker, then the bucket."""
     try:
         uploads = client.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
     except ClientError:
         uploads = []
     for upload in uploads:
         client.abort_multipart_upload(Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"])
-    keys = []
-    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
-        keys.extend(obj["Key"] for obj in page.get("Contents", []))
+    versions = []
+    for page in client.get_paginator("list_object_versions").paginate(Bucket=bucket):
+        for entry in page.get("Versions", []) + page.get("DeleteMarkers", []):
+            versions.append((entry["Key"], entry["VersionId"]))
     with ThreadPoolExecutor(16) as pool:
-        list(pool.map(lambda key: client.delete_object(Bucket=bucket, Key=key), keys))
+        list(pool.map(lambda v: client.delete_object(Bucket=bucket, Key=v[0], VersionId=v[1]), versions))
     client.delete_bucket(Bucket=bucket)
 
 

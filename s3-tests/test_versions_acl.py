@@ -1,6 +1,5 @@
-"""Versions of an unversioned bucket as S3 answers them (no versioning
-status, each object its one `null` version), ACLs where they are off, and
-owner IDs."""
+"""Versions of a bucket that never had versioning as S3 answers them (each
+object its one `null` version), ACLs where they are off, and owner IDs."""
 
 import json
 
@@ -9,15 +8,6 @@ from botocore.exceptions import ClientError
 
 from tessera_clients import error_code, http_status, s3_client
 from tessera_procs import find_key
-
-
-def test_bucket_versioning_is_never_enabled(s3, bucket):
-    reply = s3.get_bucket_versioning(Bucket=bucket)
-    assert "Status" not in reply
-    with pytest.raises(ClientError) as err:
-        s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
-    assert error_code(err.value) == "NotImplemented"
-    assert http_status(err.value) == 501
 
 
 def test_list_object_versions_pages(s3, bucket):

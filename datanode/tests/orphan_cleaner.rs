@@ -116,6 +116,7 @@ async fn uncommitted_blocks_are_found_and_deleted_while_committed_ones_stay() {
     };
     meta.call(commit).await.unwrap();
     let lookup = GetObject {
+        version: None,
         bucket: BUCKET.to_string(),
         key: "kept".into(),
     };

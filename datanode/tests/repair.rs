@@ -33,6 +33,7 @@ fn client_config() -> ClientConfig {
 
 async fn record(cluster: &TestCluster, key: &str) -> ObjectRecord {
     let lookup = GetObject {
+        version: None,
         bucket: "bkt".into(),
         key: key.into(),
     };

@@ -20,7 +20,9 @@ use crate::params::{
     ListVersionsParams, ReadParams,
 };
 use crate::router::rules::{form_upload, header, no_query, query, query_is};
-use crate::router::{self, s3_endpoints, ObjectKey, PartNumber, RouteInput, UploadId};
+use crate::router::{
+    self, s3_endpoints, ObjectKey, PartNumber, RouteInput, UploadId, VersionParam,
+};
 use crate::state::AppState;
 use crate::telemetry::{OperationLabel, RequestId};
 use axum::body::Body;
@@ -44,19 +46,19 @@ s3_endpoints! {
             => tagging::delete_bucket_tagging(ctx, &bucket).await;
         /// GET /bucket?versioning.
         GetBucketVersioning {} [(GET, Bucket, query("versioning"))] GetBucketVersioning
-            => Ok(versions::get_bucket_versioning());
+            => Ok(versions::get_bucket_versioning(&bucket));
         /// PUT /bucket?versioning.
         PutBucketVersioning {} [(PUT, Bucket, query("versioning"))] PutBucketVersioning
-            => versions::put_bucket_versioning();
+            => versions::put_bucket_versioning(ctx, &bucket, body).await;
         /// GET /bucket?versions.
         ListObjectVersions { params: ListVersionsParams } [(GET, Bucket, query("versions"))] ListBucketVersions
             => versions::list_object_versions(ctx, &bucket, params).await;
         /// GET /bucket?acl.
         GetBucketAcl {} [(GET, Bucket, query("acl"))] GetBucketAcl
-            => acl::get_acl(ctx, &bucket, None).await;
+            => acl::get_acl(ctx, &bucket, None, None).await;
         /// PUT /bucket?acl.
         PutBucketAcl {} [(PUT, Bucket, query("acl"))] PutBucketAcl
-            => acl::put_acl(ctx, &bucket, None, body).await;
+            => acl::put_acl(ctx, &bucket, None, None, body).await;
         /// GET /bucket?policy.
         GetBucketPolicy {} [(GET, Bucket, query("policy"))] GetBucketPolicy
             => policy::get_bucket_policy(&bucket);
@@ -118,23 +120,23 @@ s3_endpoints! {
         DeleteObjects {} [(POST, Bucket, query("delete"))] DeleteObject
             => object::delete_objects(ctx, &bucket, body).await;
         /// GET /bucket/key?tagging.
-        GetObjectTagging { key: ObjectKey } [(GET, Object, query("tagging"))] GetObjectTagging
-            => tagging::get_object_tagging(ctx, &bucket, &key).await;
+        GetObjectTagging { key: ObjectKey, version: VersionParam } [(GET, Object, query("tagging"))] GetObjectTagging
+            => tagging::get_object_tagging(ctx, &bucket, &key, version.0).await;
         /// PUT /bucket/key?tagging.
-        PutObjectTagging { key: ObjectKey } [(PUT, Object, query("tagging"))] PutObjectTagging
-            => tagging::put_object_tagging(ctx, &bucket, &key, body).await;
+        PutObjectTagging { key: ObjectKey, version: VersionParam } [(PUT, Object, query("tagging"))] PutObjectTagging
+            => tagging::put_object_tagging(ctx, &bucket, &key, version.0, body).await;
         /// DELETE /bucket/key?tagging.
-        DeleteObjectTagging { key: ObjectKey } [(DELETE, Object, query("tagging"))] DeleteObjectTagging
-            => tagging::delete_object_tagging(ctx, &bucket, &key).await;
+        DeleteObjectTagging { key: ObjectKey, version: VersionParam } [(DELETE, Object, query("tagging"))] DeleteObjectTagging
+            => tagging::delete_object_tagging(ctx, &bucket, &key, version.0).await;
         /// GET /bucket/key?acl.
-        GetObjectAcl { key: ObjectKey } [(GET, Object, query("acl"))] GetObjectAcl
-            => acl::get_acl(ctx, &bucket, Some(&key)).await;
+        GetObjectAcl { key: ObjectKey, version: VersionParam } [(GET, Object, query("acl"))] GetObjectAcl
+            => acl::get_acl(ctx, &bucket, Some(&key), version.0).await;
         /// PUT /bucket/key?acl.
-        PutObjectAcl { key: ObjectKey } [(PUT, Object, query("acl"))] PutObjectAcl
-            => acl::put_acl(ctx, &bucket, Some(&key), body).await;
+        PutObjectAcl { key: ObjectKey, version: VersionParam } [(PUT, Object, query("acl"))] PutObjectAcl
+            => acl::put_acl(ctx, &bucket, Some(&key), version.0, body).await;
         /// GET /bucket/key?attributes.
-        GetObjectAttributes { key: ObjectKey } [(GET, Object, query("attributes"))] GetObjectAttributes
-            => attributes::get_object_attributes(ctx, &bucket, &key).await;
+        GetObjectAttributes { key: ObjectKey, version: VersionParam } [(GET, Object, query("attributes"))] GetObjectAttributes
+            => attributes::get_object_attributes(ctx, &bucket, &key, version.0).await;
         /// PUT /bucket/key?partNumber&uploadId with x-amz-copy-source.
         UploadPartCopy { key: ObjectKey, upload_id: UploadId, part_number: PartNumber }
             [(PUT, Object, header("x-amz-copy-source"), query("uploadId"))] PutObject
@@ -161,18 +163,18 @@ s3_endpoints! {
             [(DELETE, Object, query("uploadId"))] AbortMultipartUpload
             => multipart::abort_upload(ctx, &bucket, &key, &upload_id).await;
         /// DELETE /bucket/key.
-        DeleteObject { key: ObjectKey } [(DELETE, Object)] DeleteObject
-            => object::delete_object(ctx, &bucket, &key).await;
+        DeleteObject { key: ObjectKey, version: VersionParam } [(DELETE, Object)] DeleteObject
+            => object::delete_object(ctx, &bucket, &key, version.0).await;
         /// GET /bucket/key?uploadId.
         ListParts { key: ObjectKey, upload_id: UploadId, params: ListPartsParams }
             [(GET, Object, query("uploadId"))] ListMultipartUploadParts
             => multipart::list_parts(ctx, &bucket, &key, &upload_id, params).await;
         /// GET /bucket/key.
-        GetObject { key: ObjectKey, params: ReadParams } [(GET, Object)] GetObject
-            => object::get_object(ctx, &bucket, &key, params, false).await;
+        GetObject { key: ObjectKey, version: VersionParam, params: ReadParams } [(GET, Object)] GetObject
+            => object::get_object(ctx, &bucket, &key, version.0, params, false).await;
         /// HEAD /bucket/key.
-        HeadObject { key: ObjectKey, params: ReadParams } [(HEAD, Object)] GetObject
-            => object::get_object(ctx, &bucket, &key, params, true).await;
+        HeadObject { key: ObjectKey, version: VersionParam, params: ReadParams } [(HEAD, Object)] GetObject
+            => object::get_object(ctx, &bucket, &key, version.0, params, true).await;
     }
     unsigned {
         /// OPTIONS /bucket[/key]: a browser's CORS preflight, answered from the

@@ -6,6 +6,7 @@ use crate::error::S3Code;
 use crate::router::{target, Access};
 use access::Action;
 use http::HeaderValue;
+use meta_api::naming::VersionRef;
 
 fn route_with(
     method: &str,
@@ -112,6 +113,7 @@ fn virtual_hosted_style_needs_the_configured_domain() {
     assert_eq!(
         hosted("GET", "/photos/a.jpg", "pics.s3.example.com:9878"),
         Endpoint::GetObject {
+            version: Default::default(),
             bucket: "pics".into(),
             key: "photos/a.jpg".into(),
             params: ReadParams::default()
@@ -126,6 +128,7 @@ fn virtual_hosted_style_needs_the_configured_domain() {
     assert_eq!(
         hosted("GET", "/b/k", "s3.example.com"),
         Endpoint::GetObject {
+            version: Default::default(),
             bucket: "b".into(),
             key: "k".into(),
             params: ReadParams::default()
@@ -226,12 +229,32 @@ fn routes_object_extensions() {
     )
     .unwrap_err();
     assert_eq!(bad_part.code(), S3Code::InvalidArgument);
-    // Only `null` names a version in an unversioned bucket.
+    // A version id must have S3's form; which versions exist is meta's to say.
     let version = route("GET", "/b/k?versionId=3").unwrap_err();
     assert_eq!(version.code(), S3Code::InvalidArgument);
-    let version = route("HEAD", "/b/k?versionId=v5n1PPUjOCMHLyyfq0ayjoZ5RZLfVQKA").unwrap_err();
-    assert_eq!(version.code(), S3Code::NoSuchVersion);
-    assert_eq!(version.code().status().as_u16(), 404);
+    let empty = route("DELETE", "/b/k?versionId=").unwrap_err();
+    assert_eq!(empty.message(), "Version id cannot be the empty string");
+    let foreign = "v5n1PPUjOCMHLyyfq0ayjoZ5RZLfVQKA";
+    assert_eq!(
+        route("HEAD", &format!("/b/k?versionId={foreign}")).unwrap(),
+        Endpoint::HeadObject {
+            bucket: "b".into(),
+            key: "k".into(),
+            version: VersionParam(Some(VersionRef::Id {
+                id: foreign.into(),
+                seq: 0
+            })),
+            params: ReadParams::default()
+        }
+    );
+    assert_eq!(
+        route("GET", "/b/k?tagging&versionId=null").unwrap(),
+        Endpoint::GetObjectTagging {
+            bucket: "b".into(),
+            key: "k".into(),
+            version: VersionParam(Some(VersionRef::Null)),
+        }
+    );
     let marker = route("GET", "/b?versions&version-id-marker=null").unwrap_err();
     assert_eq!(marker.code(), S3Code::InvalidArgument);
 }

@@ -6,6 +6,7 @@ use crate::error::{S3Code, S3Error};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use http::header::{self, HeaderName};
+use meta_api::naming::{parse_version_id, VersionRef};
 use percent_encoding::percent_decode_str;
 
 pub use meta_api::MAX_PART_NUMBER;
@@ -353,6 +354,13 @@ impl ReadParams {
     }
 }
 
+/// A version id a request sent (`versionId`, `version-id-marker`, a copy
+/// source's `versionId`), or S3's InvalidArgument.
+pub fn version_ref(text: &str) -> Result<VersionRef, S3Error> {
+    parse_version_id(text)
+        .map_err(|message| S3Error::invalid_argument(message).detail("ArgumentName", "versionId"))
+}
+
 /// Validated parameters of ListObjectVersions.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ListVersionsParams {
@@ -364,8 +372,8 @@ pub struct ListVersionsParams {
     pub max_keys: u32,
     /// Start after this key (with `version_id_marker`).
     pub key_marker: Option<String>,
-    /// Within `key_marker`, start after this version (only "null" exists).
-    pub version_id_marker: Option<String>,
+    /// Within `key_marker`, start after this version.
+    pub version_id_marker: Option<VersionRef>,
     /// Whether keys are returned URL-encoded (encoding-type=url).
     pub url_encode: bool,
 }
@@ -375,7 +383,10 @@ impl ListVersionsParams {
     /// key-marker, as in S3.
     pub fn from_query(q: &Query) -> Result<Self, S3Error> {
         let key_marker = q.non_empty("key-marker");
-        let version_id_marker = q.non_empty("version-id-marker");
+        let version_id_marker = q
+            .non_empty("version-id-marker")
+            .map(|id| version_ref(&id))
+            .transpose()?;
         if version_id_marker.is_some() && key_marker.is_none() {
             return Err(S3Error::invalid_argument(
                 "A version-id marker cannot be specified without a key marker.",

@@ -259,16 +259,17 @@ fn base64_md5(digest: &[u8; 16]) -> String {
 /// (NoSuchBucket, NoSuchUpload, ...) the written blocks are freed; when the
 /// answer was lost the commit may have landed, so the blocks are left alone
 /// rather than risk deleting a visible object (an orphan costs only space).
-pub async fn commit_or_discard<F>(
+pub async fn commit_or_discard<F, T>(
     meta: &meta_api::MetaClient,
     groups: Vec<meta_api::BlockGroup>,
     commit: F,
-) -> Result<(), S3Error>
+) -> Result<T, S3Error>
 where
-    F: std::future::Future<Output = Result<(), meta_api::MetaError>>,
+    F: std::future::Future<Output = Result<T, meta_api::MetaError>>,
 {
-    let Err(error) = commit.await else {
-        return Ok(());
+    let error = match commit.await {
+        Ok(answer) => return Ok(answer),
+        Err(error) => error,
     };
     if error.may_have_applied() {
         tracing::warn!(%error, "commit outcome unknown; keeping its blocks");

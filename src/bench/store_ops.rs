@@ -179,6 +179,7 @@ pub async fn ensure_key(
 ) -> Result<Arc<ObjectRecord>> {
     ensure_bucket(store, bucket).await?;
     let lookup = || GetObject {
+        version: None,
         bucket: bucket.to_string(),
         key: key.to_string(),
     };

@@ -309,6 +309,7 @@ impl TestCluster {
         };
         self.meta.call(commit).await.unwrap();
         let lookup = GetObject {
+            version: None,
             bucket: bucket.into(),
             key: key.into(),
         };

@@ -265,6 +265,7 @@ impl MetaUnderTest {
     /// token is checked (present, for its block, read only) and removed.
     pub async fn get(&self, bucket: &str, key: &str) -> Option<ObjectRecord> {
         let request = GetObject {
+            version: None,
             bucket: bucket.into(),
             key: key.into(),
         };

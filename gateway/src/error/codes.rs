@@ -115,6 +115,8 @@ s3_codes! {
     InvalidTag => BAD_REQUEST, "The TagValue you have provided is invalid";
     /// The object has no tag set (GetBucketTagging on an untagged bucket).
     NoSuchTagSet => NOT_FOUND, "The TagSet does not exist";
+    /// The version named is a delete marker, which only DELETE may name.
+    MethodNotAllowed => METHOD_NOT_ALLOWED, "The specified method is not allowed against this resource.";
     /// The version id names no version of the object.
     NoSuchVersion => NOT_FOUND, "The specified version does not exist.";
     /// The URI cannot be decoded.

@@ -16,6 +16,7 @@ use axum::response::Response;
 use block_client::ClientError;
 use http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use meta_api::MetaError;
+use meta_api::NULL_VERSION;
 use std::borrow::Cow;
 use std::error::Error;
 use std::sync::Arc;
@@ -196,6 +197,12 @@ impl S3Error {
     }
 }
 
+/// The header naming the version a request read, wrote or deleted (answers
+/// and errors alike).
+pub const VERSION_ID_HEADER: &str = "x-amz-version-id";
+/// The header saying the version is a delete marker.
+pub const DELETE_MARKER_HEADER: &str = "x-amz-delete-marker";
+
 impl From<MetaError> for S3Error {
     fn from(e: MetaError) -> Self {
         match e {
@@ -210,6 +217,25 @@ impl From<MetaError> for S3Error {
                 Self::new(S3Code::BucketNotEmpty).detail("BucketName", b)
             }
             MetaError::NoSuchKey(k) => Self::no_such_key(&k),
+            MetaError::NoSuchVersion(v) => Self::new(S3Code::NoSuchVersion).detail("VersionId", v),
+            MetaError::DeleteMarker {
+                key,
+                version_id,
+                named,
+            } => {
+                let version_id = version_id.unwrap_or_else(|| NULL_VERSION.to_string());
+                let error = if named {
+                    Self::new(S3Code::MethodNotAllowed)
+                        .detail("Method", "GET")
+                        .detail("ResourceType", "DeleteMarker")
+                        .header(http::header::ALLOW, "DELETE")
+                } else {
+                    Self::no_such_key(&key)
+                };
+                error
+                    .header(HeaderName::from_static(DELETE_MARKER_HEADER), "true")
+                    .header(HeaderName::from_static(VERSION_ID_HEADER), version_id)
+            }
             MetaError::NoSuchUpload(u) => Self::no_such_upload(&u),
             MetaError::InvalidPart(n) => {
                 Self::new(S3Code::InvalidPart).detail("PartNumber", n.to_string())

@@ -10,6 +10,7 @@ use access::{
     decide, Action, BucketAccess, Decision, Facts, ObjectAccess, Policy, Requester, Right,
 };
 use http::request::Parts;
+use meta_api::naming::VersionRef;
 use meta_api::{BucketGrant, BucketRecord, BucketRight, GetBucket, GetObject, ObjectRecord};
 use std::ops::Deref;
 use std::sync::Arc;
@@ -196,17 +197,19 @@ impl RequestContext<'_> {
         Ok(decision == Decision::Allow)
     }
 
-    /// The object at `key`, when the caller may do the bucket's action to
-    /// it; a missing key is NoSuchKey only to a caller who may list the
+    /// The object at `key` (its latest version, or `version`), when the
+    /// caller may do the bucket's action to it; a missing key is NoSuchKey only to a caller who may list the
     /// bucket (AccessDenied to others, as S3 answers).
     pub async fn authorized_object(
         &self,
         bucket: &AuthorizedBucket,
         key: &str,
+        version: Option<&VersionRef>,
     ) -> Result<Arc<ObjectRecord>, S3Error> {
         let request = GetObject {
             bucket: bucket.name.clone(),
             key: key.to_string(),
+            version: version.cloned(),
         };
         let found = self.state.meta.call(request).await?;
         let allowed = match &found {

@@ -14,6 +14,7 @@ use access::{canonical_user_id, grants_from_headers, Grant, Grantee, ObjectOwner
 use axum::body::Body;
 use axum::response::Response;
 use http::{HeaderMap, StatusCode};
+use meta_api::naming::VersionRef;
 use meta_api::{BucketAccessChange, BucketRecord, SetBucketAccess};
 use std::sync::Arc;
 
@@ -145,18 +146,20 @@ async fn requested_acl(
     }
 }
 
-/// GetBucketAcl and GetObjectAcl (the object must exist): the stored grants,
+/// GetBucketAcl and GetObjectAcl (the object, or its `version`, must
+/// exist): the stored grants,
 /// or the owner's FULL_CONTROL where there are none or ACLs are off.
 pub async fn get_acl(
     ctx: &RequestContext<'_>,
     bucket: &AuthorizedBucket,
     key: Option<&str>,
+    version: Option<VersionRef>,
 ) -> Result<Response, S3Error> {
     let enforced = !bucket.effective_ownership().acls_enabled();
     let (owner, grants) = match key {
         None => (bucket.owner.clone(), bucket.acl.clone()),
         Some(key) => {
-            let record = ctx.authorized_object(bucket, key).await?;
+            let record = ctx.authorized_object(bucket, key, version.as_ref()).await?;
             let owner = super::access::object_access(&record);
             let owner = super::bucket_access(bucket)
                 .object_owner(&owner)
@@ -172,15 +175,16 @@ pub async fn get_acl(
     Ok(xml_response(access_control_policy(&owner_id, &grants)))
 }
 
-/// PutBucketAcl and PutObjectAcl.
+/// PutBucketAcl and PutObjectAcl (of the latest version, or `version`).
 pub async fn put_acl(
     ctx: &RequestContext<'_>,
     bucket: &AuthorizedBucket,
     key: Option<&str>,
+    version: Option<VersionRef>,
     body: Body,
 ) -> Result<Response, S3Error> {
     let record = match key {
-        Some(key) => Some(ctx.authorized_object(bucket, key).await?),
+        Some(key) => Some(ctx.authorized_object(bucket, key, version.as_ref()).await?),
         None => None,
     };
     let owner = match &record {

@@ -12,6 +12,7 @@ use crate::xml::object_documents::{self, AttributePart, AttributeParts, Attribut
 use axum::response::Response;
 use http::header::{HeaderValue, LAST_MODIFIED};
 use http::HeaderMap;
+use meta_api::naming::VersionRef;
 
 /// The attributes a client may ask for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -76,12 +77,13 @@ pub async fn get_object_attributes(
     ctx: &RequestContext<'_>,
     bucket: &AuthorizedBucket,
     key: &str,
+    version: Option<VersionRef>,
 ) -> Result<Response, S3Error> {
     let headers = &ctx.parts.headers;
     let wanted = wanted_attributes(headers)?;
     let max_parts = header_number(headers, "x-amz-max-parts", MAX_PAGE)?.min(MAX_PAGE);
     let marker = header_number(headers, "x-amz-part-number-marker", 0)?;
-    let record = ctx.authorized_object(bucket, key).await?;
+    let record = ctx.authorized_object(bucket, key, version.as_ref()).await?;
     match conditional::evaluate(headers, &record.etag, record.created) {
         Precondition::Proceed => {}
         Precondition::NotModified | Precondition::Failed => {
@@ -119,6 +121,7 @@ pub async fn get_object_attributes(
     if let Ok(value) = HeaderValue::from_str(&http_date(record.created)) {
         response.headers_mut().insert(LAST_MODIFIED, value);
     }
+    super::versions::insert_version_id(response.headers_mut(), bucket, &record.version);
     Ok(response)
 }
 

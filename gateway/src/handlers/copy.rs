@@ -5,6 +5,7 @@
 
 use super::acl::{canned_acl, written_access};
 use super::object::{chosen_replication, requested_write_condition};
+use super::versions::insert_version_id;
 use super::{xml_response, AuthorizedBucket, RequestContext};
 use crate::auth::{ChecksumAlgorithm, Checksummer};
 use crate::conditional::{evaluate_copy_source, Precondition};
@@ -20,6 +21,7 @@ use block_client::WrittenKey;
 use futures::{stream, StreamExt};
 use http::HeaderMap;
 use md5::{Digest, Md5};
+use meta_api::naming::{parse_version_id, VersionRef};
 use meta_api::now_millis;
 use meta_api::{ObjectAttributes, ObjectRecord, PartRecord, StoredChecksum, WriteCondition};
 use percent_encoding::percent_decode_str;
@@ -40,24 +42,27 @@ pub struct CopySource {
     pub bucket: String,
     /// Source key, decoded.
     pub key: String,
+    /// The source version, when one is named.
+    pub version: Option<VersionRef>,
 }
 
 fn invalid_source(message: &'static str) -> S3Error {
     S3Error::invalid_argument(message).detail("ArgumentName", COPY_SOURCE_HEADER)
 }
 
-/// Parses `[/]bucket/key[?versionId=null]` with a URL-encoded key. The only
-/// version of an object in an unversioned bucket is `null`.
+/// Parses `[/]bucket/key[?versionId=ID]` with a URL-encoded key.
 pub fn parse_copy_source(value: &str) -> Result<CopySource, S3Error> {
     let (path, query) = match value.split_once('?') {
         Some((path, query)) => (path, Some(query)),
         None => (value, None),
     };
+    let mut version = None;
     if let Some(query) = query {
         for item in query.split('&').filter(|s| !s.is_empty()) {
             match item.split_once('=') {
-                Some(("versionId", "null")) => {}
-                Some(("versionId", id)) => return Err(crate::router::unknown_version(id)),
+                Some(("versionId", id)) if version.is_none() => {
+                    version = Some(parse_version_id(id).map_err(invalid_source)?);
+                }
                 _ => return Err(invalid_source("Invalid copy source object key")),
             }
         }
@@ -70,6 +75,7 @@ pub fn parse_copy_source(value: &str) -> Result<CopySource, S3Error> {
         Some((bucket, key)) if !bucket.is_empty() && !key.is_empty() => Ok(CopySource {
             bucket: bucket.to_string(),
             key: key.to_string(),
+            version,
         }),
         _ => Err(invalid_source(
             "Copy Source must mention the source bucket and key: sourcebucket/sourcekey",
@@ -131,7 +137,9 @@ async fn source_object(ctx: &RequestContext<'_>) -> Result<(CopySource, ObjectRe
     let bucket = ctx
         .authorize_bucket_at(&source.bucket, access::Action::GetObject, Some(&source.key))
         .await?;
-    let record = ctx.authorized_object(&bucket, &source.key).await?;
+    let record = ctx
+        .authorized_object(&bucket, &source.key, source.version.as_ref())
+        .await?;
     if evaluate_copy_source(headers, &record.etag, record.created) != Precondition::Proceed {
         return Err(S3Error::new(S3Code::PreconditionFailed));
     }
@@ -232,7 +240,8 @@ pub async fn copy_object(
     let condition = requested_write_condition(headers)?;
     let (source, record) = source_object(ctx).await?;
     let onto_itself = source.bucket == bucket.name && source.key == key;
-    if onto_itself && !replace_metadata {
+    // Copying a named version onto its key restores it, as S3 allows.
+    if onto_itself && source.version.is_none() && !replace_metadata {
         return Err(S3Error::with_message(
             S3Code::InvalidRequest,
             "This copy request is illegal because it is trying to copy an object to itself \
@@ -265,9 +274,10 @@ pub async fn copy_object(
     };
     let now = now_millis();
     let meta = &ctx.state.meta;
-    if onto_itself {
+    if onto_itself && bucket.versioning.is_none() {
         // Same bytes, new metadata: commit the same blocks again, only while
-        // the key still holds the source.
+        // the key still holds the source. (With versioning the copy is a
+        // new version, which must not share the old one's blocks.)
         let mut updated = record.clone();
         updated.content_type = metadata.content_type;
         updated.headers = metadata.headers;
@@ -318,8 +328,9 @@ pub async fn copy_object(
             acl: written.acl,
             ..Default::default()
         },
+        version: Default::default(),
     };
-    commit_or_discard(
+    let stamp = commit_or_discard(
         meta,
         groups,
         meta.call(meta_api::CommitObject {
@@ -328,11 +339,20 @@ pub async fn copy_object(
         }),
     )
     .await?;
-    Ok(xml_response(object_documents::copy_object_result(
+    let mut response = xml_response(object_documents::copy_object_result(
         &copied.etag,
         now,
         copied.checksum.as_ref(),
-    )))
+    ));
+    insert_version_id(response.headers_mut(), bucket, &stamp);
+    if let Some(source_version) = record.version.id.as_deref() {
+        if let Ok(value) = http::HeaderValue::from_str(source_version) {
+            response
+                .headers_mut()
+                .insert("x-amz-copy-source-version-id", value);
+        }
+    }
+    Ok(response)
 }
 
 /// UploadPartCopy: a part made of a source object, or of the bytes of its
@@ -402,12 +422,16 @@ mod tests {
         let expect = |bucket: &str, key: &str| CopySource {
             bucket: bucket.into(),
             key: key.into(),
+            version: None,
         };
         assert_eq!(parse_copy_source("b/k").unwrap(), expect("b", "k"));
         assert_eq!(parse_copy_source("/b/a/b c").unwrap(), expect("b", "a/b c"));
         assert_eq!(
             parse_copy_source("/b/dir%2Fx%20y%3F.txt?versionId=null").unwrap(),
-            expect("b", "dir/x y?.txt")
+            CopySource {
+                version: Some(VersionRef::Null),
+                ..expect("b", "dir/x y?.txt")
+            }
         );
         for bad in ["b", "/b/", "b/k?versionId=abc", "b/k?foo=bar", "/"] {
             assert_eq!(

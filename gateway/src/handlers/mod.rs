@@ -44,23 +44,20 @@ pub fn empty_response(status: StatusCode) -> Response {
     response
 }
 
-/// Commits `record` again with changed attributes (tags, ACL), only if the
-/// key still holds it.
+/// Stores the changed attributes (tags, ACL) of `record`, the version read,
+/// in place, only if that version still exists as read.
 pub(crate) async fn recommit_object(
     ctx: &RequestContext<'_>,
     record: meta_api::ObjectRecord,
 ) -> Result<(), crate::error::S3Error> {
     use crate::error::{S3Code, S3Error};
-    let condition = meta_api::WriteCondition::SameObject(record.id);
-    match ctx
-        .state
-        .meta
-        .call(meta_api::CommitObject {
-            record,
-            condition: Some(condition),
-        })
-        .await
-    {
+    let update = meta_api::UpdateObject {
+        bucket: record.bucket,
+        key: record.key,
+        id: record.id,
+        attributes: record.attributes,
+    };
+    match ctx.state.meta.call(update).await {
         Ok(()) => Ok(()),
         // The object was replaced meanwhile: S3 would have changed one of
         // them; the caller retries against the new one.

@@ -6,6 +6,7 @@ use super::acl::{canned_acl, written_access};
 use super::object::{
     chosen_replication, requested_write_condition, store_request_body, stored_checksum,
 };
+use super::versions::insert_new_version_id;
 use super::{empty_response, xml_response, AuthorizedBucket, RequestContext};
 use crate::auth::ChecksumAlgorithm;
 use crate::error::S3Code;
@@ -246,7 +247,9 @@ pub async fn complete_upload(
         ),
         None => documents::complete_upload(&location, &bucket.name, key, &object.etag),
     };
-    Ok(xml_response(document))
+    let mut response = xml_response(document);
+    insert_new_version_id(response.headers_mut(), &object.version);
+    Ok(response)
 }
 
 /// AbortMultipartUpload: 204; the parts' blocks are freed by meta.

@@ -2,11 +2,12 @@
 //! DeleteObjects.
 
 use super::acl::{canned_acl, written_access};
+use super::versions::{insert_new_version_id, insert_version_id, named_id};
 use super::{empty_response, xml_response, AuthorizedBucket, RequestContext};
 use crate::conditional::WriteConditionError;
 use crate::conditional::{self, Precondition};
 use crate::download;
-use crate::error::{S3Code, S3Error};
+use crate::error::{S3Code, S3Error, DELETE_MARKER_HEADER, VERSION_ID_HEADER};
 use crate::headers::{self, etag_value, object_headers, ObjectMetadata};
 use crate::object_checksum::object_checksum;
 use crate::params::ReadParams;
@@ -24,8 +25,11 @@ use futures::{stream, StreamExt};
 use http::header::{HeaderValue, CONTENT_LENGTH, CONTENT_RANGE, ETAG, LAST_MODIFIED, RANGE};
 use http::StatusCode;
 use md5::{Digest, Md5};
+use meta_api::naming::{parse_version_id, VersionRef};
 use meta_api::now_millis;
-use meta_api::{BucketRecord, ObjectAttributes, ObjectRecord, StoredChecksum, WriteCondition};
+use meta_api::{
+    BucketRecord, ObjectAttributes, ObjectRecord, StoredChecksum, VersionStamp, WriteCondition,
+};
 use proto::{ObjectId, ReplicationConfig};
 
 /// The replication of a new object: the request's header, else the bucket's
@@ -124,10 +128,11 @@ pub async fn put_object(
             acl: written.acl,
             ..Default::default()
         },
+        version: Default::default(),
     };
     let etag = etag_value(&record.etag);
     let meta = &ctx.state.meta;
-    commit_or_discard(
+    let stamp = commit_or_discard(
         meta,
         groups,
         meta.call(meta_api::CommitObject { record, condition }),
@@ -135,6 +140,7 @@ pub async fn put_object(
     .await?;
     let mut response = empty_response(StatusCode::OK);
     response.headers_mut().insert(ETAG, etag);
+    insert_new_version_id(response.headers_mut(), &stamp);
     if let Some(checksum) = &checksum {
         headers::insert_checksum(response.headers_mut(), checksum, None);
     }
@@ -235,6 +241,7 @@ pub async fn get_object(
     ctx: &RequestContext<'_>,
     bucket: &AuthorizedBucket,
     key: &str,
+    version: Option<VersionRef>,
     params: ReadParams,
     head: bool,
 ) -> Result<Response, S3Error> {
@@ -246,7 +253,7 @@ pub async fn get_object(
             "Request specific response headers cannot be used for anonymous GET requests.",
         ));
     }
-    let record = ctx.authorized_object(bucket, key).await?;
+    let record = ctx.authorized_object(bucket, key, version.as_ref()).await?;
     let request_headers = &ctx.parts.headers;
     match conditional::evaluate(request_headers, &record.etag, record.created) {
         Precondition::Proceed => {}
@@ -283,6 +290,7 @@ pub async fn get_object(
     if headers::checksum_mode_enabled(request_headers) {
         insert_read_checksum(&mut headers, &record, &params, partial);
     }
+    insert_version_id(&mut headers, bucket, &record.version);
     let body = if head {
         Body::empty()
     } else {
@@ -303,20 +311,43 @@ pub async fn get_object(
     Ok(response)
 }
 
-/// DeleteObject: 204 whether or not the key existed, as in S3.
+/// DeleteObject: 204 whether or not the key existed, as in S3; with
+/// versioning, names the delete marker made or the version removed.
 pub async fn delete_object(
     ctx: &RequestContext<'_>,
     bucket: &AuthorizedBucket,
     key: &str,
+    version: Option<VersionRef>,
 ) -> Result<Response, S3Error> {
-    ctx.state
+    let deleted = ctx
+        .state
         .meta
         .call(meta_api::DeleteObject {
             bucket: bucket.name.to_string(),
             key: key.to_string(),
+            version: version.clone(),
         })
         .await?;
-    Ok(empty_response(StatusCode::NO_CONTENT))
+    let mut response = empty_response(StatusCode::NO_CONTENT);
+    let headers = response.headers_mut();
+    match (&deleted.version, &version) {
+        (Some(stamp), _) => {
+            insert_id(headers, stamp.id_or_null());
+            if stamp.delete_marker {
+                headers.insert(DELETE_MARKER_HEADER, HeaderValue::from_static("true"));
+            }
+        }
+        // A version that was not there: S3 names it all the same.
+        (None, Some(named)) => insert_id(headers, named_id(named)),
+        (None, None) => {}
+    }
+    Ok(response)
+}
+
+fn insert_id(headers: &mut http::HeaderMap, id: &str) {
+    if let Ok(value) = HeaderValue::from_str(id) {
+        headers.insert(VERSION_ID_HEADER, value);
+    }
 }
 
 /// Deletes run concurrently per DeleteObjects request.
@@ -342,20 +373,35 @@ pub async fn delete_objects(
         }
     }
     let request = parse_delete_objects(&document)?;
-    let results: Vec<Result<(), S3Error>> = stream::iter(request.keys.clone())
-        .map(|key| {
+    let results: Vec<Result<Option<VersionStamp>, S3Error>> = stream::iter(request.objects.clone())
+        .map(|target| {
             let meta = ctx.state.meta.clone();
-            let allowed = ctx.allowed(access::Action::DeleteObject, bucket, None, Some(&key));
+            let allowed = ctx.allowed(
+                access::Action::DeleteObject,
+                bucket,
+                None,
+                Some(&target.key),
+            );
             let bucket = bucket.name.clone();
             async move {
-                if key.len() > MAX_KEY_LEN {
+                if target.key.len() > MAX_KEY_LEN {
                     return Err(S3Error::new(S3Code::KeyTooLongError));
                 }
                 if !allowed? {
                     return Err(S3Error::new(S3Code::AccessDenied));
                 }
-                meta.call(meta_api::DeleteObject { bucket, key }).await?;
-                Ok(())
+                let version = match target.version_id.as_deref().map(parse_version_id) {
+                    Some(Ok(version)) => Some(version),
+                    // S3 reports a malformed id as a version it has not got.
+                    Some(Err(_)) => return Err(S3Error::new(S3Code::NoSuchVersion)),
+                    None => None,
+                };
+                let request = meta_api::DeleteObject {
+                    bucket,
+                    key: target.key,
+                    version,
+                };
+                Ok(meta.call(request).await?.version)
             }
         })
         .buffered(DELETES_IN_FLIGHT)
@@ -363,18 +409,30 @@ pub async fn delete_objects(
         .await;
 
     let outcomes: Vec<DeleteOutcome<'_>> = request
-        .keys
+        .objects
         .iter()
         .zip(&results)
-        .map(|(key, result)| match result {
-            Ok(()) => DeleteOutcome::Deleted(key),
-            Err(e) => {
-                // Answered inside the document, not as the response: logged here.
-                e.log(&format!("/{}/{key}", bucket.name));
-                DeleteOutcome::Failed {
+        .map(|(target, result)| {
+            let key = target.key.as_str();
+            let version_id = target.version_id.as_deref();
+            match result {
+                Ok(stamp) => DeleteOutcome::Deleted {
                     key,
-                    code: e.code().as_str(),
-                    message: e.message(),
+                    version_id,
+                    marker: stamp
+                        .as_ref()
+                        .filter(|s| s.delete_marker)
+                        .map(VersionStamp::id_or_null),
+                },
+                Err(e) => {
+                    // Answered inside the document, not as the response: logged here.
+                    e.log(&format!("/{}/{key}", bucket.name));
+                    DeleteOutcome::Failed {
+                        key,
+                        version_id,
+                        code: e.code().as_str(),
+                        message: e.message(),
+                    }
                 }
             }
         })
@@ -392,6 +450,7 @@ mod tests {
 
     fn record(size: u64, parts: &[u64]) -> ObjectRecord {
         ObjectRecord {
+            version: Default::default(),
             id: ObjectId::random(),
             bucket: "b".into(),
             key: "k".into(),

@@ -3,6 +3,7 @@
 //! conditions are checked, and only then is the file part streamed into the
 //! store, its length held to the policy's `content-length-range` as it flows.
 
+use super::versions::insert_new_version_id;
 use super::{empty_response, RequestContext};
 use crate::auth::verify_post_form;
 use crate::error::{S3Code, S3Error};
@@ -271,8 +272,9 @@ pub async fn post_object(
         groups: written.groups,
         parts: vec![],
         attributes: Default::default(),
+        version: Default::default(),
     };
-    commit_or_discard(
+    let stamp = commit_or_discard(
         meta,
         groups,
         meta.call(meta_api::CommitObject {
@@ -281,7 +283,9 @@ pub async fn post_object(
         }),
     )
     .await?;
-    Ok(success_response(&fields, &bucket.name, &key, &etag))
+    let mut response = success_response(&fields, &bucket.name, &key, &etag);
+    insert_new_version_id(response.headers_mut(), &stamp);
+    Ok(response)
 }
 
 #[cfg(test)]

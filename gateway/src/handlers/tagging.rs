@@ -1,8 +1,10 @@
 //! Tags: Put/Get/DeleteObjectTagging, Put/Get/DeleteBucketTagging, and the
 //! `x-amz-tagging` header of PutObject, CreateMultipartUpload and CopyObject.
-//! An object's tags change in place: meta commits the same record with new
-//! tags only while the key still holds that object.
+//! An object's tags change in place (no new version): meta stores them only
+//! while the version still holds that object. Answers about an object's tags
+//! name its version.
 
+use super::versions::insert_version_id;
 use super::{empty_response, recommit_object, xml_response, AuthorizedBucket, RequestContext};
 use crate::error::{S3Code, S3Error};
 use crate::request_body::read_small_body;
@@ -11,6 +13,7 @@ use crate::xml::object_documents::{self, parse_tagging, TAGGING_BODY_LIMIT};
 use axum::body::Body;
 use axum::response::Response;
 use http::StatusCode;
+use meta_api::naming::VersionRef;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,11 +23,12 @@ pub async fn get_object_tagging(
     ctx: &RequestContext<'_>,
     bucket: &AuthorizedBucket,
     key: &str,
+    version: Option<VersionRef>,
 ) -> Result<Response, S3Error> {
-    let record = ctx.authorized_object(bucket, key).await?;
-    Ok(xml_response(object_documents::tagging(
-        &record.attributes.tags,
-    )))
+    let record = ctx.authorized_object(bucket, key, version.as_ref()).await?;
+    let mut response = xml_response(object_documents::tagging(&record.attributes.tags));
+    insert_version_id(response.headers_mut(), bucket, &record.version);
+    Ok(response)
 }
 
 async fn read_tagging_body(
@@ -42,14 +46,18 @@ pub async fn put_object_tagging(
     ctx: &RequestContext<'_>,
     bucket: &AuthorizedBucket,
     key: &str,
+    version: Option<VersionRef>,
     body: Body,
 ) -> Result<Response, S3Error> {
     let tags = read_tagging_body(ctx, body, MAX_OBJECT_TAGS).await?;
-    let record = ctx.authorized_object(bucket, key).await?;
+    let record = ctx.authorized_object(bucket, key, version.as_ref()).await?;
     let mut record = Arc::unwrap_or_clone(record);
     record.attributes.tags = tags;
+    let stamp = record.version.clone();
     recommit_object(ctx, record).await?;
-    Ok(empty_response(StatusCode::OK))
+    let mut response = empty_response(StatusCode::OK);
+    insert_version_id(response.headers_mut(), bucket, &stamp);
+    Ok(response)
 }
 
 /// DeleteObjectTagging: 204, the object keeps everything else.
@@ -57,14 +65,18 @@ pub async fn delete_object_tagging(
     ctx: &RequestContext<'_>,
     bucket: &AuthorizedBucket,
     key: &str,
+    version: Option<VersionRef>,
 ) -> Result<Response, S3Error> {
-    let record = ctx.authorized_object(bucket, key).await?;
+    let record = ctx.authorized_object(bucket, key, version.as_ref()).await?;
+    let stamp = record.version.clone();
     if !record.attributes.tags.is_empty() {
         let mut record = Arc::unwrap_or_clone(record);
         record.attributes.tags = BTreeMap::new();
         recommit_object(ctx, record).await?;
     }
-    Ok(empty_response(StatusCode::NO_CONTENT))
+    let mut response = empty_response(StatusCode::NO_CONTENT);
+    insert_version_id(response.headers_mut(), bucket, &stamp);
+    Ok(response)
 }
 
 /// GetBucketTagging: NoSuchTagSet when the bucket has none, as in S3.

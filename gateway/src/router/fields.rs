@@ -1,12 +1,12 @@
 //! The fields of endpoints beyond their bucket, each parsed from the request
-//! by its type: the object key, the upload id and part number, and the
-//! parameter sets of listings and reads.
+//! by its type: the object key, the upload id and part number, the version,
+//! and the parameter sets of listings and reads.
 
 use super::{required, RouteInput};
 use crate::error::S3Error;
 use crate::params::{
-    part_number, ListBucketsParams, ListPartsParams, ListUploadsParams, ListV1Params, ListV2Params,
-    ListVersionsParams, ReadParams,
+    part_number, version_ref, ListBucketsParams, ListPartsParams, ListUploadsParams, ListV1Params,
+    ListV2Params, ListVersionsParams, ReadParams,
 };
 use std::ops::Deref;
 
@@ -74,6 +74,17 @@ pub struct PartNumber(pub u32);
 impl RouteField for PartNumber {
     fn from_route(input: &RouteInput<'_>) -> Result<Self, S3Error> {
         Ok(Self(part_number(required(&input.query, "partNumber")?)?))
+    }
+}
+
+/// The `versionId` query parameter, if sent: the version a request names.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VersionParam(pub Option<meta_api::naming::VersionRef>);
+
+impl RouteField for VersionParam {
+    fn from_route(input: &RouteInput<'_>) -> Result<Self, S3Error> {
+        let version = input.query.get("versionId").map(version_ref).transpose()?;
+        Ok(Self(version))
     }
 }
 

@@ -8,7 +8,7 @@ mod fields;
 pub mod rules;
 mod table;
 
-pub use fields::{ObjectKey, PartNumber, RouteField, UploadId};
+pub use fields::{ObjectKey, PartNumber, RouteField, UploadId, VersionParam};
 pub(crate) use table::s3_endpoints;
 
 use crate::error::{S3Code, S3Error};
@@ -124,23 +124,6 @@ const UNSUPPORTED_SUBRESOURCES: &[(&str, &str)] = &[
     ("website", "Website"),
 ];
 
-/// The error for a version id other than `null` (Tessera keeps one version
-/// per key): 404 NoSuchVersion when it has the form of an S3 version id (32
-/// URL-safe characters), else 400 InvalidArgument, as S3 answers.
-pub fn unknown_version(id: &str) -> S3Error {
-    let well_formed = id.len() == 32
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_');
-    if well_formed {
-        S3Error::new(S3Code::NoSuchVersion).detail("VersionId", id.to_string())
-    } else {
-        S3Error::invalid_argument("Invalid version id specified")
-            .detail("ArgumentName", "versionId")
-            .detail("ArgumentValue", id.to_string())
-    }
-}
-
 fn verb(method: &Method) -> &'static str {
     match *method {
         Method::GET | Method::HEAD => "Get",
@@ -153,11 +136,6 @@ fn verb(method: &Method) -> &'static str {
 
 /// NotImplemented for a sub-resource keyword, naming its S3 operation.
 fn unsupported_subresource(method: &Method, query: &Query, on_object: bool) -> Option<S3Error> {
-    // `versionId=null` names the only version of an object in an unversioned
-    // bucket; no other id names one.
-    if let Some(id) = query.get("versionId").filter(|v| *v != "null") {
-        return Some(unknown_version(id));
-    }
     let (keyword, name) = UNSUPPORTED_SUBRESOURCES
         .iter()
         .find(|(keyword, _)| query.has(keyword))?;

@@ -136,12 +136,21 @@ pub(super) fn complete_upload_document(
 
 /// The outcome of one key of a DeleteObjects request.
 pub enum DeleteOutcome<'a> {
-    /// The key was deleted (or was absent).
-    Deleted(&'a str),
+    /// The key (or version) was deleted, or was absent.
+    Deleted {
+        /// The key.
+        key: &'a str,
+        /// The version id the request named, if any.
+        version_id: Option<&'a str>,
+        /// The delete marker made or removed, if any.
+        marker: Option<&'a str>,
+    },
     /// The key could not be deleted.
     Failed {
         /// The key.
         key: &'a str,
+        /// The version id the request named, if any.
+        version_id: Option<&'a str>,
         /// S3 error code.
         code: &'a str,
         /// Error message.
@@ -155,15 +164,30 @@ pub fn delete_result(outcomes: &[DeleteOutcome<'_>], quiet: bool) -> Vec<u8> {
     w.open_root("DeleteResult");
     for outcome in outcomes {
         match outcome {
-            DeleteOutcome::Deleted(key) if !quiet => {
+            DeleteOutcome::Deleted {
+                key,
+                version_id,
+                marker,
+            } if !quiet => {
                 w.open("Deleted");
                 w.element("Key", key);
+                w.optional("VersionId", *version_id);
+                if let Some(marker) = marker {
+                    w.boolean("DeleteMarker", true);
+                    w.element("DeleteMarkerVersionId", marker);
+                }
                 w.close("Deleted");
             }
-            DeleteOutcome::Deleted(_) => {}
-            DeleteOutcome::Failed { key, code, message } => {
+            DeleteOutcome::Deleted { .. } => {}
+            DeleteOutcome::Failed {
+                key,
+                version_id,
+                code,
+                message,
+            } => {
                 w.open("Error");
                 w.element("Key", key);
+                w.optional("VersionId", *version_id);
                 w.element("Code", code);
                 w.element("Message", message);
                 w.close("Error");
@@ -174,22 +198,10 @@ pub fn delete_result(outcomes: &[DeleteOutcome<'_>], quiet: bool) -> Vec<u8> {
     w.finish()
 }
 
-/// One object of a listing: `Contents` of ListObjects, or (`as_version`)
-/// the object as its one version `null` in ListObjectVersions.
-fn object_entry(
-    w: &mut XmlWriter,
-    object: &ObjectSummary,
-    url: bool,
-    owner_name: Option<&str>,
-    as_version: bool,
-) {
-    let element = if as_version { "Version" } else { "Contents" };
-    w.open(element);
+/// One object of a listing: `Contents` of ListObjects.
+fn object_entry(w: &mut XmlWriter, object: &ObjectSummary, url: bool, owner_name: Option<&str>) {
+    w.open("Contents");
     w.element("Key", &encode_name(&object.key, url));
-    if as_version {
-        w.element("VersionId", "null");
-        w.boolean("IsLatest", true);
-    }
     w.element("LastModified", &iso8601(object.created));
     w.element("ETag", &quoted(&object.etag));
     w.number("Size", object.size);
@@ -197,7 +209,7 @@ fn object_entry(
         owner(w, "Owner", name);
     }
     w.element("StorageClass", STORAGE_CLASS);
-    w.close(element);
+    w.close("Contents");
 }
 
 /// MaxKeys, Delimiter and EncodingType, in the order of ListObjects (v1)
@@ -218,17 +230,16 @@ pub(super) fn listing_entries(
     page: &ListPage,
     url: bool,
     owner_name: Option<&str>,
-    as_version: bool,
 ) {
     w.boolean("IsTruncated", page.is_truncated);
     for object in &page.objects {
-        object_entry(w, object, url, owner_name, as_version);
+        object_entry(w, object, url, owner_name);
     }
     common_prefixes(w, &page.common_prefixes, url);
 }
 
 /// The `CommonPrefixes` elements of a listing.
-fn common_prefixes(w: &mut XmlWriter, prefixes: &[String], url: bool) {
+pub(super) fn common_prefixes(w: &mut XmlWriter, prefixes: &[String], url: bool) {
     for prefix in prefixes {
         w.open("CommonPrefixes");
         w.element("Prefix", &encode_name(prefix, url));
@@ -281,7 +292,7 @@ pub fn list_objects_v2(doc: &ListV2Doc<'_>) -> Vec<u8> {
     if url {
         w.element("EncodingType", "url");
     }
-    listing_entries(&mut w, doc.page, url, doc.owner, false);
+    listing_entries(&mut w, doc.page, url, doc.owner);
     w.close("ListBucketResult");
     w.finish()
 }
@@ -320,7 +331,7 @@ pub fn list_objects_v1(doc: &ListV1Doc<'_>) -> Vec<u8> {
         w.element("NextMarker", &encode_name(m, url));
     }
     page_settings(&mut w, doc.max_keys, doc.delimiter, url);
-    listing_entries(&mut w, doc.page, url, Some(doc.owner), false);
+    listing_entries(&mut w, doc.page, url, Some(doc.owner));
     w.close("ListBucketResult");
     w.finish()
 }

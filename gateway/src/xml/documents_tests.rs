@@ -50,6 +50,7 @@ fn bucket(name: &str, created: &str) -> BucketRecord {
         ownership: None,
         public_access_block: None,
         policy: None,
+        versioning: None,
     }
 }
 
@@ -484,9 +485,14 @@ fn location_constraint_is_empty_for_us_east_1() {
 #[test]
 fn delete_result_matches_aws_example() {
     let outcomes = [
-        DeleteOutcome::Deleted("sample1.txt"),
+        DeleteOutcome::Deleted {
+            key: "sample1.txt",
+            version_id: None,
+            marker: None,
+        },
         DeleteOutcome::Failed {
             key: "sample2.txt",
+            version_id: None,
             code: "AccessDenied",
             message: "Access Denied",
         },

@@ -1,16 +1,16 @@
 //! Response documents (and the Tagging request body) of the object
 //! operations beyond the basics: CopyObject, UploadPartCopy, tagging,
-//! versioning of an unversioned bucket, ACLs and GetObjectAttributes.
+//! versioning, ACLs and GetObjectAttributes.
 
 use super::documents::{
-    checksum_element, complete_upload_document, encode_name, listing_entries, owner, page_settings,
+    checksum_element, common_prefixes, complete_upload_document, encode_name, owner, page_settings,
     quoted,
 };
 use super::parse::{parse_document, Element};
 use super::MalformedXml;
 use super::XmlWriter;
 use crate::dates::iso8601;
-use meta_api::{ListPage, StoredChecksum, UnixMillis};
+use meta_api::{StoredChecksum, UnixMillis, Versioning, VersionsPage};
 use std::collections::BTreeMap;
 
 pub use super::documents::STORAGE_CLASS;
@@ -116,12 +116,47 @@ pub fn parse_tagging(bytes: &[u8]) -> Result<Vec<(String, String)>, MalformedXml
     Ok(out)
 }
 
-/// VersioningConfiguration of a bucket that never had versioning: empty.
-pub fn versioning_configuration() -> Vec<u8> {
+/// A VersioningConfiguration: empty for a bucket that never had versioning.
+pub fn versioning_configuration(versioning: Option<Versioning>) -> Vec<u8> {
     let mut w = XmlWriter::new();
     w.open_root("VersioningConfiguration");
+    if let Some(versioning) = versioning {
+        w.element("Status", versioning.as_str());
+    }
     w.close("VersioningConfiguration");
     w.finish()
+}
+
+/// The Status of a PutBucketVersioning body. MFA delete cannot be enabled
+/// (there is no MFA device to check), so MfaDelete may only be Disabled.
+pub fn parse_versioning_configuration(bytes: &[u8]) -> Result<Versioning, VersioningDocumentError> {
+    let root = parse_document(bytes).map_err(|_| VersioningDocumentError::Malformed)?;
+    if root.name != "VersioningConfiguration" {
+        return Err(VersioningDocumentError::Malformed);
+    }
+    let mut status = None;
+    for child in &root.children {
+        if !child.children.is_empty() {
+            return Err(VersioningDocumentError::Malformed);
+        }
+        match (child.name.as_str(), child.text.as_str()) {
+            ("Status", "Enabled") if status.is_none() => status = Some(Versioning::Enabled),
+            ("Status", "Suspended") if status.is_none() => status = Some(Versioning::Suspended),
+            ("MfaDelete", "Disabled") => {}
+            ("MfaDelete", "Enabled") => return Err(VersioningDocumentError::MfaDelete),
+            _ => return Err(VersioningDocumentError::Malformed),
+        }
+    }
+    status.ok_or(VersioningDocumentError::Malformed)
+}
+
+/// Why a PutBucketVersioning body was refused.
+#[derive(Debug, PartialEq, Eq)]
+pub enum VersioningDocumentError {
+    /// Not a VersioningConfiguration with one Status of Enabled or Suspended.
+    Malformed,
+    /// MfaDelete Enabled.
+    MfaDelete,
 }
 
 /// What a ListObjectVersions answer shows.
@@ -140,29 +175,55 @@ pub struct ListVersionsDoc<'a> {
     pub max_keys: u32,
     /// Whether keys are URL-encoded.
     pub url_encode: bool,
-    /// Where the next page starts, when truncated.
-    pub next_key_marker: Option<&'a str>,
-    /// The bucket owner.
+    /// The bucket owner (the owner of versions that name none).
     pub owner: &'a str,
-    /// The objects (each shown as its one version "null") and prefixes.
-    pub page: &'a ListPage,
+    /// The versions, delete markers and prefixes.
+    pub page: &'a VersionsPage,
 }
 
-/// ListVersionsResult: an unversioned bucket's objects, each its only version.
+/// ListVersionsResult.
 pub fn list_versions(doc: &ListVersionsDoc<'_>) -> Vec<u8> {
     let url = doc.url_encode;
+    let page = doc.page;
     let mut w = XmlWriter::new();
     w.open_root("ListVersionsResult");
     w.element("Name", doc.bucket);
     w.element("Prefix", &encode_name(doc.prefix, url));
     w.element("KeyMarker", &encode_name(doc.key_marker, url));
     w.element("VersionIdMarker", doc.version_id_marker);
-    if let Some(next) = doc.next_key_marker {
+    if let Some(next) = &page.next_key_marker {
         w.element("NextKeyMarker", &encode_name(next, url));
-        w.element("NextVersionIdMarker", "null");
     }
+    w.optional(
+        "NextVersionIdMarker",
+        page.next_version_id_marker.as_deref(),
+    );
     page_settings(&mut w, doc.max_keys, doc.delimiter, url);
-    listing_entries(&mut w, doc.page, url, Some(doc.owner), true);
+    w.boolean("IsTruncated", page.is_truncated);
+    for version in &page.versions {
+        let element = if version.version.delete_marker {
+            "DeleteMarker"
+        } else {
+            "Version"
+        };
+        w.open(element);
+        w.element("Key", &encode_name(&version.key, url));
+        w.element("VersionId", version.version.id_or_null());
+        w.boolean("IsLatest", version.is_latest);
+        w.element("LastModified", &iso8601(version.created));
+        if !version.version.delete_marker {
+            w.element("ETag", &quoted(&version.etag));
+            w.number("Size", version.size);
+            w.element("StorageClass", STORAGE_CLASS);
+        }
+        owner(
+            &mut w,
+            "Owner",
+            version.owner.as_deref().unwrap_or(doc.owner),
+        );
+        w.close(element);
+    }
+    common_prefixes(&mut w, &page.common_prefixes, url);
     w.close("ListVersionsResult");
     w.finish()
 }

@@ -1,6 +1,6 @@
 use super::*;
 use crate::xml::MalformedXml;
-use meta_api::ObjectSummary;
+use meta_api::{VersionStamp, VersionSummary};
 
 fn text(doc: Vec<u8>) -> String {
     String::from_utf8(doc).unwrap()
@@ -75,25 +75,77 @@ fn tagging_body_is_strict() {
 }
 
 #[test]
-fn versioning_of_unversioned_bucket_is_empty() {
+fn versioning_configuration_shows_status_once_set() {
     assert_eq!(
-        text(versioning_configuration()),
+        text(versioning_configuration(None)),
         format!("{DECL}<VersioningConfiguration {NS}></VersioningConfiguration>")
+    );
+    assert_eq!(
+        text(versioning_configuration(Some(Versioning::Suspended))),
+        format!("{DECL}<VersioningConfiguration {NS}><Status>Suspended</Status></VersioningConfiguration>")
     );
 }
 
 #[test]
-fn versions_show_each_object_as_null_version() {
-    let page = ListPage {
-        objects: vec![ObjectSummary {
-            key: "a b".into(),
-            size: 3,
-            etag: "e".into(),
-            created: 0,
-        }],
+fn versioning_configuration_bodies() {
+    let parse = |body: &str| parse_versioning_configuration(body.as_bytes());
+    assert_eq!(
+        parse("<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>"),
+        Ok(Versioning::Enabled)
+    );
+    assert_eq!(
+        parse(
+            r#"<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Suspended</Status><MfaDelete>Disabled</MfaDelete></VersioningConfiguration>"#
+        ),
+        Ok(Versioning::Suspended)
+    );
+    assert_eq!(
+        parse("<VersioningConfiguration><Status>Enabled</Status><MfaDelete>Enabled</MfaDelete></VersioningConfiguration>"),
+        Err(VersioningDocumentError::MfaDelete)
+    );
+    for bad in [
+        "<VersioningConfiguration><Status>enabled</Status></VersioningConfiguration>",
+        "<VersioningConfiguration></VersioningConfiguration>",
+        "<VersioningConfiguration><Status>Enabled</Status><Status>Enabled</Status></VersioningConfiguration>",
+        "<Versioning><Status>Enabled</Status></Versioning>",
+        "<VersioningConfiguration><Other>1</Other></VersioningConfiguration>",
+    ] {
+        assert_eq!(parse(bad), Err(VersioningDocumentError::Malformed), "{bad}");
+    }
+}
+
+#[test]
+fn versions_and_markers_in_a_listing() {
+    let stamp = |id: Option<&str>, delete_marker| VersionStamp {
+        id: id.map(str::to_string),
+        seq: 1,
+        delete_marker,
+    };
+    let page = VersionsPage {
+        versions: vec![
+            VersionSummary {
+                key: "a b".into(),
+                version: stamp(Some("v2"), true),
+                is_latest: true,
+                size: 0,
+                etag: String::new(),
+                created: 0,
+                owner: None,
+            },
+            VersionSummary {
+                key: "a b".into(),
+                version: stamp(None, false),
+                is_latest: false,
+                size: 3,
+                etag: "e".into(),
+                created: 0,
+                owner: Some("alice".into()),
+            },
+        ],
         common_prefixes: vec!["p/".to_string()],
         is_truncated: true,
-        next_marker: None,
+        next_key_marker: Some("a b".into()),
+        next_version_id_marker: Some("null".into()),
     };
     let doc = text(list_versions(&ListVersionsDoc {
         bucket: "bk",
@@ -103,18 +155,15 @@ fn versions_show_each_object_as_null_version() {
         delimiter: Some("/"),
         max_keys: 1,
         url_encode: true,
-        next_key_marker: Some("a b"),
         owner: "root",
         page: &page,
     }));
-    let owner = format!(
-        "<Size>3</Size><Owner><ID>{}</ID>",
-        meta_api::canonical_user_id("root")
-    );
+    let owner = |name: &str| format!("<Owner><ID>{}</ID>", meta_api::canonical_user_id(name));
     for part in [
         "<NextKeyMarker>a%20b</NextKeyMarker><NextVersionIdMarker>null</NextVersionIdMarker>",
-        "<Version><Key>a%20b</Key><VersionId>null</VersionId><IsLatest>true</IsLatest>",
-        &owner,
+        &format!("<DeleteMarker><Key>a%20b</Key><VersionId>v2</VersionId><IsLatest>true</IsLatest><LastModified>1970-01-01T00:00:00.000Z</LastModified>{}", owner("root")),
+        "<Version><Key>a%20b</Key><VersionId>null</VersionId><IsLatest>false</IsLatest>",
+        &format!("<Size>3</Size><StorageClass>STANDARD</StorageClass>{}", owner("alice")),
         "<CommonPrefixes><Prefix>p/</Prefix></CommonPrefixes>",
         "<IsTruncated>true</IsTruncated>",
     ] {

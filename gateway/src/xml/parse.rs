@@ -209,17 +209,27 @@ pub fn parse_complete_upload(bytes: &[u8]) -> Result<Vec<CompletedPart>, Malform
         .collect()
 }
 
-/// A DeleteObjects request: the keys, in order, and whether only errors are reported.
+/// A DeleteObjects request: the objects, in order, and whether only errors
+/// are reported.
 #[derive(Debug, PartialEq, Eq)]
 pub struct DeleteRequest {
-    /// Keys to delete, in order.
-    pub keys: Vec<String>,
+    /// Objects to delete, in order.
+    pub objects: Vec<DeleteTarget>,
     /// Whether only errors are reported.
     pub quiet: bool,
 }
 
-/// Elements of `<Object>` besides `Key` that S3 defines; accepted and not used
-/// (`VersionId` may only be "null" in an unversioned bucket).
+/// One `<Object>` of a DeleteObjects request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeleteTarget {
+    /// The key, exactly as sent.
+    pub key: String,
+    /// The version to delete, as sent (checked per object).
+    pub version_id: Option<String>,
+}
+
+/// Elements of `<Object>` besides `Key` and `VersionId` that S3 defines;
+/// accepted and not used.
 const DELETE_OBJECT_FIELDS: [&str; 4] = ["VersionId", "ETag", "LastModifiedTime", "Size"];
 
 /// The body of DeleteObjects: 1 to 1,000 objects, each with one Key (kept
@@ -248,7 +258,14 @@ pub fn parse_delete_objects(bytes: &[u8]) -> Result<DeleteRequest, MalformedXml>
                 if !key.children.is_empty() || key.text.is_empty() {
                     return Err(malformed());
                 }
-                keys.push(key.text.clone());
+                let version_id = match child.children.iter().any(|c| c.name == "VersionId") {
+                    true => Some(child.single("VersionId")?.leaf_text()?.to_string()),
+                    false => None,
+                };
+                keys.push(DeleteTarget {
+                    key: key.text.clone(),
+                    version_id,
+                });
             }
             "Quiet" if quiet.is_none() => {
                 quiet = Some(match child.leaf_text()? {
@@ -264,7 +281,7 @@ pub fn parse_delete_objects(bytes: &[u8]) -> Result<DeleteRequest, MalformedXml>
         return Err(malformed());
     }
     Ok(DeleteRequest {
-        keys,
+        objects: keys,
         quiet: quiet.unwrap_or(false),
     })
 }
@@ -470,7 +487,15 @@ mod tests {
   <Quiet>true</Quiet>
 </Delete>"#;
         let request = parse_delete_objects(body).unwrap();
-        assert_eq!(request.keys, ["sample1.txt", " spaced key "]);
+        let keys: Vec<(&str, Option<&str>)> = request
+            .objects
+            .iter()
+            .map(|o| (o.key.as_str(), o.version_id.as_deref()))
+            .collect();
+        assert_eq!(
+            keys,
+            [("sample1.txt", None), (" spaced key ", Some("null"))]
+        );
         assert!(request.quiet);
         let many = format!(
             "<Delete>{}</Delete>",

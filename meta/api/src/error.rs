@@ -20,6 +20,19 @@ pub enum MetaError {
     /// The object does not exist.
     #[error("no such key {0}")]
     NoSuchKey(String),
+    /// The version does not exist.
+    #[error("no such version {0}")]
+    NoSuchVersion(String),
+    /// The version asked for, or the latest one, is a delete marker.
+    #[error("{key} is a delete marker")]
+    DeleteMarker {
+        /// Object key.
+        key: String,
+        /// The marker's version id (None: null).
+        version_id: Option<String>,
+        /// Whether the request named this version (else it asked for the latest).
+        named: bool,
+    },
     /// The upload does not exist or belongs elsewhere.
     #[error("no such upload {0}")]
     NoSuchUpload(String),

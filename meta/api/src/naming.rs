@@ -1,6 +1,8 @@
 //! Validation of names that come from users: S3 bucket names (shared with the
-//! gateway, so both refuse the same names with the same reason), user names
-//! and object keys.
+//! gateway, so both refuse the same names with the same reason), user names,
+//! object keys and version ids.
+
+use crate::records::{VersionStamp, NULL_VERSION};
 
 /// Checks `name` against the S3 general-purpose bucket naming rules; the error
 /// says which rule failed.
@@ -67,9 +69,112 @@ pub fn validate_object_key(key: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Hex digits of the sequence number that starts every version id.
+const VERSION_SEQ_DIGITS: usize = 16;
+/// Random letters and digits after it, so that ids are not guessable.
+const VERSION_RANDOM_CHARS: usize = 16;
+
+/// A version a request names.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum VersionRef {
+    /// `null`: the version written while versioning was off or suspended.
+    Null,
+    /// A version id, with the sequence number it carries.
+    Id {
+        /// The id as S3 clients send it.
+        id: String,
+        /// Its place among versions (`VersionStamp::seq`).
+        seq: u64,
+    },
+}
+
+impl VersionRef {
+    /// Whether `stamp` is the version this names.
+    pub fn names(&self, stamp: &VersionStamp) -> bool {
+        match self {
+            Self::Null => stamp.id.is_none(),
+            Self::Id { id, .. } => stamp.id.as_deref() == Some(id),
+        }
+    }
+}
+
+/// A fresh version id for sequence number `seq`: the number in hex, so that
+/// the id tells where the version is in a listing, then random characters.
+pub fn new_version_id(seq: u64) -> String {
+    use rand::distributions::{Alphanumeric, DistString};
+    let mut id = format!("{seq:0width$x}", width = VERSION_SEQ_DIGITS);
+    id.push_str(&Alphanumeric.sample_string(&mut rand::thread_rng(), VERSION_RANDOM_CHARS));
+    id
+}
+
+/// Parses a `versionId` a request sent; the error is S3's message.
+pub fn parse_version_id(text: &str) -> Result<VersionRef, &'static str> {
+    if text.is_empty() {
+        return Err("Version id cannot be the empty string");
+    }
+    if text == NULL_VERSION {
+        return Ok(VersionRef::Null);
+    }
+    // S3's form: 32 URL-safe characters. An id of that form this server did
+    // not make names no version here (sequence number 0 finds none).
+    if text.len() != VERSION_SEQ_DIGITS + VERSION_RANDOM_CHARS
+        || !text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_')
+    {
+        return Err("Invalid version id specified");
+    }
+    let seq = u64::from_str_radix(&text[..VERSION_SEQ_DIGITS], 16).unwrap_or(0);
+    Ok(VersionRef::Id {
+        id: text.to_string(),
+        seq,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn version_ids_carry_their_sequence_number() {
+        let id = new_version_id(0x1234);
+        assert_eq!(id.len(), 32);
+        assert_eq!(
+            parse_version_id(&id),
+            Ok(VersionRef::Id {
+                id: id.clone(),
+                seq: 0x1234
+            })
+        );
+        assert_ne!(new_version_id(7), new_version_id(7));
+        assert_eq!(parse_version_id("null"), Ok(VersionRef::Null));
+        assert_eq!(
+            parse_version_id(""),
+            Err("Version id cannot be the empty string")
+        );
+        // Another server's id: S3's form, no sequence number of ours.
+        let foreign = "v5n1PPUjOCMHLyyfq0ayjoZ5RZLfVQ.A";
+        assert_eq!(
+            parse_version_id(foreign),
+            Ok(VersionRef::Id {
+                id: foreign.into(),
+                seq: 0
+            })
+        );
+        for bad in [
+            "abc",
+            &id[1..],
+            &format!("{id}x"),
+            "0000000000000001+123456789abcdef",
+            "0000000000000001/123456789abcdef",
+        ] {
+            assert_eq!(
+                parse_version_id(bad),
+                Err("Invalid version id specified"),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn accepts_the_aws_examples_of_valid_names() {

@@ -150,6 +150,41 @@ pub struct ObjectRecord {
     /// Tags and checksums.
     #[serde(default)]
     pub attributes: ObjectAttributes,
+    /// Which version of the key this is, in a bucket that has had
+    /// versioning; the default (the null version) everywhere else.
+    #[serde(default, skip_serializing_if = "VersionStamp::is_default")]
+    pub version: VersionStamp,
+}
+
+/// How S3 names the null version.
+pub const NULL_VERSION: &str = "null";
+
+/// A version's identity among the versions of its key.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionStamp {
+    /// The version id S3 clients see; None: the `null` version (written
+    /// while versioning was off or suspended).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Its place among the versions of all keys: later writes have higher
+    /// numbers (0: written before the bucket had versioning).
+    #[serde(default)]
+    pub seq: u64,
+    /// A delete marker: a version without data that hides the key.
+    #[serde(default)]
+    pub delete_marker: bool,
+}
+
+impl VersionStamp {
+    /// The null version of a bucket that never had versioning.
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// The id as S3 answers it: `null` for the null version.
+    pub fn id_or_null(&self) -> &str {
+        self.id.as_deref().unwrap_or(NULL_VERSION)
+    }
 }
 
 impl ObjectRecord {
@@ -177,6 +212,7 @@ impl ObjectRecord {
             groups,
             parts: Vec::new(),
             attributes: ObjectAttributes::default(),
+            version: VersionStamp::default(),
         }
     }
 }
@@ -241,6 +277,64 @@ pub struct BucketRecord {
     /// Its bucket policy, as put (JSON), if it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<String>,
+    /// Its versioning; None: never enabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub versioning: Option<Versioning>,
+}
+
+/// A bucket's versioning once it was first enabled (it never returns to
+/// "never enabled").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Versioning {
+    /// Every write makes a new version.
+    Enabled,
+    /// Writes replace the null version; older versions stay.
+    Suspended,
+}
+
+impl Versioning {
+    /// The status as S3 writes it in a VersioningConfiguration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Enabled => "Enabled",
+            Self::Suspended => "Suspended",
+        }
+    }
+}
+
+/// One version (or delete marker) in a listing of versions.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionSummary {
+    /// Object key.
+    pub key: String,
+    /// The version's identity.
+    pub version: VersionStamp,
+    /// Whether it is the key's latest version.
+    pub is_latest: bool,
+    /// Bytes in the body (0 for a delete marker).
+    pub size: u64,
+    /// ETag without quotes (empty for a delete marker).
+    pub etag: String,
+    /// When it was written.
+    pub created: UnixMillis,
+    /// Its owner when not the bucket owner.
+    pub owner: Option<String>,
+}
+
+/// A page of a listing of versions: keys in UTF-8 byte order, the versions
+/// of each key newest first.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionsPage {
+    /// Versions and delete markers on this page.
+    pub versions: Vec<VersionSummary>,
+    /// Prefixes rolled up by the delimiter, each once, in order.
+    pub common_prefixes: Vec<String>,
+    /// Whether more entries follow this page.
+    pub is_truncated: bool,
+    /// When truncated: the key of the last entry (or the last common prefix).
+    pub next_key_marker: Option<String>,
+    /// When truncated after a version: its id (`null` for the null version).
+    pub next_version_id_marker: Option<String>,
 }
 
 impl BucketRecord {

@@ -15,7 +15,7 @@
 //! stored allocation counter (never handed out by this meta) is never deleted.
 
 use crate::store::db::StoreError;
-use crate::store::tables::{COUNTERS, NEXT_BLOCK, OBJECTS, PARTS};
+use crate::store::tables::{COUNTERS, NEXT_BLOCK, OBJECTS, PARTS, VERSIONS};
 use crate::store::Store;
 use meta_api::{BlockGroup, MetaError, ReportedBlock, UnixMillis};
 use parking_lot::Mutex;
@@ -184,7 +184,7 @@ fn take_snapshot(
 ) -> Result<ReferenceSnapshot, MetaError> {
     let (refs, counter) = store.read(|txn| {
         let mut refs: HashMap<DatanodeId, Vec<BlockKey>> = HashMap::new();
-        for table in [OBJECTS, PARTS] {
+        for table in [OBJECTS, VERSIONS, PARTS] {
             for entry in txn.open_table(table)?.iter()? {
                 let (_, value) = entry?;
                 let record: Groups = serde_json::from_slice(value.value())

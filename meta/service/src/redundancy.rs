@@ -17,7 +17,7 @@
 
 use crate::store::db::{decode, StoreError};
 use crate::store::repairs::{self, GroupOwner, RepairEntry, RepairQueue};
-use crate::store::tables::{BAD_REPLICAS, OBJECTS, PARTS, UPLOADS};
+use crate::store::tables::{BAD_REPLICAS, OBJECTS, PARTS, UPLOADS, VERSIONS};
 use crate::store::Store;
 use meta_api::{AdminState, BlockGroup, DatanodeState, MetaError, ReplicaLocation, UnixMillis};
 use proto::{BlockId, BlockKey, DatanodeId, ReplicationConfig};
@@ -259,6 +259,15 @@ struct ObjectGroups {
     key: String,
     replication: ReplicationConfig,
     groups: Vec<BlockGroup>,
+    #[serde(default)]
+    version: VersionSeq,
+}
+
+/// The sequence number of an object's version.
+#[derive(Default, Deserialize)]
+struct VersionSeq {
+    #[serde(default)]
+    seq: u64,
 }
 
 /// The groups of a part record.
@@ -369,7 +378,8 @@ pub(crate) fn scan(
                     });
                 }
             };
-        for entry in txn.open_table(OBJECTS)?.iter()? {
+        let (objects, versions) = (txn.open_table(OBJECTS)?, txn.open_table(VERSIONS)?);
+        for entry in objects.iter()?.chain(versions.iter()?) {
             let (_, value) = entry?;
             let record: ObjectGroups = decode(value.value())?;
             for group in &record.groups {
@@ -377,6 +387,7 @@ pub(crate) fn scan(
                     bucket: record.bucket.clone(),
                     key: record.key.clone(),
                     part: None,
+                    version: record.version.seq,
                 });
             }
         }
@@ -401,6 +412,7 @@ pub(crate) fn scan(
                     bucket: target.bucket.clone(),
                     key: target.key.clone(),
                     part: Some((part.upload_id.clone(), part.number)),
+                    version: 0,
                 });
             }
         }

@@ -1,6 +1,6 @@
 //! Requests about buckets and the credentials that reach them.
 
-use crate::records::{CorsRule, Grant, ObjectOwnership, PublicAccessBlock};
+use crate::records::{CorsRule, Grant, ObjectOwnership, PublicAccessBlock, Versioning};
 use proto::ReplicationConfig;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -54,6 +54,15 @@ impl Default for NewBucketAccess {
             public_access_block: Some(PublicAccessBlock::ALL),
         }
     }
+}
+
+/// Enables or suspends a bucket's versioning.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SetBucketVersioning {
+    /// Bucket name.
+    pub bucket: String,
+    /// The new state.
+    pub versioning: Versioning,
 }
 
 /// Changes one access setting of a bucket.

@@ -183,12 +183,15 @@ request_table! {
     SetBucketCors => (), "set_bucket_cors", Gateway;
     SetBucketTags => (), "set_bucket_tags", Gateway;
     SetBucketAccess => (), "set_bucket_access", Gateway;
+    SetBucketVersioning => (), "set_bucket_versioning", Gateway;
     DefaultReplication => ReplicationConfig, "default_replication", Gateway;
     // Objects.
-    CommitObject => (), "commit_object", Gateway;
+    CommitObject => VersionStamp, "commit_object", Gateway;
     GetObject => Option<Arc<ObjectRecord>>, "get_object", Gateway, point_read;
-    DeleteObject => Option<ObjectRecord>, "delete_object", Gateway;
+    DeleteObject => Deleted, "delete_object", Gateway;
+    UpdateObject => (), "update_object", Gateway;
     ListObjects => ListPage, "list_objects", Gateway;
+    ListObjectVersions => VersionsPage, "list_object_versions", Gateway;
     // Multipart uploads.
     CreateUpload => (), "create_upload", Gateway;
     GetUpload => Option<UploadRecord>, "get_upload", Gateway, point_read;

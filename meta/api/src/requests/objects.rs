@@ -1,10 +1,14 @@
 //! Requests about committed objects.
 
-use crate::records::{ObjectRecord, WriteCondition};
+use crate::naming::VersionRef;
+use crate::records::{ObjectAttributes, ObjectRecord, VersionStamp, WriteCondition};
+use proto::ObjectId;
 use serde::{Deserialize, Serialize};
 
-/// Makes `record` the visible object at (bucket, key) atomically; the blocks
-/// of an object it replaces are queued for deletion.
+/// Makes `record` the visible object at (bucket, key) atomically. Without
+/// versioning the blocks of an object it replaces are queued for deletion;
+/// with versioning the object it replaces stays as an older version (and a
+/// suspended bucket's null version is replaced). Answers the version made.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CommitObject {
     /// The object to commit.
@@ -15,24 +19,75 @@ pub struct CommitObject {
     pub condition: Option<WriteCondition>,
 }
 
-/// The visible object at (bucket, key), if any (shared: the record is
-/// read-only, and the same `Arc` answers while the object is unchanged).
+/// The visible object at (bucket, key), or the version named, if any
+/// (shared: the record is read-only, and the same `Arc` answers while the
+/// object is unchanged). A delete marker is the error `DeleteMarker`; a
+/// named version that does not exist, `NoSuchVersion`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct GetObject {
     /// Bucket name.
     pub bucket: String,
     /// Object key.
     pub key: String,
+    /// The version asked for; None: the latest.
+    #[serde(default)]
+    pub version: Option<VersionRef>,
 }
 
-/// Removes the object (no error when absent), queues its blocks for deletion
-/// and answers it.
+/// Deletes as S3's DeleteObject does: without a version, removes the object
+/// (no versioning) or puts a delete marker on top (versioning); with one,
+/// removes that version for good. Blocks no version uses any more are
+/// queued for deletion. No error when there is nothing to delete.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DeleteObject {
     /// Bucket name.
     pub bucket: String,
     /// Object key.
     pub key: String,
+    /// The version to remove; None: the key as a whole.
+    #[serde(default)]
+    pub version: Option<VersionRef>,
+}
+
+/// What a DeleteObject did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Deleted {
+    /// The object removed for good, if one was.
+    pub removed: Option<ObjectRecord>,
+    /// The delete marker made, or the version removed (a delete marker when
+    /// `delete_marker` is set); None when nothing versioned happened.
+    pub version: Option<VersionStamp>,
+}
+
+/// Replaces the attributes (tags, ACL) of one version in place: no new
+/// version is made. PreconditionFailed when the version is no longer `id`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct UpdateObject {
+    /// Bucket name.
+    pub bucket: String,
+    /// Object key.
+    pub key: String,
+    /// The version as it was read.
+    pub id: ObjectId,
+    /// Its new attributes.
+    pub attributes: ObjectAttributes,
+}
+
+/// One page of a bucket's versions and delete markers.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ListObjectVersions {
+    /// Bucket name.
+    pub bucket: String,
+    /// Only keys starting with this.
+    pub prefix: String,
+    /// Start after this key (all of its versions, when no version marker).
+    pub key_marker: Option<String>,
+    /// With `key_marker`: start after this version of it.
+    pub version_marker: Option<VersionRef>,
+    /// Roll keys up to common prefixes at this delimiter.
+    pub delimiter: Option<String>,
+    /// Most entries to return.
+    pub max_keys: u32,
 }
 
 /// One page of a bucket's objects.

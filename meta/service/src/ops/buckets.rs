@@ -5,14 +5,15 @@ use crate::placement::validate_replication;
 use crate::state::MetaState;
 use crate::store::db::{all_json, any_with_prefix, decode, encode, get_json};
 use crate::store::tables::{
-    object_key, require_bucket, ACCESS_KEYS, BUCKETS, OBJECTS, UPLOAD_ORDER, USERS,
+    object_key, require_bucket, ACCESS_KEYS, BUCKETS, OBJECTS, UPLOAD_ORDER, USERS, VERSIONS,
 };
+use crate::store::versions;
 use meta_api::naming::validate_bucket_name;
 use meta_api::{
     AccessKeyRecord, BucketAccessChange, BucketRecord, CreateBucket, DatanodeState,
     DefaultReplication, DeleteBucket, GetAccessKey, GetBucket, GetUser, Handle, ListBuckets,
-    MetaError, SetBucketAccess, SetBucketCors, SetBucketPublicRead, SetBucketTags, UnixMillis,
-    UserRecord,
+    MetaError, SetBucketAccess, SetBucketCors, SetBucketPublicRead, SetBucketTags,
+    SetBucketVersioning, UnixMillis, UserRecord,
 };
 use proto::ReplicationConfig;
 use std::sync::Arc;
@@ -73,6 +74,7 @@ impl Handle<CreateBucket> for MetaState {
                 ownership: Some(access.ownership),
                 public_access_block: access.public_access_block,
                 policy: None,
+                versioning: None,
             };
             buckets.insert(name.as_str(), encode(&record)?.as_slice())?;
             Ok(())
@@ -110,7 +112,8 @@ impl Handle<GetBucket> for MetaState {
 }
 
 impl Handle<DeleteBucket> for MetaState {
-    /// Deletes an empty bucket: no objects and no multipart uploads.
+    /// Deletes an empty bucket: no objects, versions, delete markers or
+    /// multipart uploads.
     fn handle(&self, request: DeleteBucket, _now: UnixMillis) -> Result<(), MetaError> {
         let name = request.name.as_str();
         self.store.write(|txn| {
@@ -118,6 +121,7 @@ impl Handle<DeleteBucket> for MetaState {
             require_bucket(&buckets, name)?;
             let contents = object_key(name, b"");
             if any_with_prefix(&txn.open_table(OBJECTS)?, &contents)?
+                || versions::any_in_bucket(&txn.open_table(VERSIONS)?, name)?
                 || any_with_prefix(&txn.open_table(UPLOAD_ORDER)?, &contents)?
             {
                 return Err(MetaError::BucketNotEmpty(name.to_string()).into());
@@ -170,6 +174,15 @@ impl Handle<SetBucketTags> for MetaState {
     /// Replaces the tags whole, as S3's PutBucketTagging does; an empty map removes them.
     fn handle(&self, request: SetBucketTags, _now: UnixMillis) -> Result<(), MetaError> {
         update_bucket(self, &request.name, |record| record.tags = request.tags)
+    }
+}
+
+impl Handle<SetBucketVersioning> for MetaState {
+    fn handle(&self, request: SetBucketVersioning, _now: UnixMillis) -> Result<(), MetaError> {
+        tracing::info!(bucket = %request.bucket, versioning = request.versioning.as_str(), "bucket versioning changed");
+        update_bucket(self, &request.bucket, |record| {
+            record.versioning = Some(request.versioning)
+        })
     }
 }
 

@@ -10,3 +10,4 @@ mod repairs;
 mod upload_listing;
 mod uploads;
 mod users;
+mod version_listing;

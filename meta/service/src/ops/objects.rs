@@ -3,16 +3,20 @@
 
 use crate::redundancy::queue_short_groups;
 use crate::state::MetaState;
-use crate::store::db::{decode, encode, get_json};
+use crate::store::db::{decode, encode, get_json, StoreError};
 use crate::store::deletions::DeletionQueue;
 use crate::store::repairs::GroupOwner;
-use crate::store::tables::{block_ids, object_key, require_bucket, BUCKETS, OBJECTS};
+use crate::store::tables::{object_key, require_bucket, BUCKETS, OBJECTS, VERSIONS};
+use crate::store::versions::{
+    find_version, kept_blocks, newest_older, no_such_version, versions_prefix, KeyVersions,
+};
 use crate::tokens::forget_tokens;
 use meta_api::naming::validate_object_key;
 use meta_api::{
-    CommitObject, DeleteObject, DiscardBlocks, GetObject, Handle, MetaError, ObjectRecord,
-    UnixMillis, WriteCondition,
+    BucketRecord, CommitObject, DeleteObject, Deleted, DiscardBlocks, GetObject, Handle, MetaError,
+    ObjectRecord, UnixMillis, UpdateObject, VersionStamp, WriteCondition,
 };
+use redb::ReadableTable;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -44,10 +48,11 @@ pub(crate) fn check_condition(
 }
 
 impl Handle<CommitObject> for MetaState {
-    /// Makes `record` the object at (bucket, key) when `condition` holds; the
-    /// blocks of the object it replaces are queued for deletion (after the
-    /// grace period) in the same transaction.
-    fn handle(&self, request: CommitObject, now: UnixMillis) -> Result<(), MetaError> {
+    /// Makes `record` the latest version at (bucket, key) when `condition`
+    /// holds (see `KeyVersions::put`); the blocks of what it replaces for
+    /// good are queued for deletion (after the grace period) in the same
+    /// transaction.
+    fn handle(&self, request: CommitObject, now: UnixMillis) -> Result<VersionStamp, MetaError> {
         let CommitObject {
             mut record,
             condition,
@@ -55,69 +60,92 @@ impl Handle<CommitObject> for MetaState {
         forget_tokens(&mut record.groups);
         let condition = condition.as_ref();
         validate_object_key(&record.key).map_err(MetaError::InvalidRequest)?;
-        let key = object_key(&record.bucket, record.key.as_bytes());
-        let replaced = self.store.write(|txn| {
-            require_bucket(&txn.open_table(BUCKETS)?, &record.bucket)?;
-            let mut objects = txn.open_table(OBJECTS)?;
+        let (bucket, key, size) = (record.bucket.clone(), record.key.clone(), record.size);
+        let stamp = self.store.write(|txn| {
+            let versioning = require_bucket(&txn.open_table(BUCKETS)?, &bucket)?.versioning;
+            let mut versions = KeyVersions::open(txn)?;
             if condition.is_some() {
-                let current: Option<ObjectRecord> = get_json(&objects, key.as_slice())?;
-                check_condition(condition, current.as_ref(), &record.key)?;
+                let current = versions.latest_object(&bucket, &key)?;
+                check_condition(condition, current.as_ref(), &key)?;
             }
-            let old = objects.insert(key.as_slice(), encode(&record)?.as_slice())?;
+            let keep = kept_blocks(&record);
+            let (groups, replication) = (record.groups.clone(), record.replication);
+            let stamp = versions.put(versioning, record)?;
             let owner = GroupOwner {
-                bucket: record.bucket.clone(),
-                key: record.key.clone(),
+                bucket: bucket.clone(),
+                key: key.clone(),
                 part: None,
+                version: stamp.seq,
             };
-            queue_short_groups(txn, &record.groups, &record.replication, &owner, now)?;
-            let Some(old) = old else {
-                return Ok(false);
-            };
-            let old: ObjectRecord = decode(old.value())?;
-            DeletionQueue::open(txn)?.queue_groups(
-                &old.groups,
-                &block_ids(&record.groups),
-                self.deletion_not_before(now),
-            )?;
-            Ok(true)
+            versions.free_removed(txn, &keep, self.deletion_not_before(now))?;
+            queue_short_groups(txn, &groups, &replication, &owner, now)?;
+            Ok(stamp)
         })?;
-        tracing::debug!(bucket = %record.bucket, key = %record.key, size = record.size, replaced, "object committed");
+        tracing::debug!(%bucket, %key, size, version = stamp.id_or_null(), "object committed");
         metrics::counter!("tessera_meta_objects_committed_total").increment(1);
-        Ok(())
+        Ok(stamp)
     }
 }
 
 impl Handle<GetObject> for MetaState {
-    /// The object at (bucket, key), with current datanode addresses and
-    /// read tokens. The record decoded for an earlier read is shared while
-    /// the stored bytes and the datanode addresses are unchanged and its
-    /// tokens were signed in the current token period.
+    /// The latest object at (bucket, key), or the version named, with
+    /// current datanode addresses and read tokens. The latest record decoded
+    /// for an earlier read is shared while the stored bytes and the datanode
+    /// addresses are unchanged and its tokens were signed in the current
+    /// token period.
     fn handle(
         &self,
         request: GetObject,
         now: UnixMillis,
     ) -> Result<Option<Arc<ObjectRecord>>, MetaError> {
         let (bucket, key) = (request.bucket.as_str(), request.key.as_str());
+        if let Some(wanted) = &request.version {
+            return self.store.read(|txn| {
+                require_bucket(&txn.open_table(BUCKETS)?, bucket)?;
+                let (objects, versions) = (txn.open_table(OBJECTS)?, txn.open_table(VERSIONS)?);
+                let Some((_, mut record)) = find_version(&objects, &versions, bucket, key, wanted)?
+                else {
+                    return Err(no_such_version(wanted));
+                };
+                if record.version.delete_marker {
+                    return Err(delete_marker(record, true));
+                }
+                self.hand_out_for_reading(&mut record.groups, now);
+                Ok(Some(Arc::new(record)))
+            });
+        }
         // Address generations stay far below 2^32, and periods differ from
         // one read to the next by a few at most.
         let generation =
             (self.registry.address_generation() << 32) | (self.tokens.period(now) & 0xffff_ffff);
         let epoch = self.store.write_epoch();
-        let key = object_key(bucket, key.as_bytes());
-        if let Some(record) = self.decoded_objects.unchanged(&key, epoch, generation) {
+        let object_key = object_key(bucket, key.as_bytes());
+        if let Some(record) = self
+            .decoded_objects
+            .unchanged(&object_key, epoch, generation)
+        {
             return Ok(Some(record));
         }
         self.store.read(|txn| {
-            let Some(stored) = txn.open_table(OBJECTS)?.get(key.as_slice())? else {
+            let Some(stored) = txn.open_table(OBJECTS)?.get(object_key.as_slice())? else {
                 // An object exists only in an existing bucket: the bucket is
-                // looked up only to tell NoSuchBucket from NoSuchKey.
-                if txn.open_table(BUCKETS)?.get(bucket)?.is_none() {
+                // looked up only to tell NoSuchBucket from NoSuchKey, and
+                // then whether a delete marker hides the key.
+                let Some(bucket_record) =
+                    get_json::<_, BucketRecord>(&txn.open_table(BUCKETS)?, bucket)?
+                else {
                     return Err(MetaError::NoSuchBucket(bucket.to_string()).into());
+                };
+                if bucket_record.versioning.is_some() {
+                    let newest = newest_older(&txn.open_table(VERSIONS)?, bucket, key)?;
+                    if let Some((_, marker)) = newest.filter(|(_, r)| r.version.delete_marker) {
+                        return Err(delete_marker(marker, false));
+                    }
                 }
                 return Ok(None);
             };
             let record = self.decoded_objects.get_or_decode(
-                &key,
+                &object_key,
                 stored.value(),
                 epoch,
                 generation,
@@ -132,34 +160,91 @@ impl Handle<GetObject> for MetaState {
     }
 }
 
+/// The error that answers a read of delete marker `marker`.
+fn delete_marker(marker: ObjectRecord, named: bool) -> StoreError {
+    MetaError::DeleteMarker {
+        key: marker.key,
+        version_id: marker.version.id,
+        named,
+    }
+    .into()
+}
+
 impl Handle<DeleteObject> for MetaState {
-    /// Removes the object, if any, and queues its blocks for deletion (after
-    /// the grace period).
-    fn handle(
-        &self,
-        request: DeleteObject,
-        now: UnixMillis,
-    ) -> Result<Option<ObjectRecord>, MetaError> {
+    /// Removes the object or the version named, or puts a delete marker on
+    /// top (see `KeyVersions`); queues the blocks of what was removed for
+    /// good for deletion (after the grace period).
+    fn handle(&self, request: DeleteObject, now: UnixMillis) -> Result<Deleted, MetaError> {
         let (bucket, key) = (request.bucket.as_str(), request.key.as_str());
-        let removed = self.store.write(|txn| {
-            require_bucket(&txn.open_table(BUCKETS)?, bucket)?;
-            let mut objects = txn.open_table(OBJECTS)?;
-            let old = objects.remove(object_key(bucket, key.as_bytes()).as_slice())?;
-            let Some(old) = old else {
-                return Ok(None);
+        let (removed, version) = self.store.write(|txn| {
+            let versioning = require_bucket(&txn.open_table(BUCKETS)?, bucket)?.versioning;
+            let mut versions = KeyVersions::open(txn)?;
+            let version = match &request.version {
+                Some(wanted) => versions.delete_version(bucket, key, wanted)?,
+                None => {
+                    let owner = versions
+                        .latest_object(bucket, key)?
+                        .and_then(|r| r.attributes.owner);
+                    versions.delete_latest(versioning, bucket, key, now, owner)?
+                }
             };
-            let old: ObjectRecord = decode(old.value())?;
-            DeletionQueue::open(txn)?.queue_groups(
-                &old.groups,
-                &HashSet::new(),
-                self.deletion_not_before(now),
-            )?;
-            Ok(Some(old))
+            let removed =
+                versions.free_removed(txn, &HashSet::new(), self.deletion_not_before(now))?;
+            Ok((removed, version))
         })?;
-        Ok(removed.map(|mut r| {
-            self.registry.refresh_addrs(&mut r.groups);
-            r
-        }))
+        // The object removed for good, when the request removed one.
+        let removed = removed
+            .into_iter()
+            .find(|r| !r.version.delete_marker && (request.version.is_some() || version.is_none()))
+            .map(|mut r| {
+                self.registry.refresh_addrs(&mut r.groups);
+                r
+            });
+        Ok(Deleted { removed, version })
+    }
+}
+
+impl Handle<UpdateObject> for MetaState {
+    /// Sets the attributes of the version whose object id is `id`, wherever
+    /// it is among the key's versions.
+    fn handle(&self, request: UpdateObject, _now: UnixMillis) -> Result<(), MetaError> {
+        let UpdateObject {
+            bucket,
+            key,
+            id,
+            attributes,
+        } = request;
+        self.store.write(|txn| {
+            require_bucket(&txn.open_table(BUCKETS)?, &bucket)?;
+            let mut objects = txn.open_table(OBJECTS)?;
+            let latest = object_key(&bucket, key.as_bytes());
+            let current: Option<ObjectRecord> = get_json(&objects, latest.as_slice())?;
+            if let Some(mut record) = current.filter(|r| r.id == id) {
+                record.attributes = attributes;
+                objects.insert(latest.as_slice(), encode(&record)?.as_slice())?;
+                return Ok(());
+            }
+            let mut versions = txn.open_table(VERSIONS)?;
+            let range = versions_prefix(&bucket, key.as_bytes());
+            let mut found = None;
+            for entry in versions.range(range.as_slice()..)? {
+                let (stored, value) = entry?;
+                if !stored.value().starts_with(&range) {
+                    break;
+                }
+                let record: ObjectRecord = decode(value.value())?;
+                if record.id == id && record.key == key {
+                    found = Some((stored.value().to_vec(), record));
+                    break;
+                }
+            }
+            let Some((at, mut record)) = found else {
+                return Err(MetaError::PreconditionFailed.into());
+            };
+            record.attributes = attributes;
+            versions.insert(at.as_slice(), encode(&record)?.as_slice())?;
+            Ok(())
+        })
     }
 }
 

@@ -13,7 +13,8 @@ use crate::state::MetaState;
 use crate::store::db::{decode, encode, get_json, StoreError};
 use crate::store::deletions::DeletionQueue;
 use crate::store::repairs::{self, GroupOwner, RepairEntry, RepairQueue};
-use crate::store::tables::{object_key, part_key, BAD_REPLICAS, OBJECTS, PARTS, UPLOADS};
+use crate::store::tables::{object_key, part_key, BAD_REPLICAS, OBJECTS, PARTS, UPLOADS, VERSIONS};
+use crate::store::versions::version_key;
 use meta_api::{
     AdminState, BlockGroup, DatanodeState, FinishRepair, Handle, MetaError, ObjectRecord,
     PartRecord, RedundancyStatus, RepairCommand, RepairSource, ReplicaLocation, UnixMillis,
@@ -27,9 +28,10 @@ use std::collections::{BTreeSet, HashSet};
 /// Queue entries looked at per check.
 const QUEUE_WINDOW: usize = 256;
 
-/// Where a group's record is: its table key, and whether it is an object.
+/// Where a group's record is: its table and key.
 enum RecordAt {
     Object(Vec<u8>),
+    Version(Vec<u8>),
     Part(Vec<u8>),
 }
 
@@ -54,15 +56,22 @@ fn locate(
             }
         }
     }
-    let key = object_key(&owner.bucket, owner.key.as_bytes());
-    let Some(object) = txn.object(&key)? else {
-        return Ok(None);
-    };
-    Ok(object
-        .groups
-        .iter()
-        .find(|g| g.block == block)
-        .map(|g| (RecordAt::Object(key), g.clone(), object.replication)))
+    // The latest version, or an older one by its sequence number.
+    let latest = object_key(&owner.bucket, owner.key.as_bytes());
+    let older = version_key(&owner.bucket, owner.key.as_bytes(), owner.version);
+    for (at, object) in [
+        (RecordAt::Object(latest.clone()), txn.object(&latest)?),
+        (RecordAt::Version(older.clone()), txn.version(&older)?),
+    ] {
+        let found = object.and_then(|object| {
+            let group = object.groups.iter().find(|g| g.block == block)?.clone();
+            Some((group, object.replication))
+        });
+        if let Some((group, replication)) = found {
+            return Ok(Some((at, group, replication)));
+        }
+    }
+    Ok(None)
 }
 
 /// The reads `locate` needs, from a read or a write transaction.
@@ -70,6 +79,7 @@ trait GroupTables {
     fn part(&self, key: &[u8]) -> Result<Option<PartRecord>, StoreError>;
     fn upload(&self, id: &str) -> Result<Option<UploadRecord>, StoreError>;
     fn object(&self, key: &[u8]) -> Result<Option<ObjectRecord>, StoreError>;
+    fn version(&self, key: &[u8]) -> Result<Option<ObjectRecord>, StoreError>;
 }
 
 macro_rules! group_tables {
@@ -83,6 +93,9 @@ macro_rules! group_tables {
             }
             fn object(&self, key: &[u8]) -> Result<Option<ObjectRecord>, StoreError> {
                 get_json(&self.open_table(OBJECTS)?, key)
+            }
+            fn version(&self, key: &[u8]) -> Result<Option<ObjectRecord>, StoreError> {
+                get_json(&self.open_table(VERSIONS)?, key)
             }
         }
     };
@@ -554,6 +567,24 @@ fn adopt(
     (group, dropped, unused)
 }
 
+/// Writes `group` into the object record at `key` of `table` with `swap`.
+fn swap_in_object(
+    txn: &WriteTransaction,
+    table: redb::TableDefinition<&'static [u8], &'static [u8]>,
+    key: &[u8],
+    group: &BlockGroup,
+    swap: fn(&mut [BlockGroup], &BlockGroup),
+) -> Result<(), StoreError> {
+    let mut objects = txn.open_table(table)?;
+    let mut record: ObjectRecord = match objects.get(key)? {
+        Some(value) => decode(value.value())?,
+        None => return Ok(()),
+    };
+    swap(&mut record.groups, group);
+    objects.insert(key, encode(&record)?.as_slice())?;
+    Ok(())
+}
+
 /// Writes `group` back into the record at `at`, in place of the group with
 /// its block id.
 fn replace_group(
@@ -567,15 +598,8 @@ fn replace_group(
         }
     }
     match at {
-        RecordAt::Object(key) => {
-            let mut objects = txn.open_table(OBJECTS)?;
-            let mut record: ObjectRecord = match objects.get(key.as_slice())? {
-                Some(value) => decode(value.value())?,
-                None => return Ok(()),
-            };
-            swap(&mut record.groups, group);
-            objects.insert(key.as_slice(), encode(&record)?.as_slice())?;
-        }
+        RecordAt::Object(key) => swap_in_object(txn, OBJECTS, key, group, swap)?,
+        RecordAt::Version(key) => swap_in_object(txn, VERSIONS, key, group, swap)?,
         RecordAt::Part(key) => {
             let mut parts = txn.open_table(PARTS)?;
             let mut record: PartRecord = match parts.get(key.as_slice())? {

@@ -12,6 +12,7 @@ use crate::store::tables::{
     block_ids, object_key, part_key, require_bucket, BUCKETS, OBJECTS, PARTS, UPLOADS,
 };
 use crate::store::upload_index::{index_upload, unindex_upload};
+use crate::store::versions::KeyVersions;
 use crate::tokens::forget_tokens;
 use md5::{Digest, Md5};
 use meta_api::naming::validate_object_key;
@@ -150,6 +151,7 @@ impl Handle<CommitPart> for MetaState {
                 bucket: upload.bucket,
                 key: upload.key,
                 part: Some((part.upload_id.clone(), part.number)),
+                version: 0,
             };
             queue_short_groups(txn, &part.groups, &upload.replication, &owner, now)?;
             let mut parts = txn.open_table(PARTS)?;
@@ -238,7 +240,7 @@ impl Handle<CompleteUpload> for MetaState {
                     .map(Completion::Earlier)
                     .ok_or_else(|| MetaError::NoSuchUpload(upload_id.to_string()).into());
             };
-            require_bucket(&txn.open_table(BUCKETS)?, bucket)?;
+            let versioning = require_bucket(&txn.open_table(BUCKETS)?, bucket)?.versioning;
             if condition.is_some() {
                 let current: Option<ObjectRecord> = get_json(
                     &txn.open_table(OBJECTS)?,
@@ -295,6 +297,7 @@ impl Handle<CompleteUpload> for MetaState {
                     upload_id: Some(upload_id.to_string()),
                     ..upload.attributes.clone()
                 },
+                version: Default::default(),
             };
             let kept = block_ids(&record.groups);
             let not_before = self.deletion_not_before(now);
@@ -303,15 +306,11 @@ impl Handle<CompleteUpload> for MetaState {
             for part in stored.iter().filter(|p| !named_numbers.contains(&p.number)) {
                 deletions.queue_groups(&part.groups, &kept, not_before)?;
             }
-            let mut objects = txn.open_table(OBJECTS)?;
-            let old = objects.insert(
-                object_key(bucket, key.as_bytes()).as_slice(),
-                encode(&record)?.as_slice(),
-            )?;
-            if let Some(old) = old {
-                let old: ObjectRecord = decode(old.value())?;
-                deletions.queue_groups(&old.groups, &kept, not_before)?;
-            }
+            drop(deletions);
+            let mut versions = KeyVersions::open(txn)?;
+            let mut record = record;
+            record.version = versions.put(versioning, record.clone())?;
+            versions.free_removed(txn, &kept, not_before)?;
             remove_upload(txn, &upload, &mut parts_table, &stored)?;
             Ok(Completion::Made(record))
         })?;

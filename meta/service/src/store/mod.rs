@@ -1,7 +1,7 @@
 //! The bottom layer of meta: the redb database file, its tables and key
 //! encodings, and the structures kept in tables that several operations
-//! share (the block deletion queue, the repair queue and the ordered upload
-//! index). Nothing
+//! share (the block deletion queue, the repair queue, the ordered upload
+//! index and the versions of keys). Nothing
 //! here knows about requests.
 
 pub(crate) mod db;
@@ -11,6 +11,7 @@ pub(crate) mod scan;
 mod schema;
 pub(crate) mod tables;
 pub(crate) mod upload_index;
+pub(crate) mod versions;
 
 pub(crate) use db::Store;
 pub(crate) use schema::open;

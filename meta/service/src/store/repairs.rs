@@ -28,6 +28,10 @@ pub(crate) struct GroupOwner {
     pub(crate) key: String,
     /// Upload id and part number, while the group belongs to a part.
     pub(crate) part: Option<(String, u32)>,
+    /// The sequence number of the object's version (`VersionStamp::seq`),
+    /// to find it once it is no longer the latest.
+    #[serde(default)]
+    pub(crate) version: u64,
 }
 
 /// One group waiting for repair.
@@ -150,6 +154,7 @@ mod tests {
                 bucket: "b".into(),
                 key: format!("k{block}"),
                 part: None,
+                version: 0,
             },
             missing: vec![0; missing],
             spare,

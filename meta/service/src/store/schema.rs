@@ -14,6 +14,7 @@ pub(crate) fn open(path: &Path) -> Result<Store, StoreError> {
     store.write(|txn| {
         txn.open_table(BUCKETS)?;
         txn.open_table(OBJECTS)?;
+        txn.open_table(VERSIONS)?;
         txn.open_table(UPLOADS)?;
         upload_index::prepare_tables(txn)?;
         txn.open_table(PARTS)?;

@@ -13,6 +13,10 @@ pub(crate) const BUCKETS: TableDefinition<&str, &[u8]> = TableDefinition::new("b
 /// `object_key(bucket, key)` -> `ObjectRecord`; one bucket's keys are contiguous
 /// and in UTF-8 byte order.
 pub(crate) const OBJECTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("objects");
+/// `versions::version_key(bucket, key, seq)` -> `ObjectRecord`: the versions
+/// of keys that are not their latest object, delete markers included (see
+/// `super::versions`).
+pub(crate) const VERSIONS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("versions");
 /// Upload id -> `UploadRecord`.
 pub(crate) const UPLOADS: TableDefinition<&str, &[u8]> = TableDefinition::new("uploads");
 /// `part_key(upload_id, number)` -> `PartRecord`, parts of one upload in number order.

@@ -16,6 +16,7 @@ async fn commit_if(
         condition: Some(condition),
     })
     .await
+    .map(drop)
 }
 
 async fn put_conditions_are_checked_at_commit(transport: Transport) {
@@ -120,7 +121,7 @@ async fn racing_conditional_commits_have_one_winner(transport: Transport) {
             let mut winners = Vec::new();
             for handle in handles {
                 match handle.await.unwrap() {
-                    (id, Ok(())) => winners.push(id),
+                    (id, Ok(_)) => winners.push(id),
                     (_, Err(e)) => assert_eq!(e, MetaError::PreconditionFailed),
                 }
             }

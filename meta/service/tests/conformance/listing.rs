@@ -51,6 +51,7 @@ async fn bulk_insert_lands_in_one_transaction_and_lists(transport: Transport) {
         Err(MetaError::NoSuchBucket(_))
     ));
     let request = GetObject {
+        version: None,
         bucket: BUCKET.into(),
         key: "new".into(),
     };

@@ -11,3 +11,4 @@ mod orphans;
 mod service;
 mod tokens;
 mod uploads;
+mod versions;

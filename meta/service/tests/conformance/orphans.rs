@@ -50,6 +50,15 @@ async fn only_old_unreferenced_blocks_are_queued(transport: Transport) {
     let orphan = allocate(&meta, T0).await;
     let in_part = allocate(&meta, T0).await;
     let fresh_file = allocate(&meta, T0).await;
+    let noncurrent = allocate(&meta, T0).await;
+    // An older version's blocks are as referenced as the latest's.
+    let versioning = SetBucketVersioning {
+        bucket: "bkt".into(),
+        versioning: Versioning::Enabled,
+    };
+    meta.call(versioning).await.unwrap();
+    meta.commit(object("bkt", "k", vec![noncurrent.clone()]))
+        .await;
     meta.commit(object("bkt", "k", vec![committed.clone()]))
         .await;
     let upload = upload("bkt", "mp", "u1");
@@ -82,7 +91,7 @@ async fn only_old_unreferenced_blocks_are_queued(transport: Transport) {
         });
         out
     };
-    let all = [&committed, &orphan, &in_part, &recent];
+    let all = [&committed, &orphan, &in_part, &recent, &noncurrent];
 
     // Within the grace period of the allocations nothing is judged.
     let early = block_report(&meta, "dn0", report_of(&all), T0 + 30 * SECOND).await;

@@ -35,6 +35,7 @@ async fn commit_then_get_returns_the_record(transport: Transport) {
     assert_eq!(meta.get("photos", "a/other").await, None);
     let missing = meta
         .call(GetObject {
+            version: None,
             bucket: "nope".into(),
             key: "k".into(),
         })
@@ -73,21 +74,24 @@ async fn overwrite_queues_old_blocks_on_their_datanodes_until_acknowledged(trans
     // Delete queues the current blocks and returns the removed record.
     let removed = meta
         .call(DeleteObject {
+            version: None,
             bucket: "bk1".into(),
             key: "k".into(),
         })
         .await
         .unwrap();
-    assert!(matches!(removed, Some(r) if r.groups[0].block.0 == 8));
+    assert!(matches!(removed.removed, Some(r) if r.groups[0].block.0 == 8));
+    assert_eq!(removed.version, None);
     assert_eq!(meta.queued_for("dn2").await, vec![key(8)]);
     assert_eq!(meta.get("bk1", "k").await, None);
     let again = meta
         .call(DeleteObject {
+            version: None,
             bucket: "bk1".into(),
             key: "k".into(),
         })
         .await;
-    assert!(matches!(again, Ok(None)));
+    assert_eq!(again, Ok(Deleted::default()));
 
     meta.call(DiscardBlocks {
         groups: vec![group(9, &["dn1"])],
@@ -131,6 +135,7 @@ async fn released_blocks_wait_out_the_deletion_delay(transport: Transport) {
     };
     meta.call_at(commit, T0 + 10_000).await.unwrap();
     let delete = DeleteObject {
+        version: None,
         bucket: "bk1".into(),
         key: "k".into(),
     };
@@ -355,6 +360,7 @@ async fn bucket_rules(transport: Transport) {
     meta.create_bucket("zeta2", ROOT_USER).await;
     assert!(meta.call(delete("zeta2")).await.is_ok());
     meta.call(DeleteObject {
+        version: None,
         bucket: "zeta".into(),
         key: "k".into(),
     })
@@ -420,6 +426,7 @@ async fn state_survives_reopen(transport: Transport) {
         meta.commit(object("bk1", "k2", vec![group(51, &["dn1"])]))
             .await;
         meta.call(DeleteObject {
+            version: None,
             bucket: "bk1".into(),
             key: "k2".into(),
         })
@@ -601,6 +608,7 @@ async fn admin_operations_need_the_admin_role(transport: Transport) {
 
 async fn shared_object(meta: &MetaUnderTest, bucket: &str, key: &str) -> Option<Arc<ObjectRecord>> {
     let request = GetObject {
+        version: None,
         bucket: bucket.into(),
         key: key.into(),
     };
@@ -651,6 +659,7 @@ async fn reads_share_one_decoded_record_until_it_changes() {
 
     // Deleted: gone, whatever was cached.
     meta.call(DeleteObject {
+        version: None,
         bucket: "bk1".into(),
         key: "k".into(),
     })

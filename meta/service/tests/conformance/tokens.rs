@@ -54,6 +54,7 @@ async fn allocate_at(
 /// Object tokens/k as a reader gets it, with its read tokens.
 async fn read_tokens_k(meta: &MetaUnderTest) -> std::sync::Arc<ObjectRecord> {
     let lookup = GetObject {
+        version: None,
         bucket: "tokens".into(),
         key: "k".into(),
     };

@@ -1,0 +1,422 @@
+//! The versions of a key, as S3's versioning keeps them.
+//!
+//! `OBJECTS` holds the latest version of each key when it is an object, so
+//! that reads of the latest version and ListObjects never look further.
+//! `VERSIONS` holds every other version: older objects and every delete
+//! marker (a key whose latest version is a marker has no `OBJECTS` entry).
+//! A bucket that never had versioning has no `VERSIONS` entries at all.
+//!
+//! A `VERSIONS` key is the bucket, the object key escaped so that its end
+//! is unambiguous, and the version's sequence number inverted: one key's
+//! versions are contiguous, newest first, and keys are in UTF-8 byte order.
+
+use super::db::{decode, encode, get_json, prefix_end, StoreError};
+use super::deletions::DeletionQueue;
+use super::tables::{block_ids, object_key, COUNTERS, OBJECTS, VERSIONS};
+use meta_api::naming::{new_version_id, VersionRef};
+use meta_api::{MetaError, ObjectRecord, UnixMillis, VersionStamp, Versioning};
+use redb::{ReadableTable, Table, WriteTransaction};
+use std::collections::HashSet;
+
+/// Counter holding the next version sequence number.
+const NEXT_VERSION: &str = "next_version";
+
+/// Escape byte pairs: a 0 byte of a key is stored as 0, 0xFF; the key ends
+/// with 0, 0 (which sorts before any escaped byte).
+const ESCAPED_ZERO: [u8; 2] = [0, 0xff];
+const KEY_END: [u8; 2] = [0, 0];
+
+/// `bucket/` and `key` escaped, without the end mark: every `VERSIONS` key
+/// of a key starting with `key` starts with it.
+pub(crate) fn versions_prefix(bucket: &str, key: &[u8]) -> Vec<u8> {
+    let mut out = object_key(bucket, b"");
+    out.reserve(key.len() + 10);
+    for &byte in key {
+        if byte == 0 {
+            out.extend_from_slice(&ESCAPED_ZERO);
+        } else {
+            out.push(byte);
+        }
+    }
+    out
+}
+
+/// The `VERSIONS` key prefix of exactly `key`'s versions.
+fn versions_of(bucket: &str, key: &[u8]) -> Vec<u8> {
+    let mut out = versions_prefix(bucket, key);
+    out.extend_from_slice(&KEY_END);
+    out
+}
+
+/// The first `VERSIONS` key past every version of `key`.
+pub(crate) fn after_versions_of(bucket: &str, key: &[u8]) -> Vec<u8> {
+    let mut out = versions_prefix(bucket, key);
+    out.extend_from_slice(&[0, 1]);
+    out
+}
+
+/// The `VERSIONS` key of version `seq` of `key`.
+pub(crate) fn version_key(bucket: &str, key: &[u8], seq: u64) -> Vec<u8> {
+    let mut out = versions_of(bucket, key);
+    out.extend_from_slice(&(u64::MAX - seq).to_be_bytes());
+    out
+}
+
+/// The object key and sequence number of a `VERSIONS` key of `bucket`.
+pub(crate) fn split_version_key(bucket: &str, stored: &[u8]) -> Result<(Vec<u8>, u64), StoreError> {
+    let corrupt = || StoreError::Corrupt("malformed version key".into());
+    let rest = stored.get(bucket.len() + 1..).ok_or_else(corrupt)?;
+    let mut key = Vec::with_capacity(rest.len());
+    let mut i = 0;
+    while i < rest.len() {
+        match (rest[i], rest.get(i + 1)) {
+            (0, Some(0)) => {
+                let seq: [u8; 8] = rest[i + 2..].try_into().map_err(|_| corrupt())?;
+                return Ok((key, u64::MAX - u64::from_be_bytes(seq)));
+            }
+            (0, Some(0xff)) => {
+                key.push(0);
+                i += 2;
+            }
+            (0, _) => return Err(corrupt()),
+            (byte, _) => {
+                key.push(byte);
+                i += 1;
+            }
+        }
+    }
+    Err(corrupt())
+}
+
+/// Where a version was found.
+pub(crate) enum Place {
+    /// In `OBJECTS`: the latest version, an object.
+    Latest,
+    /// In `VERSIONS`, under this key.
+    Older(Vec<u8>),
+}
+
+/// The version `wanted` names, and where it is.
+pub(crate) fn find_version(
+    objects: &impl ReadableTable<&'static [u8], &'static [u8]>,
+    versions: &impl ReadableTable<&'static [u8], &'static [u8]>,
+    bucket: &str,
+    key: &str,
+    wanted: &VersionRef,
+) -> Result<Option<(Place, ObjectRecord)>, StoreError> {
+    let latest: Option<ObjectRecord> =
+        get_json(objects, object_key(bucket, key.as_bytes()).as_slice())?;
+    if let Some(latest) = latest.filter(|r| wanted.names(&r.version)) {
+        return Ok(Some((Place::Latest, latest)));
+    }
+    match wanted {
+        VersionRef::Id { seq, .. } => {
+            let at = version_key(bucket, key.as_bytes(), *seq);
+            let found: Option<ObjectRecord> = get_json(versions, at.as_slice())?;
+            Ok(found
+                .filter(|r| wanted.names(&r.version))
+                .map(|r| (Place::Older(at), r)))
+        }
+        VersionRef::Null => {
+            // At most one null version per key; older ones are few enough
+            // per key to walk.
+            let prefix = versions_of(bucket, key.as_bytes());
+            for entry in versions.range(prefix.as_slice()..)? {
+                let (stored, value) = entry?;
+                if !stored.value().starts_with(&prefix) {
+                    break;
+                }
+                let record: ObjectRecord = decode(value.value())?;
+                if record.version.id.is_none() {
+                    return Ok(Some((Place::Older(stored.value().to_vec()), record)));
+                }
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// The newest version of `key` in `VERSIONS`, and its stored key.
+pub(crate) fn newest_older(
+    versions: &impl ReadableTable<&'static [u8], &'static [u8]>,
+    bucket: &str,
+    key: &str,
+) -> Result<Option<(Vec<u8>, ObjectRecord)>, StoreError> {
+    let prefix = versions_of(bucket, key.as_bytes());
+    let Some(entry) = versions.range(prefix.as_slice()..)?.next() else {
+        return Ok(None);
+    };
+    let (stored, value) = entry?;
+    if !stored.value().starts_with(&prefix) {
+        return Ok(None);
+    }
+    Ok(Some((stored.value().to_vec(), decode(value.value())?)))
+}
+
+/// Whether `bucket` holds any version at all in `VERSIONS`.
+pub(crate) fn any_in_bucket(
+    versions: &impl ReadableTable<&'static [u8], &'static [u8]>,
+    bucket: &str,
+) -> Result<bool, StoreError> {
+    super::db::any_with_prefix(versions, &versions_prefix(bucket, b""))
+}
+
+/// The upper bound of the `VERSIONS` keys whose object key starts with
+/// `prefix` in `bucket`.
+pub(crate) fn versions_prefix_end(bucket: &str, prefix: &[u8]) -> Result<Vec<u8>, StoreError> {
+    prefix_end(&versions_prefix(bucket, prefix))
+        .ok_or_else(|| StoreError::Corrupt("version range has no upper bound".into()))
+}
+
+/// The versions of a bucket's keys, open for a write.
+pub(crate) struct KeyVersions<'txn> {
+    objects: Table<'txn, &'static [u8], &'static [u8]>,
+    versions: Table<'txn, &'static [u8], &'static [u8]>,
+    counters: Table<'txn, &'static str, u64>,
+    /// Records removed for good, whose blocks are to be freed.
+    removed: Vec<ObjectRecord>,
+}
+
+impl<'txn> KeyVersions<'txn> {
+    /// Opens the tables in `txn`.
+    pub(crate) fn open(txn: &'txn WriteTransaction) -> Result<Self, StoreError> {
+        Ok(Self {
+            objects: txn.open_table(OBJECTS)?,
+            versions: txn.open_table(VERSIONS)?,
+            counters: txn.open_table(COUNTERS)?,
+            removed: Vec::new(),
+        })
+    }
+
+    /// The latest version of `key` when it is an object.
+    pub(crate) fn latest_object(
+        &self,
+        bucket: &str,
+        key: &str,
+    ) -> Result<Option<ObjectRecord>, StoreError> {
+        get_json(&self.objects, object_key(bucket, key.as_bytes()).as_slice())
+    }
+
+    /// A new version stamp for a write under `versioning`.
+    fn stamp(
+        &mut self,
+        versioning: Versioning,
+        delete_marker: bool,
+    ) -> Result<VersionStamp, StoreError> {
+        let seq = self.counters.get(NEXT_VERSION)?.map_or(1, |g| g.value());
+        self.counters.insert(NEXT_VERSION, seq + 1)?;
+        Ok(VersionStamp {
+            id: (versioning == Versioning::Enabled).then(|| new_version_id(seq)),
+            seq,
+            delete_marker,
+        })
+    }
+
+    /// Moves the latest object of `key`, if any, out of the way of a new
+    /// latest version: to `VERSIONS`, or away for good when the new version
+    /// replaces the null version it is.
+    fn set_aside_latest(
+        &mut self,
+        bucket: &str,
+        key: &str,
+        new_is_null: bool,
+    ) -> Result<(), StoreError> {
+        let okey = object_key(bucket, key.as_bytes());
+        let old: ObjectRecord = match self.objects.remove(okey.as_slice())? {
+            Some(old) => decode(old.value())?,
+            None => return Ok(()),
+        };
+        if new_is_null && old.version.id.is_none() {
+            self.removed.push(old);
+        } else {
+            self.store_older(bucket, &old)?;
+        }
+        Ok(())
+    }
+
+    /// Removes the null version of `key` from `VERSIONS`, if it is there.
+    fn remove_older_null(&mut self, bucket: &str, key: &str) -> Result<(), StoreError> {
+        let found = find_version(
+            &self.objects,
+            &self.versions,
+            bucket,
+            key,
+            &VersionRef::Null,
+        )?;
+        if let Some((Place::Older(at), record)) = found {
+            self.versions.remove(at.as_slice())?;
+            self.removed.push(record);
+        }
+        Ok(())
+    }
+
+    fn store_older(&mut self, bucket: &str, record: &ObjectRecord) -> Result<(), StoreError> {
+        let at = version_key(bucket, record.key.as_bytes(), record.version.seq);
+        self.versions
+            .insert(at.as_slice(), encode(record)?.as_slice())?;
+        Ok(())
+    }
+
+    /// Stores `record` as the latest version of its key under `versioning`
+    /// (None: the bucket never had it, and the object simply replaces the
+    /// one at its key); answers its stamp.
+    pub(crate) fn put(
+        &mut self,
+        versioning: Option<Versioning>,
+        mut record: ObjectRecord,
+    ) -> Result<VersionStamp, StoreError> {
+        let (bucket, key) = (record.bucket.clone(), record.key.clone());
+        match versioning {
+            None => {
+                record.version = VersionStamp::default();
+                self.set_aside_latest(&bucket, &key, true)?;
+            }
+            Some(versioning) => {
+                record.version = self.stamp(versioning, false)?;
+                let null = record.version.id.is_none();
+                self.set_aside_latest(&bucket, &key, null)?;
+                if null {
+                    self.remove_older_null(&bucket, &key)?;
+                }
+            }
+        }
+        let okey = object_key(&bucket, key.as_bytes());
+        self.objects
+            .insert(okey.as_slice(), encode(&record)?.as_slice())?;
+        Ok(record.version)
+    }
+
+    /// DeleteObject of `key` without a version id under `versioning`.
+    pub(crate) fn delete_latest(
+        &mut self,
+        versioning: Option<Versioning>,
+        bucket: &str,
+        key: &str,
+        now: UnixMillis,
+        owner: Option<String>,
+    ) -> Result<Option<VersionStamp>, StoreError> {
+        let Some(versioning) = versioning else {
+            let okey = object_key(bucket, key.as_bytes());
+            let old: Option<ObjectRecord> = match self.objects.remove(okey.as_slice())? {
+                Some(old) => Some(decode(old.value())?),
+                None => None,
+            };
+            self.removed.extend(old);
+            return Ok(None);
+        };
+        let stamp = self.stamp(versioning, true)?;
+        let null = stamp.id.is_none();
+        self.set_aside_latest(bucket, key, null)?;
+        if null {
+            self.remove_older_null(bucket, key)?;
+        }
+        // A marker holds no data: its replication is never used.
+        let no_data = proto::ReplicationConfig::Replicated { replicas: 1 };
+        let mut marker = ObjectRecord::new(bucket, key, "", no_data, Vec::new());
+        marker.created = now;
+        marker.attributes.owner = owner;
+        marker.version = stamp.clone();
+        self.store_older(bucket, &marker)?;
+        Ok(Some(stamp))
+    }
+
+    /// DeleteObject of one version: removes it for good; when it was the
+    /// latest, the next newest becomes the latest. Answers its stamp, or
+    /// None when there is no such version.
+    pub(crate) fn delete_version(
+        &mut self,
+        bucket: &str,
+        key: &str,
+        wanted: &VersionRef,
+    ) -> Result<Option<VersionStamp>, StoreError> {
+        let Some((place, record)) =
+            find_version(&self.objects, &self.versions, bucket, key, wanted)?
+        else {
+            return Ok(None);
+        };
+        let okey = object_key(bucket, key.as_bytes());
+        match place {
+            Place::Latest => {
+                self.objects.remove(okey.as_slice())?;
+            }
+            Place::Older(at) => {
+                self.versions.remove(at.as_slice())?;
+            }
+        }
+        let stamp = record.version.clone();
+        self.removed.push(record);
+        // Only an object lives in OBJECTS: when the key has none now, its
+        // newest older version is the latest, and moves up if an object.
+        if self.objects.get(okey.as_slice())?.is_none() {
+            if let Some((at, newest)) = newest_older(&self.versions, bucket, key)? {
+                if !newest.version.delete_marker {
+                    self.versions.remove(at.as_slice())?;
+                    self.objects
+                        .insert(okey.as_slice(), encode(&newest)?.as_slice())?;
+                }
+            }
+        }
+        Ok(Some(stamp))
+    }
+
+    /// Queues the blocks of every record removed for good, except `keep`,
+    /// for deletion; answers the records.
+    pub(crate) fn free_removed(
+        mut self,
+        txn: &WriteTransaction,
+        keep: &HashSet<proto::BlockId>,
+        not_before: UnixMillis,
+    ) -> Result<Vec<ObjectRecord>, StoreError> {
+        let removed = std::mem::take(&mut self.removed);
+        drop(self);
+        let mut queue = DeletionQueue::open(txn)?;
+        for record in &removed {
+            queue.queue_groups(&record.groups, keep, not_before)?;
+        }
+        Ok(removed)
+    }
+}
+
+/// The blocks a newly stored record keeps (not freed with what it replaced).
+pub(crate) fn kept_blocks(record: &ObjectRecord) -> HashSet<proto::BlockId> {
+    block_ids(&record.groups)
+}
+
+/// NoSuchVersion for `wanted` (a version named that does not exist).
+pub(crate) fn no_such_version(wanted: &VersionRef) -> StoreError {
+    let id = match wanted {
+        VersionRef::Null => meta_api::NULL_VERSION.to_string(),
+        VersionRef::Id { id, .. } => id.clone(),
+    };
+    MetaError::NoSuchVersion(id).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_keys_sort_by_key_then_newest_first() {
+        let k = |key: &[u8], seq| version_key("b", key, seq);
+        assert!(k(b"a", 9) < k(b"a", 3));
+        assert!(k(b"a", 1) < k(b"a\0", 9));
+        assert!(k(b"a\0", 1) < k(b"a\x01", 9));
+        assert!(k(b"a\x01", 1) < k(b"ab", 9));
+        assert!(k(b"a", 1).starts_with(&versions_prefix("b", b"a")));
+        assert!(k(b"ab\0c", 1).starts_with(&versions_prefix("b", b"ab\0")));
+        assert!(!k(b"a", 1).starts_with(&versions_of("b", b"a\0")));
+        for (key, seq) in [
+            (&b"a"[..], 0),
+            (b"a\0b", 7),
+            (b"\0\0", u64::MAX),
+            (b"x/y", 42),
+        ] {
+            assert_eq!(
+                split_version_key("b", &version_key("b", key, seq)).unwrap(),
+                (key.to_vec(), seq)
+            );
+        }
+        assert!(split_version_key("b", b"b/a\0").is_err());
+        assert!(split_version_key("b", b"b/a\0\0\x01").is_err());
+    }
+}
