@@ -280,3 +280,49 @@ def test_a_user_policy_limits_a_key_to_one_prefix_read_only(server, s3, make_use
         assert eventually(lambda: c.put_object(Bucket=name, Key="reports/q3.csv", Body=b"x"), "ok") == "ok"
     finally:
         empty_and_delete(s3, name)
+
+
+def test_versions_need_the_version_actions(alice, bob, b):
+    """With a version id, S3 judges s3:GetObjectVersion, s3:DeleteObjectVersion
+    and the other *Version actions instead of the plain ones."""
+    c = alice.client
+    c.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Enabled"})
+    old = c.put_object(Bucket=b, Key="k", Body=b"old")["VersionId"]
+    c.put_object(Bucket=b, Key="k", Body=b"new")
+    arn = f"arn:aws:s3:::{b}/*"
+    c.put_bucket_policy(
+        Bucket=b,
+        Policy=document(statement({"AWS": bob.arn}, ["s3:GetObject", "s3:DeleteObject", "s3:GetObjectTagging"], arn)),
+    )
+    other = bob.client
+    assert other.get_object(Bucket=b, Key="k")["Body"].read() == b"new"
+    assert outcome(lambda: other.get_object(Bucket=b, Key="k", VersionId=old)) == "AccessDenied"
+    assert outcome(lambda: other.head_object(Bucket=b, Key="k", VersionId=old)) == "403"
+    assert outcome(lambda: other.get_object_tagging(Bucket=b, Key="k", VersionId=old)) == "AccessDenied"
+    assert outcome(lambda: other.delete_object(Bucket=b, Key="k", VersionId=old)) == "AccessDenied"
+    assert outcome(lambda: other.copy_object(
+        Bucket=b, Key="copy", CopySource={"Bucket": b, "Key": "k", "VersionId": old})) == "AccessDenied"
+    refused = other.delete_objects(Bucket=b, Delete={"Objects": [{"Key": "k", "VersionId": old}]})
+    assert [e["Code"] for e in refused["Errors"]] == ["AccessDenied"]
+    # A delete marker belongs to whoever made it.
+    c.put_object(Bucket=b, Key="m", Body=b"m")
+    other.delete_object(Bucket=b, Key="m")
+    markers = c.list_object_versions(Bucket=b, Prefix="m")["DeleteMarkers"]
+    assert [m["Owner"]["ID"] for m in markers] == [bob.canonical_id]
+    # Without read rights, a deleted key or an absent version says no more than AccessDenied.
+    assert outcome(lambda: other.get_object_tagging(Bucket=b, Key="m")) == "AccessDenied"
+    absent = "v5n1PPUjOCMHLyyfq0ayjoZ5RZLfVQKA"
+    assert outcome(lambda: other.get_object_tagging(Bucket=b, Key="k", VersionId=absent)) == "AccessDenied"
+    assert outcome(lambda: c.get_object_tagging(Bucket=b, Key="k", VersionId=absent)) == "NoSuchVersion"
+    c.put_bucket_policy(
+        Bucket=b,
+        Policy=document(statement(
+            {"AWS": bob.arn}, ["s3:GetObjectVersion", "s3:GetObjectVersionTagging", "s3:DeleteObjectVersion"], arn,
+        )),
+    )
+    assert other.get_object(Bucket=b, Key="k", VersionId=old)["Body"].read() == b"old"
+    assert other.get_object_tagging(Bucket=b, Key="k", VersionId=old)["TagSet"] == []
+    # Only the version actions now: the latest without an id is refused.
+    assert outcome(lambda: other.get_object(Bucket=b, Key="k")) == "AccessDenied"
+    other.delete_object(Bucket=b, Key="k", VersionId=old)
+    assert outcome(lambda: c.get_object(Bucket=b, Key="k", VersionId=old)) == "NoSuchVersion"

@@ -341,6 +341,7 @@ pub async fn run(args: AdminArgs) -> Result<()> {
             replication,
         }) => {
             let create = CreateBucket {
+                object_lock: false,
                 name: name.clone(),
                 owner: owner.clone(),
                 replication: *replication,

@@ -151,6 +151,36 @@ actions! {
     PutObjectTagging = "s3:PutObjectTagging", Write, Object, Key, None;
     /// DeleteObjectTagging.
     DeleteObjectTagging = "s3:DeleteObjectTagging", Write, Object, Key, None;
+    /// GetObject, HeadObject and copies of a named version.
+    GetObjectVersion = "s3:GetObjectVersion", Read, Object, Key, Some(Read);
+    /// GetObjectAttributes of a named version.
+    GetObjectVersionAttributes = "s3:GetObjectVersionAttributes", Read, Object, Key, Some(Read);
+    /// DeleteObject of a named version.
+    DeleteObjectVersion = "s3:DeleteObjectVersion", Write, Bucket, Key, Some(Write);
+    /// GetObjectAcl of a named version.
+    GetObjectVersionAcl = "s3:GetObjectVersionAcl", Read, Object, Key, Some(ReadAcp);
+    /// PutObjectAcl of a named version.
+    PutObjectVersionAcl = "s3:PutObjectVersionAcl", Write, Object, Key, Some(WriteAcp);
+    /// GetObjectTagging of a named version.
+    GetObjectVersionTagging = "s3:GetObjectVersionTagging", Read, Object, Key, None;
+    /// PutObjectTagging of a named version.
+    PutObjectVersionTagging = "s3:PutObjectVersionTagging", Write, Object, Key, None;
+    /// DeleteObjectTagging of a named version.
+    DeleteObjectVersionTagging = "s3:DeleteObjectVersionTagging", Write, Object, Key, None;
+    /// GetObjectLockConfiguration.
+    GetBucketObjectLockConfiguration = "s3:GetBucketObjectLockConfiguration", Read, Bucket, Bucket, None;
+    /// PutObjectLockConfiguration, and CreateBucket with object lock.
+    PutBucketObjectLockConfiguration = "s3:PutBucketObjectLockConfiguration", Write, Bucket, Bucket, None;
+    /// GetObjectRetention.
+    GetObjectRetention = "s3:GetObjectRetention", Read, Object, Key, None;
+    /// PutObjectRetention, and writes that set a retention.
+    PutObjectRetention = "s3:PutObjectRetention", Write, Object, Key, None;
+    /// GetObjectLegalHold.
+    GetObjectLegalHold = "s3:GetObjectLegalHold", Read, Object, Key, None;
+    /// PutObjectLegalHold, and writes that set a legal hold.
+    PutObjectLegalHold = "s3:PutObjectLegalHold", Write, Object, Key, None;
+    /// Removing or shortening a GOVERNANCE retention.
+    BypassGovernanceRetention = "s3:BypassGovernanceRetention", Write, Bucket, Key, None;
 }
 
 impl Action {
@@ -207,6 +237,8 @@ mod tests {
             [
                 GetObject,
                 GetObjectAttributes,
+                GetObjectVersion,
+                GetObjectVersionAttributes,
                 ListBucket,
                 ListBucketMultipartUploads,
                 ListBucketVersions
@@ -217,17 +249,18 @@ mod tests {
             [
                 AbortMultipartUpload,
                 DeleteObject,
+                DeleteObjectVersion,
                 ListMultipartUploadParts,
                 PutObject
             ]
         );
         assert_eq!(
             granted_by(Permission::ReadAcp),
-            [GetBucketAcl, GetObjectAcl]
+            [GetBucketAcl, GetObjectAcl, GetObjectVersionAcl]
         );
         assert_eq!(
             granted_by(Permission::WriteAcp),
-            [PutBucketAcl, PutObjectAcl]
+            [PutBucketAcl, PutObjectAcl, PutObjectVersionAcl]
         );
         assert!(GetObject.on_object() && !PutObject.on_object() && !ListBucket.on_object());
         assert_eq!(PutObjectTagging.right(), Right::Write);

@@ -83,6 +83,7 @@ async fn uncommitted_blocks_are_found_and_deleted_while_committed_ones_stay() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let create = CreateBucket {
+        object_lock: false,
         name: BUCKET.to_string(),
         owner: "root".into(),
         replication: None,

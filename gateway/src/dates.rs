@@ -3,6 +3,7 @@
 
 use meta_api::UnixMillis;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use time::format_description::well_known::Rfc3339;
 use time::format_description::FormatItem;
 use time::macros::format_description;
 use time::OffsetDateTime;
@@ -28,6 +29,13 @@ pub fn http_date(ms: UnixMillis) -> String {
     httpdate::fmt_http_date(system_time(ms))
 }
 
+/// Parses an ISO 8601 (RFC 3339) time, as clients send retention dates,
+/// to milliseconds since the epoch.
+pub fn parse_iso8601(value: &str) -> Option<UnixMillis> {
+    let time = OffsetDateTime::parse(value.trim(), &Rfc3339).ok()?;
+    i64::try_from(time.unix_timestamp_nanos() / 1_000_000).ok()
+}
+
 /// Parses an HTTP date header value to whole seconds since the epoch.
 pub fn parse_http_date_secs(value: &str) -> Option<i64> {
     let t = httpdate::parse_http_date(value).ok()?;
@@ -51,5 +59,9 @@ mod tests {
         );
         assert_eq!(parse_http_date_secs("yesterday"), None);
         assert_eq!(iso8601(-5), "1970-01-01T00:00:00.000Z");
+        assert_eq!(parse_iso8601("2009-10-12T17:50:30.123Z"), Some(ms));
+        assert_eq!(parse_iso8601("2009-10-12T17:50:30Z"), Some(ms - 123));
+        assert_eq!(parse_iso8601("2009-10-12T19:50:30+02:00"), Some(ms - 123));
+        assert_eq!(parse_iso8601("2009-10-12"), None);
     }
 }

@@ -12,8 +12,8 @@ use crate::auth::{self, VerifiedRequest};
 use crate::error::S3Error;
 use crate::handlers::cors::with_cors;
 use crate::handlers::{
-    access_settings, acl, attributes, bucket, copy, cors, list, multipart, object, policy,
-    post_object, tagging, versions, RequestContext,
+    access_settings, acl, attributes, bucket, copy, cors, list, multipart, object, object_lock,
+    policy, post_object, tagging, versions, RequestContext,
 };
 use crate::params::{
     ListBucketsParams, ListPartsParams, ListUploadsParams, ListV1Params, ListV2Params,
@@ -53,6 +53,12 @@ s3_endpoints! {
         /// GET /bucket?versions.
         ListObjectVersions { params: ListVersionsParams } [(GET, Bucket, query("versions"))] ListBucketVersions
             => versions::list_object_versions(ctx, &bucket, params).await;
+        /// GET /bucket?object-lock.
+        GetObjectLockConfiguration {} [(GET, Bucket, query("object-lock"))] GetBucketObjectLockConfiguration
+            => object_lock::get_object_lock_configuration(&bucket);
+        /// PUT /bucket?object-lock.
+        PutObjectLockConfiguration {} [(PUT, Bucket, query("object-lock"))] PutBucketObjectLockConfiguration
+            => object_lock::put_object_lock_configuration(ctx, &bucket, body).await;
         /// GET /bucket?acl.
         GetBucketAcl {} [(GET, Bucket, query("acl"))] GetBucketAcl
             => acl::get_acl(ctx, &bucket, None, None).await;
@@ -128,6 +134,18 @@ s3_endpoints! {
         /// DELETE /bucket/key?tagging.
         DeleteObjectTagging { key: ObjectKey, version: VersionParam } [(DELETE, Object, query("tagging"))] DeleteObjectTagging
             => tagging::delete_object_tagging(ctx, &bucket, &key, version.0).await;
+        /// GET /bucket/key?retention.
+        GetObjectRetention { key: ObjectKey, version: VersionParam } [(GET, Object, query("retention"))] GetObjectRetention
+            => object_lock::get_object_retention(ctx, &bucket, &key, version.0).await;
+        /// PUT /bucket/key?retention.
+        PutObjectRetention { key: ObjectKey, version: VersionParam } [(PUT, Object, query("retention"))] PutObjectRetention
+            => object_lock::put_object_retention(ctx, &bucket, &key, version.0, body).await;
+        /// GET /bucket/key?legal-hold.
+        GetObjectLegalHold { key: ObjectKey, version: VersionParam } [(GET, Object, query("legal-hold"))] GetObjectLegalHold
+            => object_lock::get_object_legal_hold(ctx, &bucket, &key, version.0).await;
+        /// PUT /bucket/key?legal-hold.
+        PutObjectLegalHold { key: ObjectKey, version: VersionParam } [(PUT, Object, query("legal-hold"))] PutObjectLegalHold
+            => object_lock::put_object_legal_hold(ctx, &bucket, &key, version.0, body).await;
         /// GET /bucket/key?acl.
         GetObjectAcl { key: ObjectKey, version: VersionParam } [(GET, Object, query("acl"))] GetObjectAcl
             => acl::get_acl(ctx, &bucket, Some(&key), version.0).await;
@@ -195,6 +213,33 @@ s3_endpoints! {
         /// GET /: the caller's buckets.
         ListBuckets { params: ListBucketsParams } [(GET, Service)] ListAllMyBuckets
             => bucket::list_buckets(ctx, params).await;
+    }
+}
+
+impl Endpoint {
+    /// The IAM action a request that names a version needs instead of its
+    /// row's, as S3 judges them (`s3:GetObjectVersion` for a GetObject with
+    /// `versionId`...).
+    fn version_action(&self) -> Option<access::Action> {
+        use access::Action;
+        let (version, action) = match self {
+            Self::GetObject { version, .. } | Self::HeadObject { version, .. } => {
+                (version, Action::GetObjectVersion)
+            }
+            Self::GetObjectAttributes { version, .. } => {
+                (version, Action::GetObjectVersionAttributes)
+            }
+            Self::DeleteObject { version, .. } => (version, Action::DeleteObjectVersion),
+            Self::GetObjectAcl { version, .. } => (version, Action::GetObjectVersionAcl),
+            Self::PutObjectAcl { version, .. } => (version, Action::PutObjectVersionAcl),
+            Self::GetObjectTagging { version, .. } => (version, Action::GetObjectVersionTagging),
+            Self::PutObjectTagging { version, .. } => (version, Action::PutObjectVersionTagging),
+            Self::DeleteObjectTagging { version, .. } => {
+                (version, Action::DeleteObjectVersionTagging)
+            }
+            _ => return None,
+        };
+        version.0.as_ref().map(|_| action)
     }
 }
 

@@ -81,6 +81,7 @@ pub async fn ensure_bucket(store: &StoreClient, bucket: &str) -> Result<()> {
     match store
         .meta()
         .call(CreateBucket {
+            object_lock: false,
             name: bucket.to_string(),
             owner: "root".into(),
             replication: None,

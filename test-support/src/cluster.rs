@@ -284,6 +284,7 @@ impl TestCluster {
     /// Creates `bucket`, owned by root.
     pub async fn create_bucket(&self, bucket: &str) {
         let create = CreateBucket {
+            object_lock: false,
             name: bucket.into(),
             owner: "root".into(),
             replication: None,

@@ -244,6 +244,7 @@ impl MetaUnderTest {
     /// Creates bucket `name` for `owner`.
     pub async fn create_bucket(&self, name: &str, owner: &str) {
         let request = CreateBucket {
+            object_lock: false,
             name: name.into(),
             owner: owner.into(),
             replication: None,

@@ -57,6 +57,14 @@ s3_codes! {
     NoSuchBucketPolicy => NOT_FOUND, "The bucket policy does not exist";
     /// A bucket policy S3 would refuse.
     MalformedPolicy => BAD_REQUEST, "Policies must be valid JSON and the first byte must be '{'";
+    /// The bucket has no object lock.
+    ObjectLockConfigurationNotFoundError => NOT_FOUND, "Object Lock configuration does not exist for this bucket";
+    /// The version has no retention or legal hold.
+    NoSuchObjectLockConfiguration => NOT_FOUND, "The specified object does not have a ObjectLock configuration";
+    /// A default retention of no days, or of more than 100 years.
+    InvalidRetentionPeriod => BAD_REQUEST, "Default retention period must be a positive integer value.";
+    /// The bucket's state does not allow the change.
+    InvalidBucketState => CONFLICT, "The request is not valid with the current state of the bucket.";
     /// The bucket has no public access block.
     NoSuchPublicAccessBlockConfiguration => NOT_FOUND, "The public access block configuration was not found";
     /// A body where the request's headers already say everything (an ACL body beside ACL headers).

@@ -236,6 +236,18 @@ impl From<MetaError> for S3Error {
                     .header(HeaderName::from_static(DELETE_MARKER_HEADER), "true")
                     .header(HeaderName::from_static(VERSION_ID_HEADER), version_id)
             }
+            MetaError::ObjectLocked => Self::with_message(
+                S3Code::AccessDenied,
+                "Access Denied because object protected by object lock.",
+            ),
+            MetaError::InvalidBucketState(m) => Self::with_message(S3Code::InvalidBucketState, m),
+            MetaError::NoObjectLock => Self::with_message(
+                S3Code::InvalidRequest,
+                "Bucket is missing Object Lock Configuration",
+            ),
+            MetaError::NoSuchObjectLockConfiguration => {
+                Self::new(S3Code::NoSuchObjectLockConfiguration)
+            }
             MetaError::NoSuchUpload(u) => Self::no_such_upload(&u),
             MetaError::InvalidPart(n) => {
                 Self::new(S3Code::InvalidPart).detail("PartNumber", n.to_string())

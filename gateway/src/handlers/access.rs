@@ -11,7 +11,9 @@ use access::{
 };
 use http::request::Parts;
 use meta_api::naming::VersionRef;
-use meta_api::{BucketGrant, BucketRecord, BucketRight, GetBucket, GetObject, ObjectRecord};
+use meta_api::{
+    BucketGrant, BucketRecord, BucketRight, GetBucket, GetObject, MetaError, ObjectRecord,
+};
 use std::ops::Deref;
 use std::sync::Arc;
 
@@ -211,15 +213,23 @@ impl RequestContext<'_> {
             key: key.to_string(),
             version: version.cloned(),
         };
-        let found = self.state.meta.call(request).await?;
+        // A delete marker or a missing version says as much as a missing
+        // key does, and only to the same callers.
+        let found = match self.state.meta.call(request).await {
+            Ok(Some(record)) => Ok(record),
+            Ok(None) => Err(S3Error::no_such_key(key)),
+            Err(e @ (MetaError::DeleteMarker { .. } | MetaError::NoSuchVersion(_))) => {
+                Err(e.into())
+            }
+            Err(e) => return Err(e.into()),
+        };
         let allowed = match &found {
-            Some(record) => self.allowed(bucket.action, bucket, Some(record), Some(key))?,
-            None => self.allowed(Action::ListBucket, bucket, None, None)?,
+            Ok(record) => self.allowed(bucket.action, bucket, Some(record), Some(key))?,
+            Err(_) => self.allowed(Action::ListBucket, bucket, None, None)?,
         };
         match found {
-            Some(record) if allowed => Ok(record),
-            None if allowed => Err(S3Error::no_such_key(key)),
-            _ => Err(S3Error::new(S3Code::AccessDenied)),
+            _ if !allowed => Err(S3Error::new(S3Code::AccessDenied)),
+            found => found,
         }
     }
 

@@ -1,6 +1,7 @@
 //! Bucket operations: ListBuckets, CreateBucket, HeadBucket, DeleteBucket,
 //! GetBucketLocation.
 
+use super::object_lock::{header_is_true, BUCKET_LOCK_HEADER};
 use super::{empty_response, xml_response, AuthorizedBucket, RequestContext};
 use crate::error::{S3Code, S3Error};
 use crate::headers;
@@ -68,7 +69,8 @@ pub async fn list_buckets(
 }
 
 /// CreateBucket: validates the name, accepts a CreateBucketConfiguration body,
-/// and takes the bucket's default replication from `x-tessera-replication`.
+/// takes the bucket's default replication from `x-tessera-replication`, and
+/// enables object lock (and versioning) with `x-amz-bucket-object-lock-enabled`.
 pub async fn create_bucket(
     ctx: &RequestContext<'_>,
     bucket: &str,
@@ -102,6 +104,7 @@ pub async fn create_bucket(
             owner,
             replication,
             access,
+            object_lock: header_is_true(&ctx.parts.headers, BUCKET_LOCK_HEADER),
         })
         .await?;
     let mut response = empty_response(StatusCode::OK);

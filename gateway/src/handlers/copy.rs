@@ -5,6 +5,7 @@
 
 use super::acl::{canned_acl, written_access};
 use super::object::{chosen_replication, requested_write_condition};
+use super::object_lock::requested_lock;
 use super::versions::insert_version_id;
 use super::{xml_response, AuthorizedBucket, RequestContext};
 use crate::auth::{ChecksumAlgorithm, Checksummer};
@@ -22,7 +23,7 @@ use futures::{stream, StreamExt};
 use http::HeaderMap;
 use md5::{Digest, Md5};
 use meta_api::naming::{parse_version_id, VersionRef};
-use meta_api::now_millis;
+use meta_api::{now_millis, MetaError};
 use meta_api::{ObjectAttributes, ObjectRecord, PartRecord, StoredChecksum, WriteCondition};
 use percent_encoding::percent_decode_str;
 use proto::{ObjectId, ReplicationConfig};
@@ -134,8 +135,12 @@ async fn source_object(ctx: &RequestContext<'_>) -> Result<(CopySource, ObjectRe
         .ok_or_else(|| invalid_source("Invalid copy source"))?;
     let source = parse_copy_source(raw)?;
     // Reading the source needs what a GetObject of it needs.
+    let read_action = match source.version {
+        Some(_) => access::Action::GetObjectVersion,
+        None => access::Action::GetObject,
+    };
     let bucket = ctx
-        .authorize_bucket_at(&source.bucket, access::Action::GetObject, Some(&source.key))
+        .authorize_bucket_at(&source.bucket, read_action, Some(&source.key))
         .await?;
     let record = ctx
         .authorized_object(&bucket, &source.key, source.version.as_ref())
@@ -238,6 +243,8 @@ pub async fn copy_object(
     let replace_metadata = directive(headers, "x-amz-metadata-directive")?;
     let replace_tags = directive(headers, "x-amz-tagging-directive")?;
     let condition = requested_write_condition(headers)?;
+    // The copy gets the lock its request asks for, never the source's.
+    let (retention, legal_hold) = requested_lock(ctx, bucket, key)?;
     let (source, record) = source_object(ctx).await?;
     let onto_itself = source.bucket == bucket.name && source.key == key;
     // Copying a named version onto its key restores it, as S3 allows.
@@ -285,11 +292,19 @@ pub async fn copy_object(
         updated.attributes.tags = tags;
         updated.created = now;
         let condition = WriteCondition::SameObject(record.id);
-        meta.call(meta_api::CommitObject {
+        let commit = meta.call(meta_api::CommitObject {
             record: updated,
             condition: Some(condition),
-        })
-        .await?;
+        });
+        commit.await.map_err(|e| match e {
+            // Replaced meanwhile, or versioning enabled meanwhile (a version
+            // must not share the blocks of the one before it).
+            MetaError::PreconditionFailed => S3Error::with_message(
+                S3Code::ServiceUnavailable,
+                "The object changed while it was being updated; try again.",
+            ),
+            e => e.into(),
+        })?;
         let checksum = object_checksum(&record).map(|(c, _)| c);
         return Ok(xml_response(object_documents::copy_object_result(
             &record.etag,
@@ -326,6 +341,8 @@ pub async fn copy_object(
             checksum: copied.checksum.clone(),
             owner: written.owner,
             acl: written.acl,
+            retention,
+            legal_hold,
             ..Default::default()
         },
         version: Default::default(),

@@ -13,6 +13,7 @@ pub mod cors;
 pub mod list;
 pub mod multipart;
 pub mod object;
+pub mod object_lock;
 pub mod policy;
 pub mod post_object;
 pub mod tagging;
@@ -44,8 +45,8 @@ pub fn empty_response(status: StatusCode) -> Response {
     response
 }
 
-/// Stores the changed attributes (tags, ACL) of `record`, the version read,
-/// in place, only if that version still exists as read.
+/// Stores the changed tags and ACL of `record`, the version read, in place,
+/// only if that version still exists as read.
 pub(crate) async fn recommit_object(
     ctx: &RequestContext<'_>,
     record: meta_api::ObjectRecord,
@@ -55,7 +56,9 @@ pub(crate) async fn recommit_object(
         bucket: record.bucket,
         key: record.key,
         id: record.id,
-        attributes: record.attributes,
+        seq: record.version.seq,
+        tags: record.attributes.tags,
+        acl: record.attributes.acl,
     };
     match ctx.state.meta.call(update).await {
         Ok(()) => Ok(()),

@@ -6,6 +6,7 @@ use super::acl::{canned_acl, written_access};
 use super::object::{
     chosen_replication, requested_write_condition, store_request_body, stored_checksum,
 };
+use super::object_lock::requested_lock;
 use super::versions::insert_new_version_id;
 use super::{empty_response, xml_response, AuthorizedBucket, RequestContext};
 use crate::auth::ChecksumAlgorithm;
@@ -100,6 +101,7 @@ pub async fn create_upload(
     let tags = tags_from_header(headers)?.unwrap_or_default();
     let (algorithm, kind) = upload_checksum_settings(headers)?;
     let replication = chosen_replication(ctx, bucket).await?;
+    let (retention, legal_hold) = requested_lock(ctx, bucket, &key)?;
     let record = UploadRecord {
         upload_id: new_upload_id(),
         bucket: bucket.name.clone(),
@@ -118,6 +120,8 @@ pub async fn create_upload(
             upload_id: None,
             owner: written.owner,
             acl: written.acl,
+            retention,
+            legal_hold,
         },
     };
     let document = documents::initiate_upload(&record.bucket, &record.key, &record.upload_id);

@@ -2,6 +2,7 @@
 //! DeleteObjects.
 
 use super::acl::{canned_acl, written_access};
+use super::object_lock::{bypass_governance, insert_lock_headers, requested_lock};
 use super::versions::{insert_new_version_id, insert_version_id, named_id};
 use super::{empty_response, xml_response, AuthorizedBucket, RequestContext};
 use crate::conditional::WriteConditionError;
@@ -104,6 +105,7 @@ pub async fn put_object(
     let written = written_access(ctx, bucket, canned_acl(request_headers))?;
     let tags = tags_from_header(request_headers)?.unwrap_or_default();
     let condition = requested_write_condition(request_headers)?;
+    let (retention, legal_hold) = requested_lock(ctx, bucket, &key)?;
     let replication = chosen_replication(ctx, bucket).await?;
     let stored = store_request_body(ctx, replication, body).await?;
     let checksum = stored_checksum(&stored);
@@ -126,6 +128,8 @@ pub async fn put_object(
             checksum: checksum.clone(),
             owner: written.owner,
             acl: written.acl,
+            retention,
+            legal_hold,
             ..Default::default()
         },
         version: Default::default(),
@@ -291,6 +295,7 @@ pub async fn get_object(
         insert_read_checksum(&mut headers, &record, &params, partial);
     }
     insert_version_id(&mut headers, bucket, &record.version);
+    insert_lock_headers(&mut headers, &record.attributes);
     let body = if head {
         Body::empty()
     } else {
@@ -326,6 +331,8 @@ pub async fn delete_object(
             bucket: bucket.name.to_string(),
             key: key.to_string(),
             version: version.clone(),
+            bypass_governance: bypass_governance(ctx, bucket, key)?,
+            marker_owner: marker_owner(ctx, bucket),
         })
         .await?;
     let mut response = empty_response(StatusCode::NO_CONTENT);
@@ -342,6 +349,13 @@ pub async fn delete_object(
         (None, None) => {}
     }
     Ok(response)
+}
+
+/// Who owns a delete marker the caller makes: the caller, unless it is the
+/// bucket owner (or anonymous, when the bucket owner owns it too).
+fn marker_owner(ctx: &RequestContext<'_>, bucket: &BucketRecord) -> Option<String> {
+    let identity = ctx.identity();
+    (!identity.anonymous && identity.user != bucket.owner).then(|| identity.user.clone())
 }
 
 fn insert_id(headers: &mut http::HeaderMap, id: &str) {
@@ -376,12 +390,13 @@ pub async fn delete_objects(
     let results: Vec<Result<Option<VersionStamp>, S3Error>> = stream::iter(request.objects.clone())
         .map(|target| {
             let meta = ctx.state.meta.clone();
-            let allowed = ctx.allowed(
-                access::Action::DeleteObject,
-                bucket,
-                None,
-                Some(&target.key),
-            );
+            let action = match target.version_id {
+                Some(_) => access::Action::DeleteObjectVersion,
+                None => access::Action::DeleteObject,
+            };
+            let bypass = bypass_governance(ctx, bucket, &target.key);
+            let owner = marker_owner(ctx, bucket);
+            let allowed = ctx.allowed(action, bucket, None, Some(&target.key));
             let bucket = bucket.name.clone();
             async move {
                 if target.key.len() > MAX_KEY_LEN {
@@ -400,6 +415,8 @@ pub async fn delete_objects(
                     bucket,
                     key: target.key,
                     version,
+                    bypass_governance: bypass?,
+                    marker_owner: owner,
                 };
                 Ok(meta.call(request).await?.version)
             }

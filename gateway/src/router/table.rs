@@ -15,8 +15,10 @@
 //! a more specific rule comes before a row with a more general one.
 //!
 //! The expansion names `RequestContext`, `S3Error` and `with_cors` (the CORS
-//! headers of bucket answers) as the invoking module imports them, so this
-//! module depends on no handler.
+//! headers of bucket answers) as the invoking module imports them, and
+//! `Endpoint::version_action` (the action a request naming a version needs
+//! instead of its row's), which the invoking module defines, so this module
+//! depends on no handler.
 
 /// See the module documentation.
 macro_rules! s3_endpoints {
@@ -87,7 +89,7 @@ macro_rules! s3_endpoints {
                 match self {
                     $(Self::$b_name { bucket, .. } => Access::Bucket {
                         name: bucket,
-                        action: Action::$b_action,
+                        action: self.version_action().unwrap_or(Action::$b_action),
                     },)*
                     $(Self::$u_name { bucket, .. } => Access::Unsigned {
                         name: bucket,
@@ -163,11 +165,11 @@ macro_rules! s3_endpoints {
             endpoint: Endpoint,
             $body: axum::body::Body,
         ) -> Result<axum::response::Response, S3Error> {
+            let version_action = endpoint.version_action();
             match endpoint {
                 $(Endpoint::$b_name { bucket: name, $($b_field,)* } => {
-                    let $bucket = $ctx
-                        .authorize_bucket(&name, access::Action::$b_action)
-                        .await?;
+                    let action = version_action.unwrap_or(access::Action::$b_action);
+                    let $bucket = $ctx.authorize_bucket(&name, action).await?;
                     let result = $b_handler;
                     with_cors($ctx, &$bucket, result)
                 })*

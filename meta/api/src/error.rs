@@ -33,6 +33,19 @@ pub enum MetaError {
         /// Whether the request named this version (else it asked for the latest).
         named: bool,
     },
+    /// The version is protected by object lock (retention or legal hold).
+    #[error("the version is protected by object lock")]
+    ObjectLocked,
+    /// The bucket's state does not allow the change (suspending versioning
+    /// of a bucket with object lock, object lock without versioning).
+    #[error("{0}")]
+    InvalidBucketState(String),
+    /// The bucket has no object lock.
+    #[error("the bucket has no object lock configuration")]
+    NoObjectLock,
+    /// The version has no retention or legal hold to show.
+    #[error("the version has no object lock configuration")]
+    NoSuchObjectLockConfiguration,
     /// The upload does not exist or belongs elsewhere.
     #[error("no such upload {0}")]
     NoSuchUpload(String),

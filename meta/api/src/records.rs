@@ -106,6 +106,129 @@ pub struct ObjectAttributes {
     /// The object's ACL; None: `private`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acl: Option<Vec<Grant>>,
+    /// The version's object lock retention, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention: Option<Retention>,
+    /// The version's legal hold: None until one was first set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub legal_hold: Option<bool>,
+}
+
+/// An object lock retention mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LockMode {
+    /// Users with `s3:BypassGovernanceRetention` may shorten or remove it.
+    Governance,
+    /// Nobody may shorten or remove it until it expires.
+    Compliance,
+}
+
+impl LockMode {
+    /// The mode as S3 writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Governance => "GOVERNANCE",
+            Self::Compliance => "COMPLIANCE",
+        }
+    }
+
+    /// The mode S3 writes as `text` (case-sensitive, as S3 reads it).
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "GOVERNANCE" => Some(Self::Governance),
+            "COMPLIANCE" => Some(Self::Compliance),
+            _ => None,
+        }
+    }
+}
+
+/// A version's retention: it may not be deleted before `until`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retention {
+    /// How strict the retention is.
+    pub mode: LockMode,
+    /// When it ends.
+    pub until: UnixMillis,
+}
+
+impl Retention {
+    /// Whether it still protects its version at `now`.
+    pub fn active(&self, now: UnixMillis) -> bool {
+        self.until > now
+    }
+
+    /// Whether a version retained by `current` may be given `new` at `now`,
+    /// as S3 allows: anything once `current` has expired; a COMPLIANCE
+    /// retention only lengthened; a GOVERNANCE one lengthened, or changed
+    /// in any way with `bypass_governance`.
+    pub fn may_change(
+        current: Option<&Retention>,
+        new: Option<&Retention>,
+        now: UnixMillis,
+        bypass_governance: bool,
+    ) -> bool {
+        let Some(current) = current.filter(|c| c.active(now)) else {
+            return true;
+        };
+        let lengthened = new.is_some_and(|n| n.mode == current.mode && n.until >= current.until);
+        match current.mode {
+            LockMode::Compliance => lengthened,
+            LockMode::Governance => lengthened || bypass_governance,
+        }
+    }
+}
+
+impl ObjectAttributes {
+    /// Whether object lock forbids removing the version at `now`: a legal
+    /// hold, or an active retention (GOVERNANCE yields to
+    /// `bypass_governance`).
+    pub fn locked(&self, now: UnixMillis, bypass_governance: bool) -> bool {
+        self.legal_hold == Some(true)
+            || self.retention.is_some_and(|r| {
+                r.active(now) && (r.mode == LockMode::Compliance || !bypass_governance)
+            })
+    }
+}
+
+/// A bucket's object lock (present: enabled, which it stays).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectLock {
+    /// The retention new versions get when their write names none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_retention: Option<DefaultRetention>,
+}
+
+/// A bucket's default retention rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DefaultRetention {
+    /// The mode new versions get.
+    pub mode: LockMode,
+    /// How long from their write.
+    pub period: RetentionPeriod,
+}
+
+/// The length of a default retention, as the rule gives it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RetentionPeriod {
+    /// Days of 24 hours.
+    Days(u32),
+    /// Years of 365 days.
+    Years(u32),
+}
+
+impl DefaultRetention {
+    /// The retention of a version written at `now`.
+    pub fn from(&self, now: UnixMillis) -> Retention {
+        const DAY: i64 = 24 * 3600 * 1000;
+        let days = match self.period {
+            RetentionPeriod::Days(days) => i64::from(days),
+            RetentionPeriod::Years(years) => i64::from(years) * 365,
+        };
+        Retention {
+            mode: self.mode,
+            until: now.saturating_add(days.saturating_mul(DAY)),
+        }
+    }
 }
 
 /// A check made inside the commit transaction, so conditional writes are atomic.
@@ -280,6 +403,9 @@ pub struct BucketRecord {
     /// Its versioning; None: never enabled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub versioning: Option<Versioning>,
+    /// Its object lock, once enabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object_lock: Option<ObjectLock>,
 }
 
 /// A bucket's versioning once it was first enabled (it never returns to
@@ -711,6 +837,68 @@ impl From<ReportedBlock> for (u64, u8, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn retention(mode: LockMode, until: UnixMillis) -> Retention {
+        Retention { mode, until }
+    }
+
+    #[test]
+    fn retention_changes_follow_s3() {
+        use LockMode::*;
+        let now = 1_000;
+        let may = |current: Option<Retention>, new: Option<Retention>, bypass| {
+            Retention::may_change(current.as_ref(), new.as_ref(), now, bypass)
+        };
+        // Nothing, or something expired, may become anything.
+        assert!(may(None, None, false));
+        assert!(may(Some(retention(Compliance, now)), None, false));
+        for mode in [Governance, Compliance] {
+            let current = Some(retention(mode, 2_000));
+            // Lengthened or kept, same mode: always.
+            assert!(may(current, Some(retention(mode, 2_000)), false));
+            assert!(may(current, Some(retention(mode, 3_000)), false));
+            // Shortened or removed: only GOVERNANCE, only with bypass.
+            for new in [Some(retention(mode, 1_999)), None] {
+                assert!(!may(current, new, false));
+                assert_eq!(may(current, new, true), mode == Governance);
+            }
+        }
+        // A change of mode loosens COMPLIANCE and needs bypass from GOVERNANCE.
+        let governance = Some(retention(Governance, 2_000));
+        assert!(!may(governance, Some(retention(Compliance, 3_000)), false));
+        assert!(may(governance, Some(retention(Compliance, 3_000)), true));
+        let compliance = Some(retention(Compliance, 2_000));
+        assert!(!may(compliance, Some(retention(Governance, 3_000)), true));
+    }
+
+    #[test]
+    fn locked_versions() {
+        let now = 1_000;
+        let mut attributes = ObjectAttributes::default();
+        assert!(!attributes.locked(now, false));
+        attributes.legal_hold = Some(false);
+        assert!(!attributes.locked(now, false));
+        attributes.retention = Some(retention(LockMode::Governance, now + 1));
+        assert!(attributes.locked(now, false));
+        assert!(!attributes.locked(now, true));
+        assert!(!attributes.locked(now + 1, false));
+        attributes.retention = Some(retention(LockMode::Compliance, now + 1));
+        assert!(attributes.locked(now, true));
+        attributes.retention = None;
+        attributes.legal_hold = Some(true);
+        assert!(attributes.locked(now, true));
+    }
+
+    #[test]
+    fn default_retention_counts_days_and_years() {
+        let rule = |period| DefaultRetention {
+            mode: LockMode::Governance,
+            period,
+        };
+        let day = 24 * 3600 * 1000;
+        assert_eq!(rule(RetentionPeriod::Days(2)).from(5).until, 5 + 2 * day);
+        assert_eq!(rule(RetentionPeriod::Years(1)).from(0).until, 365 * day);
+    }
 
     #[test]
     fn limited_keys_reach_only_their_buckets() {

@@ -33,6 +33,7 @@ fn populate(runtime: &Runtime, meta: &MetaService, name: &str, keys: usize, per_
     runtime
         .block_on(meta.call(
             CreateBucket {
+                object_lock: false,
                 name: name.to_string(),
                 owner: ROOT_USER.to_string(),
                 replication: None,

@@ -29,6 +29,7 @@ fn call<R: MetaRequest>(runtime: &Runtime, meta: &MetaService, request: R) -> R:
 /// Bucket `name` with `keys` keys of `versions` versions each.
 fn populate(runtime: &Runtime, meta: &MetaService, name: &str, keys: usize, versions: usize) {
     let create = CreateBucket {
+        object_lock: false,
         name: name.to_string(),
         owner: ROOT_USER.to_string(),
         replication: None,

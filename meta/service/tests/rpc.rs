@@ -18,6 +18,7 @@ async fn concurrent_calls_share_the_pool_without_mixing_replies() {
         async move {
             let name = format!("bucket-{i:02}");
             let create = CreateBucket {
+                object_lock: false,
                 name: name.clone(),
                 owner: "root".into(),
                 replication: None,
@@ -182,6 +183,7 @@ async fn the_handshake_secret_sets_the_principal() {
     // refusal, and the connection is closed before the request is served.
     let mut stream = TcpStream::connect(addr).await.unwrap();
     let create = CreateBucket {
+        object_lock: false,
         name: "sneaky".into(),
         owner: "root".into(),
         replication: None,

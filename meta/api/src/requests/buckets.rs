@@ -1,6 +1,6 @@
 //! Requests about buckets and the credentials that reach them.
 
-use crate::records::{CorsRule, Grant, ObjectOwnership, PublicAccessBlock, Versioning};
+use crate::records::{CorsRule, Grant, ObjectLock, ObjectOwnership, PublicAccessBlock, Versioning};
 use proto::ReplicationConfig;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -31,6 +31,9 @@ pub struct CreateBucket {
     /// Its ACL, object ownership and public access block.
     #[serde(default)]
     pub access: NewBucketAccess,
+    /// Object lock enabled (which enables versioning).
+    #[serde(default)]
+    pub object_lock: bool,
 }
 
 /// The access settings a bucket is created with.
@@ -63,6 +66,16 @@ pub struct SetBucketVersioning {
     pub bucket: String,
     /// The new state.
     pub versioning: Versioning,
+}
+
+/// Sets a bucket's object lock configuration (enabling object lock, which
+/// needs versioning enabled).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SetObjectLockConfiguration {
+    /// Bucket name.
+    pub bucket: String,
+    /// The configuration.
+    pub lock: ObjectLock,
 }
 
 /// Changes one access setting of a bucket.

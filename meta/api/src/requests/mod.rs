@@ -184,12 +184,14 @@ request_table! {
     SetBucketTags => (), "set_bucket_tags", Gateway;
     SetBucketAccess => (), "set_bucket_access", Gateway;
     SetBucketVersioning => (), "set_bucket_versioning", Gateway;
+    SetObjectLockConfiguration => (), "set_object_lock_configuration", Gateway;
     DefaultReplication => ReplicationConfig, "default_replication", Gateway;
     // Objects.
     CommitObject => VersionStamp, "commit_object", Gateway;
     GetObject => Option<Arc<ObjectRecord>>, "get_object", Gateway, point_read;
     DeleteObject => Deleted, "delete_object", Gateway;
     UpdateObject => (), "update_object", Gateway;
+    SetObjectLock => (), "set_object_lock", Gateway;
     ListObjects => ListPage, "list_objects", Gateway;
     ListObjectVersions => VersionsPage, "list_object_versions", Gateway;
     // Multipart uploads.

@@ -1,9 +1,10 @@
 //! Requests about committed objects.
 
 use crate::naming::VersionRef;
-use crate::records::{ObjectAttributes, ObjectRecord, VersionStamp, WriteCondition};
+use crate::records::{Grant, ObjectRecord, Retention, VersionStamp, WriteCondition};
 use proto::ObjectId;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Makes `record` the visible object at (bucket, key) atomically. Without
 /// versioning the blocks of an object it replaces are queued for deletion;
@@ -47,6 +48,39 @@ pub struct DeleteObject {
     /// The version to remove; None: the key as a whole.
     #[serde(default)]
     pub version: Option<VersionRef>,
+    /// The caller may remove a version under GOVERNANCE retention.
+    #[serde(default)]
+    pub bypass_governance: bool,
+    /// Who owns a delete marker this makes (the caller), when not the
+    /// bucket owner.
+    #[serde(default)]
+    pub marker_owner: Option<String>,
+}
+
+/// Changes the object lock of one version in place, as S3 allows: a
+/// retention may be lengthened, and shortened or removed only in GOVERNANCE
+/// mode with `bypass_governance`; a legal hold may change at any time.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SetObjectLock {
+    /// Bucket name.
+    pub bucket: String,
+    /// Object key.
+    pub key: String,
+    /// The version; None: the latest.
+    pub version: Option<VersionRef>,
+    /// What changes.
+    pub change: LockChange,
+    /// The caller may shorten or remove a GOVERNANCE retention.
+    pub bypass_governance: bool,
+}
+
+/// One object lock setting of a version and its new value.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LockChange {
+    /// PutObjectRetention (None: remove it).
+    Retention(Option<Retention>),
+    /// PutObjectLegalHold.
+    LegalHold(bool),
 }
 
 /// What a DeleteObject did.
@@ -59,8 +93,9 @@ pub struct Deleted {
     pub version: Option<VersionStamp>,
 }
 
-/// Replaces the attributes (tags, ACL) of one version in place: no new
-/// version is made. PreconditionFailed when the version is no longer `id`.
+/// Replaces the tags and the ACL of one version in place: no new version is
+/// made, and its object lock is left as it is. PreconditionFailed when the
+/// version is no longer `id`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct UpdateObject {
     /// Bucket name.
@@ -69,8 +104,13 @@ pub struct UpdateObject {
     pub key: String,
     /// The version as it was read.
     pub id: ObjectId,
-    /// Its new attributes.
-    pub attributes: ObjectAttributes,
+    /// Its sequence number (`VersionStamp::seq`), to find it among the
+    /// older versions.
+    pub seq: u64,
+    /// Its new tags.
+    pub tags: BTreeMap<String, String>,
+    /// Its new ACL.
+    pub acl: Option<Vec<Grant>>,
 }
 
 /// One page of a bucket's versions and delete markers.

@@ -12,8 +12,8 @@ use meta_api::naming::validate_bucket_name;
 use meta_api::{
     AccessKeyRecord, BucketAccessChange, BucketRecord, CreateBucket, DatanodeState,
     DefaultReplication, DeleteBucket, GetAccessKey, GetBucket, GetUser, Handle, ListBuckets,
-    MetaError, SetBucketAccess, SetBucketCors, SetBucketPublicRead, SetBucketTags,
-    SetBucketVersioning, UnixMillis, UserRecord,
+    MetaError, ObjectLock, SetBucketAccess, SetBucketCors, SetBucketPublicRead, SetBucketTags,
+    SetBucketVersioning, SetObjectLockConfiguration, UnixMillis, UserRecord, Versioning,
 };
 use proto::ReplicationConfig;
 use std::sync::Arc;
@@ -44,6 +44,7 @@ impl Handle<CreateBucket> for MetaState {
             owner,
             replication,
             access,
+            object_lock,
         } = request;
         validate_bucket_name(&name).map_err(MetaError::InvalidRequest)?;
         if let Some(config) = &replication {
@@ -74,7 +75,8 @@ impl Handle<CreateBucket> for MetaState {
                 ownership: Some(access.ownership),
                 public_access_block: access.public_access_block,
                 policy: None,
-                versioning: None,
+                versioning: object_lock.then_some(Versioning::Enabled),
+                object_lock: object_lock.then(ObjectLock::default),
             };
             buckets.insert(name.as_str(), encode(&record)?.as_slice())?;
             Ok(())
@@ -155,10 +157,22 @@ fn update_bucket(
     name: &str,
     change: impl FnOnce(&mut BucketRecord),
 ) -> Result<(), MetaError> {
+    checked_update_bucket(state, name, |record| {
+        change(record);
+        Ok(())
+    })
+}
+
+/// [`update_bucket`] with a change that may refuse.
+fn checked_update_bucket(
+    state: &MetaState,
+    name: &str,
+    change: impl FnOnce(&mut BucketRecord) -> Result<(), MetaError>,
+) -> Result<(), MetaError> {
     state.store.write(|txn| {
         let mut buckets = txn.open_table(BUCKETS)?;
         let mut record = require_bucket(&buckets, name)?;
-        change(&mut record);
+        change(&mut record)?;
         buckets.insert(name, encode(&record)?.as_slice())?;
         Ok(())
     })
@@ -180,8 +194,38 @@ impl Handle<SetBucketTags> for MetaState {
 impl Handle<SetBucketVersioning> for MetaState {
     fn handle(&self, request: SetBucketVersioning, _now: UnixMillis) -> Result<(), MetaError> {
         tracing::info!(bucket = %request.bucket, versioning = request.versioning.as_str(), "bucket versioning changed");
-        update_bucket(self, &request.bucket, |record| {
-            record.versioning = Some(request.versioning)
+        checked_update_bucket(self, &request.bucket, |record| {
+            if record.object_lock.is_some() && request.versioning != Versioning::Enabled {
+                return Err(MetaError::InvalidBucketState(
+                    "An Object Lock configuration is present on this bucket, so the versioning \
+                     state cannot be changed."
+                        .into(),
+                ));
+            }
+            record.versioning = Some(request.versioning);
+            Ok(())
+        })
+    }
+}
+
+impl Handle<SetObjectLockConfiguration> for MetaState {
+    /// Enables object lock (for good) and sets the default retention; the
+    /// bucket's versioning must be enabled.
+    fn handle(
+        &self,
+        request: SetObjectLockConfiguration,
+        _now: UnixMillis,
+    ) -> Result<(), MetaError> {
+        checked_update_bucket(self, &request.bucket, |record| {
+            if record.versioning != Some(Versioning::Enabled) {
+                return Err(MetaError::InvalidBucketState(
+                    "Versioning must be 'Enabled' on the bucket to apply a Object Lock \
+                     configuration"
+                        .into(),
+                ));
+            }
+            record.object_lock = Some(request.lock);
+            Ok(())
         })
     }
 }

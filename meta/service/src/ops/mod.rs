@@ -5,6 +5,7 @@ pub(crate) mod bad_replicas;
 mod buckets;
 mod datanodes;
 pub(crate) mod listing;
+mod object_lock;
 mod objects;
 mod repairs;
 mod upload_listing;

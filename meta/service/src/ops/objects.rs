@@ -8,7 +8,7 @@ use crate::store::deletions::DeletionQueue;
 use crate::store::repairs::GroupOwner;
 use crate::store::tables::{object_key, require_bucket, BUCKETS, OBJECTS, VERSIONS};
 use crate::store::versions::{
-    find_version, kept_blocks, newest_older, no_such_version, versions_prefix, KeyVersions,
+    find_version, kept_blocks, newest_older, no_such_version, version_key, KeyVersions, Unlock,
 };
 use crate::tokens::forget_tokens;
 use meta_api::naming::validate_object_key;
@@ -16,7 +16,6 @@ use meta_api::{
     BucketRecord, CommitObject, DeleteObject, Deleted, DiscardBlocks, GetObject, Handle, MetaError,
     ObjectRecord, UnixMillis, UpdateObject, VersionStamp, WriteCondition,
 };
-use redb::ReadableTable;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -62,7 +61,7 @@ impl Handle<CommitObject> for MetaState {
         validate_object_key(&record.key).map_err(MetaError::InvalidRequest)?;
         let (bucket, key, size) = (record.bucket.clone(), record.key.clone(), record.size);
         let stamp = self.store.write(|txn| {
-            let versioning = require_bucket(&txn.open_table(BUCKETS)?, &bucket)?.versioning;
+            let bucket_record = require_bucket(&txn.open_table(BUCKETS)?, &bucket)?;
             let mut versions = KeyVersions::open(txn)?;
             if condition.is_some() {
                 let current = versions.latest_object(&bucket, &key)?;
@@ -70,7 +69,7 @@ impl Handle<CommitObject> for MetaState {
             }
             let keep = kept_blocks(&record);
             let (groups, replication) = (record.groups.clone(), record.replication);
-            let stamp = versions.put(versioning, record)?;
+            let stamp = versions.put(&bucket_record, record, now)?;
             let owner = GroupOwner {
                 bucket: bucket.clone(),
                 key: key.clone(),
@@ -179,12 +178,14 @@ impl Handle<DeleteObject> for MetaState {
         let (removed, version) = self.store.write(|txn| {
             let versioning = require_bucket(&txn.open_table(BUCKETS)?, bucket)?.versioning;
             let mut versions = KeyVersions::open(txn)?;
+            let unlock = Unlock {
+                now,
+                bypass_governance: request.bypass_governance,
+            };
             let version = match &request.version {
-                Some(wanted) => versions.delete_version(bucket, key, wanted)?,
+                Some(wanted) => versions.delete_version(bucket, key, wanted, unlock)?,
                 None => {
-                    let owner = versions
-                        .latest_object(bucket, key)?
-                        .and_then(|r| r.attributes.owner);
+                    let owner = request.marker_owner.clone();
                     versions.delete_latest(versioning, bucket, key, now, owner)?
                 }
             };
@@ -205,45 +206,32 @@ impl Handle<DeleteObject> for MetaState {
 }
 
 impl Handle<UpdateObject> for MetaState {
-    /// Sets the attributes of the version whose object id is `id`, wherever
-    /// it is among the key's versions.
+    /// Sets the tags and ACL of the version whose object id is `id`: the
+    /// latest, or the older version of its sequence number.
     fn handle(&self, request: UpdateObject, _now: UnixMillis) -> Result<(), MetaError> {
         let UpdateObject {
             bucket,
             key,
             id,
-            attributes,
+            seq,
+            tags,
+            acl,
         } = request;
         self.store.write(|txn| {
             require_bucket(&txn.open_table(BUCKETS)?, &bucket)?;
-            let mut objects = txn.open_table(OBJECTS)?;
             let latest = object_key(&bucket, key.as_bytes());
-            let current: Option<ObjectRecord> = get_json(&objects, latest.as_slice())?;
-            if let Some(mut record) = current.filter(|r| r.id == id) {
-                record.attributes = attributes;
-                objects.insert(latest.as_slice(), encode(&record)?.as_slice())?;
-                return Ok(());
-            }
-            let mut versions = txn.open_table(VERSIONS)?;
-            let range = versions_prefix(&bucket, key.as_bytes());
-            let mut found = None;
-            for entry in versions.range(range.as_slice()..)? {
-                let (stored, value) = entry?;
-                if !stored.value().starts_with(&range) {
-                    break;
-                }
-                let record: ObjectRecord = decode(value.value())?;
-                if record.id == id && record.key == key {
-                    found = Some((stored.value().to_vec(), record));
-                    break;
+            let older = version_key(&bucket, key.as_bytes(), seq);
+            for (table, at) in [(OBJECTS, &latest), (VERSIONS, &older)] {
+                let mut records = txn.open_table(table)?;
+                let found: Option<ObjectRecord> = get_json(&records, at.as_slice())?;
+                if let Some(mut record) = found.filter(|r| r.id == id) {
+                    record.attributes.tags = tags;
+                    record.attributes.acl = acl;
+                    records.insert(at.as_slice(), encode(&record)?.as_slice())?;
+                    return Ok(());
                 }
             }
-            let Some((at, mut record)) = found else {
-                return Err(MetaError::PreconditionFailed.into());
-            };
-            record.attributes = attributes;
-            versions.insert(at.as_slice(), encode(&record)?.as_slice())?;
-            Ok(())
+            Err(MetaError::PreconditionFailed.into())
         })
     }
 }

@@ -240,7 +240,7 @@ impl Handle<CompleteUpload> for MetaState {
                     .map(Completion::Earlier)
                     .ok_or_else(|| MetaError::NoSuchUpload(upload_id.to_string()).into());
             };
-            let versioning = require_bucket(&txn.open_table(BUCKETS)?, bucket)?.versioning;
+            let bucket_record = require_bucket(&txn.open_table(BUCKETS)?, bucket)?;
             if condition.is_some() {
                 let current: Option<ObjectRecord> = get_json(
                     &txn.open_table(OBJECTS)?,
@@ -309,7 +309,7 @@ impl Handle<CompleteUpload> for MetaState {
             drop(deletions);
             let mut versions = KeyVersions::open(txn)?;
             let mut record = record;
-            record.version = versions.put(versioning, record.clone())?;
+            record.version = versions.put(&bucket_record, record.clone(), now)?;
             versions.free_removed(txn, &kept, not_before)?;
             remove_upload(txn, &upload, &mut parts_table, &stored)?;
             Ok(Completion::Made(record))

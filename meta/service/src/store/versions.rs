@@ -14,7 +14,8 @@ use super::db::{decode, encode, get_json, prefix_end, StoreError};
 use super::deletions::DeletionQueue;
 use super::tables::{block_ids, object_key, COUNTERS, OBJECTS, VERSIONS};
 use meta_api::naming::{new_version_id, VersionRef};
-use meta_api::{MetaError, ObjectRecord, UnixMillis, VersionStamp, Versioning};
+use meta_api::{BucketRecord, MetaError, ObjectRecord, UnixMillis, VersionStamp, Versioning};
+use proto::BlockId;
 use redb::{ReadableTable, Table, WriteTransaction};
 use std::collections::HashSet;
 
@@ -215,11 +216,17 @@ impl<'txn> KeyVersions<'txn> {
     /// Moves the latest object of `key`, if any, out of the way of a new
     /// latest version: to `VERSIONS`, or away for good when the new version
     /// replaces the null version it is.
+    ///
+    /// Two versions never share a block (removing one would free the
+    /// other's data): an older version that would keep blocks of the new one
+    /// (a copy onto itself that raced the bucket's versioning being enabled)
+    /// refuses the write with PreconditionFailed.
     fn set_aside_latest(
         &mut self,
         bucket: &str,
         key: &str,
         new_is_null: bool,
+        new_blocks: &HashSet<BlockId>,
     ) -> Result<(), StoreError> {
         let okey = object_key(bucket, key.as_bytes());
         let old: ObjectRecord = match self.objects.remove(okey.as_slice())? {
@@ -228,6 +235,8 @@ impl<'txn> KeyVersions<'txn> {
         };
         if new_is_null && old.version.id.is_none() {
             self.removed.push(old);
+        } else if old.groups.iter().any(|g| new_blocks.contains(&g.block)) {
+            return Err(MetaError::PreconditionFailed.into());
         } else {
             self.store_older(bucket, &old)?;
         }
@@ -257,24 +266,33 @@ impl<'txn> KeyVersions<'txn> {
         Ok(())
     }
 
-    /// Stores `record` as the latest version of its key under `versioning`
-    /// (None: the bucket never had it, and the object simply replaces the
-    /// one at its key); answers its stamp.
+    /// Stores `record` as the latest version of its key under the bucket's
+    /// versioning (none: the object simply replaces the one at its key),
+    /// with the bucket's default retention when it names none; answers its
+    /// stamp.
     pub(crate) fn put(
         &mut self,
-        versioning: Option<Versioning>,
+        bucket_record: &BucketRecord,
         mut record: ObjectRecord,
+        now: UnixMillis,
     ) -> Result<VersionStamp, StoreError> {
         let (bucket, key) = (record.bucket.clone(), record.key.clone());
-        match versioning {
+        let default_retention = bucket_record
+            .object_lock
+            .as_ref()
+            .and_then(|lock| lock.default_retention);
+        if let (None, Some(rule)) = (record.attributes.retention, default_retention) {
+            record.attributes.retention = Some(rule.from(now));
+        }
+        match bucket_record.versioning {
             None => {
                 record.version = VersionStamp::default();
-                self.set_aside_latest(&bucket, &key, true)?;
+                self.set_aside_latest(&bucket, &key, true, &kept_blocks(&record))?;
             }
             Some(versioning) => {
                 record.version = self.stamp(versioning, false)?;
                 let null = record.version.id.is_none();
-                self.set_aside_latest(&bucket, &key, null)?;
+                self.set_aside_latest(&bucket, &key, null, &kept_blocks(&record))?;
                 if null {
                     self.remove_older_null(&bucket, &key)?;
                 }
@@ -306,7 +324,7 @@ impl<'txn> KeyVersions<'txn> {
         };
         let stamp = self.stamp(versioning, true)?;
         let null = stamp.id.is_none();
-        self.set_aside_latest(bucket, key, null)?;
+        self.set_aside_latest(bucket, key, null, &HashSet::new())?;
         if null {
             self.remove_older_null(bucket, key)?;
         }
@@ -320,20 +338,28 @@ impl<'txn> KeyVersions<'txn> {
         Ok(Some(stamp))
     }
 
-    /// DeleteObject of one version: removes it for good; when it was the
-    /// latest, the next newest becomes the latest. Answers its stamp, or
-    /// None when there is no such version.
+    /// DeleteObject of one version: removes it for good, unless object lock
+    /// protects it (`ObjectLocked`); when it was the latest, the next newest
+    /// becomes the latest. Answers its stamp, or None when there is no such
+    /// version.
     pub(crate) fn delete_version(
         &mut self,
         bucket: &str,
         key: &str,
         wanted: &VersionRef,
+        unlock: Unlock,
     ) -> Result<Option<VersionStamp>, StoreError> {
         let Some((place, record)) =
             find_version(&self.objects, &self.versions, bucket, key, wanted)?
         else {
             return Ok(None);
         };
+        if record
+            .attributes
+            .locked(unlock.now, unlock.bypass_governance)
+        {
+            return Err(MetaError::ObjectLocked.into());
+        }
         let okey = object_key(bucket, key.as_bytes());
         match place {
             Place::Latest => {
@@ -364,7 +390,7 @@ impl<'txn> KeyVersions<'txn> {
     pub(crate) fn free_removed(
         mut self,
         txn: &WriteTransaction,
-        keep: &HashSet<proto::BlockId>,
+        keep: &HashSet<BlockId>,
         not_before: UnixMillis,
     ) -> Result<Vec<ObjectRecord>, StoreError> {
         let removed = std::mem::take(&mut self.removed);
@@ -377,8 +403,16 @@ impl<'txn> KeyVersions<'txn> {
     }
 }
 
+/// What may lift object lock for a delete: the time, and whether the
+/// caller may bypass GOVERNANCE retention.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Unlock {
+    pub(crate) now: UnixMillis,
+    pub(crate) bypass_governance: bool,
+}
+
 /// The blocks a newly stored record keeps (not freed with what it replaced).
-pub(crate) fn kept_blocks(record: &ObjectRecord) -> HashSet<proto::BlockId> {
+pub(crate) fn kept_blocks(record: &ObjectRecord) -> HashSet<BlockId> {
     block_ids(&record.groups)
 }
 

@@ -74,6 +74,8 @@ async fn overwrite_queues_old_blocks_on_their_datanodes_until_acknowledged(trans
     // Delete queues the current blocks and returns the removed record.
     let removed = meta
         .call(DeleteObject {
+            marker_owner: None,
+            bypass_governance: false,
             version: None,
             bucket: "bk1".into(),
             key: "k".into(),
@@ -86,6 +88,8 @@ async fn overwrite_queues_old_blocks_on_their_datanodes_until_acknowledged(trans
     assert_eq!(meta.get("bk1", "k").await, None);
     let again = meta
         .call(DeleteObject {
+            marker_owner: None,
+            bypass_governance: false,
             version: None,
             bucket: "bk1".into(),
             key: "k".into(),
@@ -135,6 +139,8 @@ async fn released_blocks_wait_out_the_deletion_delay(transport: Transport) {
     };
     meta.call_at(commit, T0 + 10_000).await.unwrap();
     let delete = DeleteObject {
+        marker_owner: None,
+        bypass_governance: false,
         version: None,
         bucket: "bk1".into(),
         key: "k".into(),
@@ -312,6 +318,7 @@ async fn bucket_rules(transport: Transport) {
     .await
     .unwrap();
     let create = |name: &str, owner: &str| CreateBucket {
+        object_lock: false,
         name: name.into(),
         owner: owner.into(),
         replication: None,
@@ -360,6 +367,8 @@ async fn bucket_rules(transport: Transport) {
     meta.create_bucket("zeta2", ROOT_USER).await;
     assert!(meta.call(delete("zeta2")).await.is_ok());
     meta.call(DeleteObject {
+        marker_owner: None,
+        bypass_governance: false,
         version: None,
         bucket: "zeta".into(),
         key: "k".into(),
@@ -388,6 +397,7 @@ async fn default_replication_follows_bucket_then_cluster(transport: Transport) {
     };
     meta.create_bucket("plain", ROOT_USER).await;
     meta.call(CreateBucket {
+        object_lock: false,
         name: "six".into(),
         owner: ROOT_USER.into(),
         replication: Some(ReplicationConfig::RS_6_3),
@@ -426,6 +436,8 @@ async fn state_survives_reopen(transport: Transport) {
         meta.commit(object("bk1", "k2", vec![group(51, &["dn1"])]))
             .await;
         meta.call(DeleteObject {
+            marker_owner: None,
+            bypass_governance: false,
             version: None,
             bucket: "bk1".into(),
             key: "k2".into(),
@@ -564,6 +576,7 @@ async fn admin_operations_need_the_admin_role(transport: Transport) {
     assert_eq!(names, ["bob", ROOT_USER]);
 
     meta.call(CreateBucket {
+        object_lock: false,
         name: "bobs".into(),
         owner: "bob".into(),
         replication: None,
@@ -659,6 +672,8 @@ async fn reads_share_one_decoded_record_until_it_changes() {
 
     // Deleted: gone, whatever was cached.
     meta.call(DeleteObject {
+        marker_owner: None,
+        bypass_governance: false,
         version: None,
         bucket: "bk1".into(),
         key: "k".into(),

@@ -36,6 +36,8 @@ async fn put(meta: &MetaUnderTest, key: &str, block: u64) -> VersionStamp {
 
 async fn delete(meta: &MetaUnderTest, key: &str, version: Option<VersionRef>) -> Deleted {
     let request = DeleteObject {
+        marker_owner: None,
+        bypass_governance: false,
         bucket: BUCKET.into(),
         key: key.into(),
         version,
@@ -287,7 +289,113 @@ async fn listings_follow_the_model_at_every_page_size(transport: Transport) {
     assert!(!rest.versions[0].is_latest);
 }
 
+async fn object_lock_protects_versions(transport: Transport) {
+    let meta = MetaUnderTest::open(transport).await;
+    meta.register(1).await;
+    let create = CreateBucket {
+        name: BUCKET.into(),
+        owner: "root".into(),
+        replication: None,
+        access: Default::default(),
+        object_lock: true,
+    };
+    meta.call(create).await.unwrap();
+    // Versioning stays enabled under object lock.
+    let suspend = SetBucketVersioning {
+        bucket: BUCKET.into(),
+        versioning: Versioning::Suspended,
+    };
+    assert!(matches!(
+        meta.call(suspend).await,
+        Err(MetaError::InvalidBucketState(_))
+    ));
+    let hour = 3_600_000;
+    let mut record = object(BUCKET, "k", vec![group(1, &["dn0"])]);
+    record.attributes.retention = Some(Retention {
+        mode: LockMode::Governance,
+        until: T0 + hour,
+    });
+    let commit = CommitObject {
+        record,
+        condition: None,
+    };
+    let stamp = meta.call_at(commit, T0).await.unwrap();
+    let delete = |bypass_governance, at| {
+        let request = DeleteObject {
+            marker_owner: None,
+            bucket: BUCKET.into(),
+            key: "k".into(),
+            version: named(&stamp),
+            bypass_governance,
+        };
+        meta.call_at(request, at)
+    };
+    let lock = |change, bypass_governance, at| {
+        let request = SetObjectLock {
+            bucket: BUCKET.into(),
+            key: "k".into(),
+            version: named(&stamp),
+            change,
+            bypass_governance,
+        };
+        meta.call_at(request, at)
+    };
+    let retention = |mode, until| LockChange::Retention(Some(Retention { mode, until }));
+    assert_eq!(delete(false, T0).await, Err(MetaError::ObjectLocked));
+    // Shortening GOVERNANCE needs the bypass; COMPLIANCE cannot be shortened.
+    assert_eq!(
+        lock(retention(LockMode::Governance, T0 + 1), false, T0).await,
+        Err(MetaError::ObjectLocked)
+    );
+    lock(retention(LockMode::Compliance, T0 + hour), true, T0)
+        .await
+        .unwrap();
+    assert_eq!(
+        lock(retention(LockMode::Compliance, T0 + 1), true, T0).await,
+        Err(MetaError::ObjectLocked)
+    );
+    assert_eq!(delete(true, T0).await, Err(MetaError::ObjectLocked));
+    // A legal hold outlives the retention; once both are gone the version goes.
+    lock(LockChange::LegalHold(true), false, T0).await.unwrap();
+    assert_eq!(
+        delete(true, T0 + 2 * hour).await,
+        Err(MetaError::ObjectLocked)
+    );
+    lock(LockChange::LegalHold(false), false, T0).await.unwrap();
+    assert_eq!(meta.queued_for("dn0").await, vec![]);
+    let removed = delete(false, T0 + 2 * hour).await.unwrap();
+    assert_eq!(removed.version.map(|s| s.seq), Some(stamp.seq));
+    let due = meta
+        .heartbeat_at(report("dn0", ROOMY, 0), T0 + 3 * hour)
+        .await;
+    assert_eq!(due, vec![key(1)]);
+}
+
+async fn versions_never_share_blocks(transport: Transport) {
+    let meta = MetaUnderTest::open(transport).await;
+    meta.register(1).await;
+    meta.create_bucket(BUCKET, "root").await;
+    let first = object(BUCKET, "k", vec![group(1, &["dn0"])]);
+    meta.commit(first.clone()).await;
+    set(&meta, Versioning::Enabled).await;
+    // A metadata-only copy onto itself read the bucket before versioning
+    // was enabled: committing the same blocks as a new version would make
+    // two versions share them.
+    let mut same_blocks = first.clone();
+    same_blocks.user_metadata.insert("m".into(), "1".into());
+    let commit = CommitObject {
+        record: same_blocks,
+        condition: Some(WriteCondition::SameObject(first.id)),
+    };
+    assert_eq!(meta.call(commit).await, Err(MetaError::PreconditionFailed));
+    assert_eq!(get(&meta, "k", None).await, Ok(Some(1)));
+    assert_eq!(list(&meta, "", None, None, 10).await.versions.len(), 1);
+    assert_eq!(meta.queued_for("dn0").await, vec![]);
+}
+
 test_support::conformance!(
+    versions_never_share_blocks,
+    object_lock_protects_versions,
     old_versions_keep_their_blocks_until_deleted,
     a_suspended_bucket_replaces_its_null_version,
     listings_follow_the_model_at_every_page_size,
