@@ -351,7 +351,18 @@ def test_sigkill_of_meta_mid_commit_loses_no_object_and_leaves_no_orphan(tessera
         client.create_bucket(Bucket=BUCKET)
 
         def kill_meta_once_blocks_wait_for_it():
-            cluster.meta_proc.popen.send_signal(signal.SIGSTOP)
+            # Stop meta at a moment when an upload is still being written,
+            # seen after the stop: a check before it can be overtaken by the
+            # PUT finishing and committing its record in between, and then
+            # the kill leaves no orphan to prove anything with.
+            for _ in range(500):
+                cluster.meta_proc.popen.send_signal(signal.SIGSTOP)
+                if any(upload_files(dirs)):
+                    break
+                cluster.meta_proc.popen.send_signal(signal.SIGCONT)
+                time.sleep(0.01)
+            else:
+                raise AssertionError("no upload was in flight whenever meta was stopped")
             wait_for(lambda: not any(upload_files(dirs)), 30, "the uploads in flight to commit their blocks", 0.05)
             cluster.meta_proc.kill()
 
