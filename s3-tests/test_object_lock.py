@@ -192,6 +192,14 @@ def test_lock_headers_are_checked(s3, locked, bucket):
         400, "InvalidRequest")
     s3.put_object(Bucket=bucket, Key="h", Body=b"h")
     assert code_of(lambda: s3.get_object_retention(Bucket=bucket, Key="h")) == (400, "InvalidRequest")
+    # The bypass header means nothing without lock, and S3 refuses it there.
+    for bypass in (True, False):
+        assert code_of(lambda: s3.delete_object(Bucket=bucket, Key="h", BypassGovernanceRetention=bypass)) == (
+            400, "InvalidArgument")
+        assert code_of(lambda: s3.delete_objects(
+            Bucket=bucket, BypassGovernanceRetention=bypass, Delete={"Objects": [{"Key": "h"}]})) == (
+            400, "InvalidArgument")
+    assert s3.get_object(Bucket=bucket, Key="h")["Body"].read() == b"h"
     assert code_of(lambda: s3.put_object_retention(
         Bucket=locked, Key="missing", Retention={"Mode": "GOVERNANCE", "RetainUntilDate": utc_in(60)})) == (
         404, "NoSuchKey")

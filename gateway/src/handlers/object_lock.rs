@@ -47,13 +47,21 @@ pub fn header_is_true(headers: &HeaderMap, name: &str) -> bool {
     header(headers, name).is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
 }
 
-/// Whether the caller asked to bypass GOVERNANCE retention and may.
+/// Whether the caller asked to bypass GOVERNANCE retention and may. The
+/// header is refused on a bucket without object lock, as S3 refuses it.
 pub fn bypass_governance(
     ctx: &RequestContext<'_>,
     bucket: &BucketRecord,
     key: &str,
 ) -> Result<bool, S3Error> {
-    if !header_is_true(&ctx.parts.headers, BYPASS_HEADER) {
+    let headers = &ctx.parts.headers;
+    if headers.contains_key(BYPASS_HEADER) && bucket.object_lock.is_none() {
+        return Err(invalid_argument(
+            "x-amz-bypass-governance-retention is only applicable to Object Lock enabled buckets.",
+            BYPASS_HEADER,
+        ));
+    }
+    if !header_is_true(headers, BYPASS_HEADER) {
         return Ok(false);
     }
     ctx.allowed(Action::BypassGovernanceRetention, bucket, None, Some(key))

@@ -14,7 +14,7 @@ use crate::store::db::{decode, encode, get_json, StoreError};
 use crate::store::deletions::DeletionQueue;
 use crate::store::repairs::{self, GroupOwner, RepairEntry, RepairQueue};
 use crate::store::tables::{object_key, part_key, BAD_REPLICAS, OBJECTS, PARTS, UPLOADS, VERSIONS};
-use crate::store::versions::version_key;
+use crate::store::versions::{self, version_key};
 use meta_api::{
     AdminState, BlockGroup, DatanodeState, FinishRepair, Handle, MetaError, ObjectRecord,
     PartRecord, RedundancyStatus, RepairCommand, RepairSource, ReplicaLocation, UnixMillis,
@@ -36,7 +36,8 @@ enum RecordAt {
 }
 
 /// The record holding `block`, as `owner` says, falling back from a part
-/// to the object its upload became.
+/// to the object its upload became, wherever that object now is among its
+/// key's versions.
 fn locate(
     txn: &impl GroupTables,
     owner: &GroupOwner,
@@ -71,6 +72,17 @@ fn locate(
             return Ok(Some((at, group, replication)));
         }
     }
+    // A group queued for a part names no version: the object its upload
+    // became may have been superseded since.
+    for (at, object) in txn.older_versions(&owner.bucket, &owner.key)? {
+        if let Some(group) = object.groups.iter().find(|g| g.block == block) {
+            return Ok(Some((
+                RecordAt::Version(at),
+                group.clone(),
+                object.replication,
+            )));
+        }
+    }
     Ok(None)
 }
 
@@ -80,6 +92,11 @@ trait GroupTables {
     fn upload(&self, id: &str) -> Result<Option<UploadRecord>, StoreError>;
     fn object(&self, key: &[u8]) -> Result<Option<ObjectRecord>, StoreError>;
     fn version(&self, key: &[u8]) -> Result<Option<ObjectRecord>, StoreError>;
+    fn older_versions(
+        &self,
+        bucket: &str,
+        key: &str,
+    ) -> Result<Vec<(Vec<u8>, ObjectRecord)>, StoreError>;
 }
 
 macro_rules! group_tables {
@@ -96,6 +113,13 @@ macro_rules! group_tables {
             }
             fn version(&self, key: &[u8]) -> Result<Option<ObjectRecord>, StoreError> {
                 get_json(&self.open_table(VERSIONS)?, key)
+            }
+            fn older_versions(
+                &self,
+                bucket: &str,
+                key: &str,
+            ) -> Result<Vec<(Vec<u8>, ObjectRecord)>, StoreError> {
+                versions::older_versions(&self.open_table(VERSIONS)?, bucket, key)
             }
         }
     };
@@ -630,6 +654,48 @@ mod tests {
             }),
             HashSet::new(),
         )
+    }
+
+    #[test]
+    fn a_group_is_found_in_any_version_of_its_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::open(&dir.path().join("meta.redb")).unwrap();
+        let group = BlockGroup {
+            block: BlockId(7),
+            length: 1,
+            replicas: vec![replica(0, "d0")],
+            token: None,
+        };
+        let mut record = ObjectRecord::new(
+            "b",
+            "k",
+            "",
+            ReplicationConfig::REPLICATED_1,
+            vec![group.clone()],
+        );
+        record.version.seq = 9;
+        let at = version_key("b", b"k", 9);
+        store
+            .write(|txn| {
+                let mut versions = txn.open_table(VERSIONS)?;
+                versions.insert(at.as_slice(), encode(&record)?.as_slice())?;
+                Ok(())
+            })
+            .unwrap();
+        // Queued for a part of the upload that became this version, which
+        // is no longer the latest: the entry names no sequence number.
+        let owner = GroupOwner {
+            bucket: "b".into(),
+            key: "k".into(),
+            part: Some(("u".into(), 1)),
+            version: 0,
+        };
+        let found = store.read(|txn| locate(txn, &owner, BlockId(7))).unwrap();
+        assert!(
+            matches!(&found, Some((RecordAt::Version(stored), g, _)) if *stored == at && *g == group)
+        );
+        let missing = store.read(|txn| locate(txn, &owner, BlockId(8))).unwrap();
+        assert!(missing.is_none());
     }
 
     #[test]

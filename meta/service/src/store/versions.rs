@@ -154,6 +154,24 @@ pub(crate) fn newest_older(
     Ok(Some((stored.value().to_vec(), decode(value.value())?)))
 }
 
+/// Every version of `key` in `VERSIONS`, newest first, with its stored key.
+pub(crate) fn older_versions(
+    versions: &impl ReadableTable<&'static [u8], &'static [u8]>,
+    bucket: &str,
+    key: &str,
+) -> Result<Vec<(Vec<u8>, ObjectRecord)>, StoreError> {
+    let prefix = versions_of(bucket, key.as_bytes());
+    let mut out = Vec::new();
+    for entry in versions.range(prefix.as_slice()..)? {
+        let (stored, value) = entry?;
+        if !stored.value().starts_with(&prefix) {
+            break;
+        }
+        out.push((stored.value().to_vec(), decode(value.value())?));
+    }
+    Ok(out)
+}
+
 /// Whether `bucket` holds any version at all in `VERSIONS`.
 pub(crate) fn any_in_bucket(
     versions: &impl ReadableTable<&'static [u8], &'static [u8]>,
