@@ -3,12 +3,12 @@
 
 use super::acl::{canned_acl, written_access};
 use super::object_lock::{bypass_governance, insert_lock_headers, requested_lock};
-use super::versions::{insert_new_version_id, insert_version_id, named_id};
+use super::versions::{insert_id, insert_new_version_id, insert_version_id, named_id};
 use super::{empty_response, xml_response, AuthorizedBucket, RequestContext};
 use crate::conditional::WriteConditionError;
 use crate::conditional::{self, Precondition};
 use crate::download;
-use crate::error::{S3Code, S3Error, DELETE_MARKER_HEADER, VERSION_ID_HEADER};
+use crate::error::{S3Code, S3Error, DELETE_MARKER_HEADER};
 use crate::headers::{self, etag_value, object_headers, ObjectMetadata};
 use crate::object_checksum::object_checksum;
 use crate::params::ReadParams;
@@ -356,12 +356,6 @@ pub async fn delete_object(
 fn marker_owner(ctx: &RequestContext<'_>, bucket: &BucketRecord) -> Option<String> {
     let identity = ctx.identity();
     (!identity.anonymous && identity.user != bucket.owner).then(|| identity.user.clone())
-}
-
-fn insert_id(headers: &mut http::HeaderMap, id: &str) {
-    if let Ok(value) = HeaderValue::from_str(id) {
-        headers.insert(VERSION_ID_HEADER, value);
-    }
 }
 
 /// Deletes run concurrently per DeleteObjects request.

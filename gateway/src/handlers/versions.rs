@@ -23,9 +23,14 @@ const VERSIONING_BODY_LIMIT: u64 = 4 * 1024;
 /// null version.
 pub fn insert_version_id(headers: &mut HeaderMap, bucket: &BucketRecord, stamp: &VersionStamp) {
     if bucket.versioning.is_some() {
-        if let Ok(value) = HeaderValue::from_str(stamp.id_or_null()) {
-            headers.insert(VERSION_ID_HEADER, value);
-        }
+        insert_id(headers, stamp.id_or_null());
+    }
+}
+
+/// Adds `x-amz-version-id: id`.
+pub fn insert_id(headers: &mut HeaderMap, id: &str) {
+    if let Ok(value) = HeaderValue::from_str(id) {
+        headers.insert(VERSION_ID_HEADER, value);
     }
 }
 
@@ -33,12 +38,8 @@ pub fn insert_version_id(headers: &mut HeaderMap, bucket: &BucketRecord, stamp: 
 /// write to a suspended bucket makes the null version, which PutObject and
 /// CompleteMultipartUpload do not name).
 pub fn insert_new_version_id(headers: &mut HeaderMap, stamp: &VersionStamp) {
-    if let Some(id) = stamp
-        .id
-        .as_deref()
-        .and_then(|id| HeaderValue::from_str(id).ok())
-    {
-        headers.insert(VERSION_ID_HEADER, id);
+    if let Some(id) = &stamp.id {
+        insert_id(headers, id);
     }
 }
 

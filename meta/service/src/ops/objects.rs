@@ -8,7 +8,7 @@ use crate::store::deletions::DeletionQueue;
 use crate::store::repairs::GroupOwner;
 use crate::store::tables::{object_key, require_bucket, BUCKETS, OBJECTS, VERSIONS};
 use crate::store::versions::{
-    find_version, kept_blocks, newest_older, no_such_version, version_key, KeyVersions, Unlock,
+    find_version, newest_older, no_such_version, version_key, KeyVersions, Unlock,
 };
 use crate::tokens::forget_tokens;
 use meta_api::naming::validate_object_key;
@@ -67,7 +67,6 @@ impl Handle<CommitObject> for MetaState {
                 let current = versions.latest_object(&bucket, &key)?;
                 check_condition(condition, current.as_ref(), &key)?;
             }
-            let keep = kept_blocks(&record);
             let (groups, replication) = (record.groups.clone(), record.replication);
             let stamp = versions.put(&bucket_record, record, now)?;
             let owner = GroupOwner {
@@ -76,7 +75,7 @@ impl Handle<CommitObject> for MetaState {
                 part: None,
                 version: stamp.seq,
             };
-            versions.free_removed(txn, &keep, self.deletion_not_before(now))?;
+            versions.free_removed(txn, self.deletion_not_before(now))?;
             queue_short_groups(txn, &groups, &replication, &owner, now)?;
             Ok(stamp)
         })?;
@@ -189,8 +188,7 @@ impl Handle<DeleteObject> for MetaState {
                     versions.delete_latest(versioning, bucket, key, now, owner)?
                 }
             };
-            let removed =
-                versions.free_removed(txn, &HashSet::new(), self.deletion_not_before(now))?;
+            let removed = versions.free_removed(txn, self.deletion_not_before(now))?;
             Ok((removed, version))
         })?;
         // The object removed for good, when the request removed one.

@@ -310,7 +310,7 @@ impl Handle<CompleteUpload> for MetaState {
             let mut versions = KeyVersions::open(txn)?;
             let mut record = record;
             record.version = versions.put(&bucket_record, record.clone(), now)?;
-            versions.free_removed(txn, &kept, not_before)?;
+            versions.free_removed(txn, not_before)?;
             remove_upload(txn, &upload, &mut parts_table, &stored)?;
             Ok(Completion::Made(record))
         })?;

@@ -97,6 +97,24 @@ pub(crate) enum Place {
     Older(Vec<u8>),
 }
 
+/// The versions of `key` in `VERSIONS`, newest first, each with its stored
+/// key, decoded as the walk reaches them.
+fn each_version<'t>(
+    versions: &'t impl ReadableTable<&'static [u8], &'static [u8]>,
+    bucket: &str,
+    key: &str,
+) -> Result<impl Iterator<Item = Result<(Vec<u8>, ObjectRecord), StoreError>> + 't, StoreError> {
+    let prefix = versions_of(bucket, key.as_bytes());
+    let entries = versions.range(prefix.as_slice()..)?;
+    Ok(entries.map_while(move |entry| match entry {
+        Err(e) => Some(Err(e.into())),
+        Ok((stored, value)) => stored.value().starts_with(&prefix).then(|| {
+            let record = decode(value.value())?;
+            Ok((stored.value().to_vec(), record))
+        }),
+    }))
+}
+
 /// The version `wanted` names, and where it is.
 pub(crate) fn find_version(
     objects: &impl ReadableTable<&'static [u8], &'static [u8]>,
@@ -110,31 +128,21 @@ pub(crate) fn find_version(
     if let Some(latest) = latest.filter(|r| wanted.names(&r.version)) {
         return Ok(Some((Place::Latest, latest)));
     }
-    match wanted {
+    let found = match wanted {
         VersionRef::Id { seq, .. } => {
             let at = version_key(bucket, key.as_bytes(), *seq);
             let found: Option<ObjectRecord> = get_json(versions, at.as_slice())?;
-            Ok(found
-                .filter(|r| wanted.names(&r.version))
-                .map(|r| (Place::Older(at), r)))
+            found.map(|r| (at, r))
         }
-        VersionRef::Null => {
-            // At most one null version per key; older ones are few enough
-            // per key to walk.
-            let prefix = versions_of(bucket, key.as_bytes());
-            for entry in versions.range(prefix.as_slice()..)? {
-                let (stored, value) = entry?;
-                if !stored.value().starts_with(&prefix) {
-                    break;
-                }
-                let record: ObjectRecord = decode(value.value())?;
-                if record.version.id.is_none() {
-                    return Ok(Some((Place::Older(stored.value().to_vec()), record)));
-                }
-            }
-            Ok(None)
-        }
-    }
+        // At most one null version per key; a key's versions are few enough
+        // to walk.
+        VersionRef::Null => each_version(versions, bucket, key)?
+            .find(|v| v.as_ref().map_or(true, |(_, r)| r.version.id.is_none()))
+            .transpose()?,
+    };
+    Ok(found
+        .filter(|(_, r)| wanted.names(&r.version))
+        .map(|(at, r)| (Place::Older(at), r)))
 }
 
 /// The newest version of `key` in `VERSIONS`, and its stored key.
@@ -143,15 +151,7 @@ pub(crate) fn newest_older(
     bucket: &str,
     key: &str,
 ) -> Result<Option<(Vec<u8>, ObjectRecord)>, StoreError> {
-    let prefix = versions_of(bucket, key.as_bytes());
-    let Some(entry) = versions.range(prefix.as_slice()..)?.next() else {
-        return Ok(None);
-    };
-    let (stored, value) = entry?;
-    if !stored.value().starts_with(&prefix) {
-        return Ok(None);
-    }
-    Ok(Some((stored.value().to_vec(), decode(value.value())?)))
+    each_version(versions, bucket, key)?.next().transpose()
 }
 
 /// Every version of `key` in `VERSIONS`, newest first, with its stored key.
@@ -160,16 +160,7 @@ pub(crate) fn older_versions(
     bucket: &str,
     key: &str,
 ) -> Result<Vec<(Vec<u8>, ObjectRecord)>, StoreError> {
-    let prefix = versions_of(bucket, key.as_bytes());
-    let mut out = Vec::new();
-    for entry in versions.range(prefix.as_slice()..)? {
-        let (stored, value) = entry?;
-        if !stored.value().starts_with(&prefix) {
-            break;
-        }
-        out.push((stored.value().to_vec(), decode(value.value())?));
-    }
-    Ok(out)
+    each_version(versions, bucket, key)?.collect()
 }
 
 /// Whether `bucket` holds any version at all in `VERSIONS`.
@@ -194,6 +185,8 @@ pub(crate) struct KeyVersions<'txn> {
     counters: Table<'txn, &'static str, u64>,
     /// Records removed for good, whose blocks are to be freed.
     removed: Vec<ObjectRecord>,
+    /// Blocks of the record `put` stored, which what it replaced may share.
+    kept: HashSet<BlockId>,
 }
 
 impl<'txn> KeyVersions<'txn> {
@@ -204,6 +197,7 @@ impl<'txn> KeyVersions<'txn> {
             versions: txn.open_table(VERSIONS)?,
             counters: txn.open_table(COUNTERS)?,
             removed: Vec::new(),
+            kept: HashSet::new(),
         })
     }
 
@@ -302,20 +296,22 @@ impl<'txn> KeyVersions<'txn> {
         if let (None, Some(rule)) = (record.attributes.retention, default_retention) {
             record.attributes.retention = Some(rule.from(now));
         }
+        let kept = block_ids(&record.groups);
         match bucket_record.versioning {
             None => {
                 record.version = VersionStamp::default();
-                self.set_aside_latest(&bucket, &key, true, &kept_blocks(&record))?;
+                self.set_aside_latest(&bucket, &key, true, &kept)?;
             }
             Some(versioning) => {
                 record.version = self.stamp(versioning, false)?;
                 let null = record.version.id.is_none();
-                self.set_aside_latest(&bucket, &key, null, &kept_blocks(&record))?;
+                self.set_aside_latest(&bucket, &key, null, &kept)?;
                 if null {
                     self.remove_older_null(&bucket, &key)?;
                 }
             }
         }
+        self.kept = kept;
         let okey = object_key(&bucket, key.as_bytes());
         self.objects
             .insert(okey.as_slice(), encode(&record)?.as_slice())?;
@@ -332,12 +328,8 @@ impl<'txn> KeyVersions<'txn> {
         owner: Option<String>,
     ) -> Result<Option<VersionStamp>, StoreError> {
         let Some(versioning) = versioning else {
-            let okey = object_key(bucket, key.as_bytes());
-            let old: Option<ObjectRecord> = match self.objects.remove(okey.as_slice())? {
-                Some(old) => Some(decode(old.value())?),
-                None => None,
-            };
-            self.removed.extend(old);
+            // Without versioning every object is the null version.
+            self.set_aside_latest(bucket, key, true, &HashSet::new())?;
             return Ok(None);
         };
         let stamp = self.stamp(versioning, true)?;
@@ -403,19 +395,17 @@ impl<'txn> KeyVersions<'txn> {
         Ok(Some(stamp))
     }
 
-    /// Queues the blocks of every record removed for good, except `keep`,
-    /// for deletion; answers the records.
+    /// Queues the blocks of every record removed for good, except those the
+    /// record `put` stored keeps, for deletion; answers the records.
     pub(crate) fn free_removed(
-        mut self,
+        self,
         txn: &WriteTransaction,
-        keep: &HashSet<BlockId>,
         not_before: UnixMillis,
     ) -> Result<Vec<ObjectRecord>, StoreError> {
-        let removed = std::mem::take(&mut self.removed);
-        drop(self);
+        let Self { removed, kept, .. } = self;
         let mut queue = DeletionQueue::open(txn)?;
         for record in &removed {
-            queue.queue_groups(&record.groups, keep, not_before)?;
+            queue.queue_groups(&record.groups, &kept, not_before)?;
         }
         Ok(removed)
     }
@@ -427,11 +417,6 @@ impl<'txn> KeyVersions<'txn> {
 pub(crate) struct Unlock {
     pub(crate) now: UnixMillis,
     pub(crate) bypass_governance: bool,
-}
-
-/// The blocks a newly stored record keeps (not freed with what it replaced).
-pub(crate) fn kept_blocks(record: &ObjectRecord) -> HashSet<BlockId> {
-    block_ids(&record.groups)
 }
 
 /// NoSuchVersion for `wanted` (a version named that does not exist).
