@@ -550,6 +550,10 @@ fn status_json(status: &ClusterStatus) -> Value {
             "repaired_bytes": status.redundancy.repaired_bytes,
             "last_scan": status.redundancy.last_scan,
         },
+        "lifecycle": {
+            "running": status.lifecycle.running,
+            "last": status.lifecycle.last,
+        },
     })
 }
 
@@ -614,6 +618,18 @@ fn print_human(value: &Value) {
                     "repair: queued {}  running {}  repaired bytes {}",
                     repair["queued"], repair["running"], repair["repaired_bytes"]
                 );
+                let lifecycle = &map["lifecycle"];
+                for (name, pass) in [
+                    ("running", &lifecycle["running"]),
+                    ("last", &lifecycle["last"]),
+                ] {
+                    if pass.is_object() {
+                        println!(
+                            "lifecycle pass ({name}): examined {}  expired {}  removed {}  aborted {}  locked {}",
+                            pass["examined"], pass["expired"], pass["removed"], pass["aborted"], pass["locked"]
+                        );
+                    }
+                }
                 return;
             }
             let fields: Vec<String> = map.iter().map(|(k, v)| format!("{k}={v}")).collect();

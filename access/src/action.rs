@@ -105,6 +105,10 @@ actions! {
     GetBucketCors = "s3:GetBucketCORS", Read, Bucket, Bucket, None;
     /// PutBucketCors, DeleteBucketCors.
     PutBucketCors = "s3:PutBucketCORS", Write, Bucket, Bucket, None;
+    /// GetBucketLifecycleConfiguration.
+    GetLifecycleConfiguration = "s3:GetLifecycleConfiguration", Read, Bucket, Bucket, None;
+    /// PutBucketLifecycleConfiguration, DeleteBucketLifecycle.
+    PutLifecycleConfiguration = "s3:PutLifecycleConfiguration", Write, Bucket, Bucket, None;
     /// GetBucketTagging.
     GetBucketTagging = "s3:GetBucketTagging", Read, Bucket, Bucket, None;
     /// PutBucketTagging, DeleteBucketTagging.

@@ -12,8 +12,8 @@ use crate::auth::{self, VerifiedRequest};
 use crate::error::S3Error;
 use crate::handlers::cors::with_cors;
 use crate::handlers::{
-    access_settings, acl, attributes, bucket, copy, cors, list, multipart, object, object_lock,
-    policy, post_object, tagging, versions, RequestContext,
+    access_settings, acl, attributes, bucket, copy, cors, lifecycle, list, multipart, object,
+    object_lock, policy, post_object, tagging, versions, RequestContext,
 };
 use crate::params::{
     ListBucketsParams, ListPartsParams, ListUploadsParams, ListV1Params, ListV2Params,
@@ -104,6 +104,15 @@ s3_endpoints! {
         /// DELETE /bucket?cors.
         DeleteBucketCors {} [(DELETE, Bucket, query("cors"))] PutBucketCors
             => cors::delete_bucket_cors(ctx, &bucket).await;
+        /// GET /bucket?lifecycle.
+        GetBucketLifecycleConfiguration {} [(GET, Bucket, query("lifecycle"))] GetLifecycleConfiguration
+            => lifecycle::get_bucket_lifecycle(&bucket);
+        /// PUT /bucket?lifecycle.
+        PutBucketLifecycleConfiguration {} [(PUT, Bucket, query("lifecycle"))] PutLifecycleConfiguration
+            => lifecycle::put_bucket_lifecycle(ctx, &bucket, body).await;
+        /// DELETE /bucket?lifecycle.
+        DeleteBucketLifecycle {} [(DELETE, Bucket, query("lifecycle"))] PutLifecycleConfiguration
+            => lifecycle::delete_bucket_lifecycle(ctx, &bucket).await;
         /// GET /bucket?location.
         GetBucketLocation {} [(GET, Bucket, query("location"))] GetBucketLocation
             => Ok(bucket::get_bucket_location(ctx));

@@ -3,7 +3,7 @@
 //! size limit. Every body goes through `auth::body_stream`, which checks the
 //! payload hash, aws-chunked signatures, declared length and checksums.
 
-use crate::auth::{self, BodyStream, VerifiedRequest};
+use crate::auth::{self, BodyStream, ChecksumAlgorithm, VerifiedRequest};
 use crate::error::{S3Code, S3Error};
 use crate::telemetry::count_bytes_in;
 use axum::body::Body;
@@ -81,6 +81,41 @@ pub async fn read_small_body(
         out.extend_from_slice(&chunk);
     }
     Ok(out.freeze())
+}
+
+/// Reads a small document whose bytes the client vouches for: its
+/// Content-MD5 is checked when sent (`x-amz-checksum-*` values are checked
+/// by the body stream). With `required`, a request with neither is refused,
+/// as S3 refuses it on the operations that require one.
+pub async fn read_checked_document(
+    request: &VerifiedRequest,
+    headers: &HeaderMap,
+    body: Body,
+    limit: u64,
+    required: bool,
+) -> Result<Bytes, S3Error> {
+    let expected_md5 = crate::headers::content_md5(headers)?;
+    let has_checksum = headers.contains_key("x-amz-trailer")
+        || ChecksumAlgorithm::ALL
+            .iter()
+            .any(|algorithm| headers.contains_key(algorithm.header_name()));
+    if required && expected_md5.is_none() && !has_checksum {
+        return Err(S3Error::with_message(
+            S3Code::InvalidRequest,
+            "Missing required header for this request: Content-MD5",
+        ));
+    }
+    let document = read_small_body(request, headers, body, limit).await?;
+    if let Some(expected) = expected_md5 {
+        let hashed = document.clone();
+        let actual: [u8; 16] = tokio::task::spawn_blocking(move || Md5::digest(&hashed).into())
+            .await
+            .map_err(S3Error::internal)?;
+        if actual != expected {
+            return Err(S3Error::new(S3Code::BadDigest));
+        }
+    }
+    Ok(document)
 }
 
 /// Batches a body's hasher may have queued: 8 MiB, so that a pause of the

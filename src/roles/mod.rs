@@ -8,10 +8,11 @@ pub mod meta;
 pub mod server;
 
 use crate::shutdown::Shutdown;
-use ::meta::{Clock, MetaConfig, MetaService, RepairSettings};
+use ::meta::{Clock, LifecycleSettings, MetaConfig, MetaService, RepairSettings};
 use anyhow::{Context, Result};
 use block_client::{ClientConfig, StoreClient};
 use clap::Args;
+use meta_api::lifecycle::LifecycleDay;
 use meta_api::{Credential, MetaClient, Principal};
 use std::io::Write;
 use std::net::SocketAddr;
@@ -88,6 +89,13 @@ pub struct MetaSettings {
     /// death or a corrupt block file starts one at once).
     #[arg(long, env = "TESSERA_REDUNDANCY_SCAN_INTERVAL", default_value = "10m", value_parser = parse_duration)]
     pub redundancy_scan_interval: Duration,
+    /// Length of a day in lifecycle rules, and between lifecycle passes;
+    /// shorter than 24h only to watch rules act in tests.
+    #[arg(long, env = "TESSERA_LIFECYCLE_DAY", default_value = "24h", value_parser = parse_duration)]
+    pub lifecycle_day: Duration,
+    /// Most keys or uploads one lifecycle batch (one meta transaction) looks at.
+    #[arg(long, env = "TESSERA_LIFECYCLE_BATCH", default_value_t = ::meta::DEFAULT_LIFECYCLE_BATCH)]
+    pub lifecycle_batch: usize,
 }
 
 impl MetaSettings {
@@ -99,6 +107,15 @@ impl MetaSettings {
             repair_timeout: self.repair_timeout,
             scan_interval: self.redundancy_scan_interval,
             ..RepairSettings::default()
+        }
+    }
+
+    /// The lifecycle worker's settings these give.
+    fn lifecycle(&self) -> LifecycleSettings {
+        LifecycleSettings {
+            day: LifecycleDay::new(self.lifecycle_day),
+            batch: self.lifecycle_batch,
+            background: true,
         }
     }
 }
@@ -340,6 +357,7 @@ pub fn open_meta(dir: &Path, settings: &MetaSettings, block_size: u64) -> Result
         token_rotation: settings.token_key_rotation,
         token_lifetime: settings.token_lifetime,
         repair: settings.repair(),
+        lifecycle: settings.lifecycle(),
         clock: Clock::System,
     })
     .with_context(|| format!("opening metadata in {}", dir.display()))?;

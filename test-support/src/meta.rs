@@ -3,7 +3,7 @@
 //! and reports meta tests start from. [`conformance!`](crate::conformance)
 //! runs one test against both transports.
 
-use meta::{Clock, MetaConfig, MetaService};
+use meta::{Clock, LifecycleSettings, MetaConfig, MetaService};
 use meta_api::*;
 use proto::token::{BlockToken, Modes};
 use proto::{BlockId, BlockKey, DatanodeId, ReplicationConfig};
@@ -36,7 +36,8 @@ pub enum Transport {
 
 /// Test settings: stale after 10 s, dead after 30 s, 1 KiB blocks, a fixed
 /// admin token, released blocks handed out at once (the grace period has its
-/// own tests), and a manual clock at [`T0`].
+/// own tests), a manual clock at [`T0`], and lifecycle passes only when a
+/// test runs them.
 pub fn config(dir: &Path) -> MetaConfig {
     MetaConfig {
         stale_after: Duration::from_secs(10),
@@ -45,6 +46,10 @@ pub fn config(dir: &Path) -> MetaConfig {
         block_size: BLOCK,
         deletion_delay: Duration::ZERO,
         clock: Clock::manual(T0),
+        lifecycle: LifecycleSettings {
+            background: false,
+            ..LifecycleSettings::default()
+        },
         ..MetaConfig::new(dir)
     }
 }
@@ -243,8 +248,13 @@ impl MetaUnderTest {
 
     /// Creates bucket `name` for `owner`.
     pub async fn create_bucket(&self, name: &str, owner: &str) {
+        self.create_bucket_with_lock(name, owner, false).await;
+    }
+
+    /// Creates bucket `name` for `owner`, with object lock or without.
+    pub async fn create_bucket_with_lock(&self, name: &str, owner: &str, object_lock: bool) {
         let request = CreateBucket {
-            object_lock: false,
+            object_lock,
             name: name.into(),
             owner: owner.into(),
             replication: None,

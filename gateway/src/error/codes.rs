@@ -77,6 +77,8 @@ s3_codes! {
                  Access-Control-Request-Headers are not whitelisted by the resource's CORS spec.";
     /// A form upload whose body is not well-formed multipart/form-data.
     MalformedPOSTRequest => BAD_REQUEST, "The body of your POST request is not well-formed multipart/form-data.";
+    /// The bucket has no lifecycle configuration.
+    NoSuchLifecycleConfiguration => NOT_FOUND, "The lifecycle configuration does not exist";
     /// The bucket has no CORS configuration.
     NoSuchCORSConfiguration => NOT_FOUND, "The CORS configuration does not exist";
     /// The Authorization header cannot be parsed.

@@ -4,6 +4,7 @@
 //! its metadata, re-commits the same blocks without moving data.
 
 use super::acl::{canned_acl, written_access};
+use super::lifecycle::insert_expiration;
 use super::object::{chosen_replication, requested_write_condition};
 use super::object_lock::requested_lock;
 use super::versions::insert_version_id;
@@ -347,6 +348,8 @@ pub async fn copy_object(
         },
         version: Default::default(),
     };
+    let mut expiration = http::HeaderMap::new();
+    insert_expiration(&mut expiration, bucket, &new_record);
     let stamp = commit_or_discard(
         meta,
         groups,
@@ -362,6 +365,7 @@ pub async fn copy_object(
         copied.checksum.as_ref(),
     ));
     insert_version_id(response.headers_mut(), bucket, &stamp);
+    response.headers_mut().extend(expiration);
     if let Some(source_version) = record.version.id.as_deref() {
         if let Ok(value) = http::HeaderValue::from_str(source_version) {
             response

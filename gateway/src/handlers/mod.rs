@@ -10,6 +10,7 @@ pub mod bucket;
 mod conditions;
 pub mod copy;
 pub mod cors;
+pub mod lifecycle;
 pub mod list;
 pub mod multipart;
 pub mod object;

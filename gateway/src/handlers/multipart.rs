@@ -3,6 +3,7 @@
 //! ListMultipartUploads.
 
 use super::acl::{canned_acl, written_access};
+use super::lifecycle::{insert_abort_date, insert_expiration};
 use super::object::{
     chosen_replication, requested_write_condition, store_request_body, stored_checksum,
 };
@@ -125,11 +126,12 @@ pub async fn create_upload(
         },
     };
     let document = documents::initiate_upload(&record.bucket, &record.key, &record.upload_id);
+    let mut response = xml_response(document);
+    insert_abort_date(response.headers_mut(), bucket, &record.key, record.created);
     ctx.state
         .meta
         .call(meta_api::CreateUpload { record })
         .await?;
-    let mut response = xml_response(document);
     if let (Some(algorithm), Some(kind)) = (algorithm, kind) {
         let out = response.headers_mut();
         out.insert(
@@ -253,6 +255,7 @@ pub async fn complete_upload(
     };
     let mut response = xml_response(document);
     insert_new_version_id(response.headers_mut(), &object.version);
+    insert_expiration(response.headers_mut(), bucket, &object);
     Ok(response)
 }
 
@@ -293,13 +296,15 @@ pub async fn list_parts(
         };
         ctx.state.meta.call(request).await?
     };
-    Ok(xml_response(documents::list_parts(&ListPartsDoc {
+    let mut response = xml_response(documents::list_parts(&ListPartsDoc {
         upload: &upload,
         part_number_marker: params.part_number_marker,
         max_parts: params.max_parts,
         is_truncated: page.is_truncated,
         parts: &page.parts,
-    })))
+    }));
+    insert_abort_date(response.headers_mut(), bucket, key, upload.created);
+    Ok(response)
 }
 
 /// ListMultipartUploads: one page of the uploads in progress in the bucket,

@@ -2,6 +2,7 @@
 //! DeleteObjects.
 
 use super::acl::{canned_acl, written_access};
+use super::lifecycle::insert_expiration;
 use super::object_lock::{bypass_governance, insert_lock_headers, requested_lock};
 use super::versions::{insert_id, insert_new_version_id, insert_version_id, named_id};
 use super::{empty_response, xml_response, AuthorizedBucket, RequestContext};
@@ -14,7 +15,7 @@ use crate::object_checksum::object_checksum;
 use crate::params::ReadParams;
 use crate::range::{self, ByteRange};
 use crate::request_body::{
-    commit_or_discard, open_object_body, read_small_body, store_body, StoredBody,
+    commit_or_discard, open_object_body, read_checked_document, store_body, StoredBody,
 };
 use crate::router::MAX_KEY_LEN;
 use crate::tags::{tags_from_header, TAG_COUNT_HEADER};
@@ -25,7 +26,6 @@ use axum::response::Response;
 use futures::{stream, StreamExt};
 use http::header::{HeaderValue, CONTENT_LENGTH, CONTENT_RANGE, ETAG, LAST_MODIFIED, RANGE};
 use http::StatusCode;
-use md5::{Digest, Md5};
 use meta_api::naming::{parse_version_id, VersionRef};
 use meta_api::now_millis;
 use meta_api::{
@@ -135,6 +135,8 @@ pub async fn put_object(
         version: Default::default(),
     };
     let etag = etag_value(&record.etag);
+    let mut response = empty_response(StatusCode::OK);
+    insert_expiration(response.headers_mut(), bucket, &record);
     let meta = &ctx.state.meta;
     let stamp = commit_or_discard(
         meta,
@@ -142,7 +144,6 @@ pub async fn put_object(
         meta.call(meta_api::CommitObject { record, condition }),
     )
     .await?;
-    let mut response = empty_response(StatusCode::OK);
     response.headers_mut().insert(ETAG, etag);
     insert_new_version_id(response.headers_mut(), &stamp);
     if let Some(checksum) = &checksum {
@@ -295,6 +296,9 @@ pub async fn get_object(
         insert_read_checksum(&mut headers, &record, &params, partial);
     }
     insert_version_id(&mut headers, bucket, &record.version);
+    if version.is_none() {
+        insert_expiration(&mut headers, bucket, &record);
+    }
     insert_lock_headers(&mut headers, &record.attributes);
     let body = if head {
         Body::empty()
@@ -369,17 +373,14 @@ pub async fn delete_objects(
     body: Body,
 ) -> Result<Response, S3Error> {
     let headers = &ctx.parts.headers;
-    let expected_md5 = headers::content_md5(headers)?;
-    let document = read_small_body(&ctx.request, headers, body, DELETE_OBJECTS_BODY_LIMIT).await?;
-    if let Some(expected) = expected_md5 {
-        let hashed = document.clone();
-        let actual: [u8; 16] = tokio::task::spawn_blocking(move || Md5::digest(&hashed).into())
-            .await
-            .map_err(S3Error::internal)?;
-        if actual != expected {
-            return Err(S3Error::new(S3Code::BadDigest));
-        }
-    }
+    let document = read_checked_document(
+        &ctx.request,
+        headers,
+        body,
+        DELETE_OBJECTS_BODY_LIMIT,
+        false,
+    )
+    .await?;
     let request = parse_delete_objects(&document)?;
     // A bypass header the bucket cannot honour refuses the whole request.
     bypass_governance(ctx, bucket, "")?;

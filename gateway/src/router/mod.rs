@@ -107,7 +107,6 @@ const UNSUPPORTED_SUBRESOURCES: &[(&str, &str)] = &[
     ("encryption", "Encryption"),
     ("intelligent-tiering", "IntelligentTieringConfiguration"),
     ("inventory", "InventoryConfiguration"),
-    ("lifecycle", "LifecycleConfiguration"),
     ("logging", "Logging"),
     ("metadataTable", "MetadataTableConfiguration"),
     ("metrics", "MetricsConfiguration"),

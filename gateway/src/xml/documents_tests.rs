@@ -40,6 +40,7 @@ fn ms(iso: &str) -> i64 {
 fn bucket(name: &str, created: &str) -> BucketRecord {
     BucketRecord {
         object_lock: None,
+        lifecycle: Vec::new(),
         name: name.into(),
         owner: "webfile".into(),
         created: ms(created),

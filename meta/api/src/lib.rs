@@ -9,11 +9,13 @@
 pub mod client;
 pub mod error;
 pub mod frame;
+pub mod lifecycle;
 pub mod naming;
 pub mod principal;
 pub mod records;
 pub mod remote;
 pub mod requests;
+pub mod time;
 pub mod transport;
 
 pub use client::MetaClient;

@@ -89,6 +89,17 @@ pub enum VersionRef {
 }
 
 impl VersionRef {
+    /// The reference that names the version `stamp` stamps.
+    pub fn of(stamp: &VersionStamp) -> Self {
+        match &stamp.id {
+            None => Self::Null,
+            Some(id) => Self::Id {
+                id: id.clone(),
+                seq: stamp.seq,
+            },
+        }
+    }
+
     /// Whether `stamp` is the version this names.
     pub fn names(&self, stamp: &VersionStamp) -> bool {
         match self {

@@ -1,22 +1,14 @@
 //! Records kept by the metadata service. They travel inside requests and
 //! their answers, so they are plain serde data with little behaviour of their own.
 
+use crate::lifecycle::{LifecycleRule, LifecycleStatus, Subject};
 pub use access::{canonical_user_id, Grant, ObjectOwnership, PublicAccessBlock};
 use proto::token::BlockToken;
 use proto::{BlockId, BlockKey, DatanodeId, ObjectId, ReplicationConfig};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::time::{SystemTime, UNIX_EPOCH};
 
-/// Milliseconds since the Unix epoch; every timestamp in meta uses it.
-pub type UnixMillis = i64;
-
-/// Wall-clock milliseconds since the Unix epoch.
-pub fn now_millis() -> UnixMillis {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
+pub use crate::time::{now_millis, UnixMillis};
 
 /// Where one internal block (EC) or one replica of a block lives.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -311,6 +303,16 @@ impl VersionStamp {
 }
 
 impl ObjectRecord {
+    /// What lifecycle rules look at in this version.
+    pub fn lifecycle_subject(&self) -> Subject<'_> {
+        Subject {
+            key: &self.key,
+            tags: &self.attributes.tags,
+            size: self.size,
+            created: self.created,
+            delete_marker: self.version.delete_marker,
+        }
+    }
     /// A record of the data in `groups` at `bucket`/`key`, sized by the groups'
     /// lengths, with a fresh id and no headers, metadata, parts or attributes:
     /// callers set what else their object carries.
@@ -406,6 +408,9 @@ pub struct BucketRecord {
     /// Its object lock, once enabled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub object_lock: Option<ObjectLock>,
+    /// Its lifecycle rules; empty when it has no lifecycle configuration.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lifecycle: Vec<LifecycleRule>,
 }
 
 /// A bucket's versioning once it was first enabled (it never returns to
@@ -736,6 +741,9 @@ pub struct ClusterStatus {
     /// How well the stored groups are protected, and the repairs.
     #[serde(default)]
     pub redundancy: RedundancyStatus,
+    /// The lifecycle worker's passes.
+    #[serde(default)]
+    pub lifecycle: LifecycleStatus,
 }
 
 /// The block groups by how much of their redundancy they keep (as the last

@@ -1,6 +1,7 @@
 //! Settings of the metadata service, and the clock it reads.
 
 use crate::repair::RepairSettings;
+use meta_api::lifecycle::LifecycleDay;
 use meta_api::{now_millis, UnixMillis};
 use proto::DEFAULT_BLOCK_SIZE;
 use std::path::PathBuf;
@@ -48,6 +49,8 @@ pub struct MetaConfig {
     pub token_lifetime: Duration,
     /// Limits on the repair of groups that lost block files.
     pub repair: RepairSettings,
+    /// The lifecycle worker's day and batch size.
+    pub lifecycle: LifecycleSettings,
     /// Where meta reads the time: the system clock, or one a test moves.
     pub clock: Clock,
 }
@@ -70,6 +73,7 @@ impl MetaConfig {
             token_rotation: DEFAULT_TOKEN_ROTATION,
             token_lifetime: DEFAULT_TOKEN_LIFETIME,
             repair: RepairSettings::default(),
+            lifecycle: LifecycleSettings::default(),
             clock: Clock::System,
         }
     }
@@ -91,6 +95,7 @@ impl std::fmt::Debug for MetaConfig {
             .field("token_rotation", &self.token_rotation)
             .field("token_lifetime", &self.token_lifetime)
             .field("repair", &self.repair)
+            .field("lifecycle", &self.lifecycle)
             .field("clock", &self.clock)
             .finish()
     }
@@ -143,5 +148,31 @@ impl Clock {
     /// Moves a manual clock on by `by`.
     pub fn advance(&self, by: Duration) {
         self.set(self.now() + i64::try_from(by.as_millis()).unwrap_or(i64::MAX));
+    }
+}
+
+/// Default [`LifecycleSettings::batch`].
+pub const DEFAULT_LIFECYCLE_BATCH: usize = 1000;
+
+/// How the lifecycle worker runs.
+#[derive(Clone, Copy, Debug)]
+pub struct LifecycleSettings {
+    /// The length of a day in the rules, and between the starts of passes.
+    pub day: LifecycleDay,
+    /// Most keys or uploads one batch (one transaction) looks at.
+    pub batch: usize,
+    /// Whether passes run on their own; off, only
+    /// `MetaService::run_lifecycle_pass` and `step_lifecycle` run them
+    /// (tests that move a manual clock).
+    pub background: bool,
+}
+
+impl Default for LifecycleSettings {
+    fn default() -> Self {
+        Self {
+            day: LifecycleDay::REAL,
+            batch: DEFAULT_LIFECYCLE_BATCH,
+            background: true,
+        }
     }
 }

@@ -6,8 +6,8 @@
 //! key encodings), then the in-memory parts (`registry`, `placement`,
 //! `orphans`, `decoded`, `credentials`, `tokens`, `authentication`,
 //! `redundancy`, `repair`), `state` over them, `ops` (one
-//! handler per request) over the state, `service` over the operations and
-//! `rpc` on top.
+//! handler per request) over the state, the `lifecycle` worker beside the
+//! operations, `service` over them and `rpc` on top.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -15,6 +15,7 @@ mod authentication;
 mod config;
 mod credentials;
 mod decoded;
+mod lifecycle;
 mod ops;
 mod orphans;
 mod placement;
@@ -29,8 +30,8 @@ mod tokens;
 
 pub use authentication::Refusal;
 pub use config::{
-    Clock, MetaConfig, DEFAULT_DEAD_AFTER, DEFAULT_DELETION_DELAY, DEFAULT_ORPHAN_GRACE,
-    DEFAULT_STALE_AFTER,
+    Clock, LifecycleSettings, MetaConfig, DEFAULT_DEAD_AFTER, DEFAULT_DELETION_DELAY,
+    DEFAULT_LIFECYCLE_BATCH, DEFAULT_ORPHAN_GRACE, DEFAULT_STALE_AFTER,
 };
 pub use credentials::{
     load_or_create_credential_key, RootCredentials, ADMIN_TOKEN_FILE, CREDENTIAL_KEY_FILE,

@@ -15,9 +15,11 @@ use crate::repair::RepairBook;
 use crate::state::MetaState;
 use crate::store;
 use crate::store::db::all_json;
+use crate::store::lifecycle_passes;
 use crate::store::tables::DATANODES;
 use crate::tokens::TokenIssuer;
 use futures::future::BoxFuture;
+use meta_api::lifecycle::LifecyclePass;
 use meta_api::{
     AnyRequest, AnyResponse, DatanodeRecord, MetaClient, MetaError, MetaRequest, MetaTransport,
     ObjectRecord, Principal,
@@ -34,6 +36,9 @@ const GAUGE_INTERVAL: Duration = Duration::from_secs(5);
 
 /// How often meta looks for groups to scan and repairs to hand out.
 const REDUNDANCY_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How long the lifecycle worker waits after a failed step.
+const LIFECYCLE_RETRY: Duration = Duration::from_secs(10);
 
 /// The metadata service over its redb store.
 pub struct MetaService {
@@ -80,6 +85,7 @@ impl MetaService {
             now,
         )?;
         let repairs = RepairBook::new(config.repair.clone());
+        lifecycle_passes::note_restart(&store)?;
         let state = Arc::new(MetaState {
             repairs,
             stopping: Default::default(),
@@ -95,6 +101,9 @@ impl MetaService {
         });
         spawn_gauge_refresher(Arc::downgrade(&state));
         spawn_redundancy_checker(Arc::downgrade(&state));
+        if state.config.lifecycle.background {
+            spawn_lifecycle_worker(Arc::downgrade(&state));
+        }
         tracing::info!(data_dir = %state.config.data_dir.display(), "meta store opened");
         Ok(Arc::new(MetaService { state, root }))
     }
@@ -152,6 +161,22 @@ impl MetaService {
     /// what meta's `/health` reports.
     pub fn store_failure(&self) -> Option<String> {
         self.state.store.failure()
+    }
+
+    /// Ends the lifecycle pass under way, then runs a whole new pass at
+    /// once, and answers what it did (tests and tools; the worker keeps its
+    /// own schedule). Blocking.
+    pub fn run_lifecycle_pass(&self) -> Result<LifecyclePass, MetaError> {
+        self.state.run_lifecycle_pass()
+    }
+
+    /// One batch of the lifecycle pass under way, or of a new one when
+    /// none is (tests of passes cut short). Blocking.
+    pub fn step_lifecycle(&self) -> Result<(), MetaError> {
+        let running = lifecycle_passes::load(&self.state.store)?.0.is_some();
+        self.state
+            .lifecycle_step(self.state.config.clock.now(), !running)
+            .map(drop)
     }
 
     /// Every bad-replica report kept, in block order (for repair tools and tests).
@@ -280,6 +305,41 @@ fn spawn_redundancy_checker(state: Weak<MetaState>) {
                 Ok(Err(e)) => tracing::warn!(error = %e, "redundancy check failed"),
                 Err(e) => tracing::warn!(error = %e, "redundancy check stopped"),
             }
+        }
+    });
+}
+
+/// Runs the lifecycle worker while the service lives: one step at a time on
+/// the blocking pool, each followed by the pause it asks for.
+fn spawn_lifecycle_worker(state: Weak<MetaState>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    runtime.spawn(async move {
+        let mut pause = Duration::ZERO;
+        loop {
+            tokio::time::sleep(pause).await;
+            let Some(state) = state.upgrade() else {
+                return;
+            };
+            let step = tokio::task::spawn_blocking(move || {
+                if state.stopping.load(Ordering::Acquire) {
+                    return Ok(Duration::from_secs(1));
+                }
+                let now = state.config.clock.now();
+                state.lifecycle_step(now, false)
+            });
+            pause = match step.await {
+                Ok(Ok(pause)) => pause,
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "lifecycle step failed");
+                    LIFECYCLE_RETRY
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "lifecycle step stopped");
+                    LIFECYCLE_RETRY
+                }
+            };
         }
     });
 }

@@ -1,5 +1,6 @@
 //! Requests about buckets and the credentials that reach them.
 
+use crate::lifecycle::LifecycleRule;
 use crate::records::{CorsRule, Grant, ObjectLock, ObjectOwnership, PublicAccessBlock, Versioning};
 use proto::ReplicationConfig;
 use serde::{Deserialize, Serialize};
@@ -128,6 +129,15 @@ pub struct SetBucketCors {
     pub bucket: String,
     /// The new rules.
     pub rules: Vec<CorsRule>,
+}
+
+/// Replaces a bucket's lifecycle rules (none: DeleteBucketLifecycle).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SetBucketLifecycle {
+    /// Bucket name.
+    pub bucket: String,
+    /// The new rules.
+    pub rules: Vec<LifecycleRule>,
 }
 
 /// Replaces a bucket's tags (an empty map deletes them).

@@ -12,8 +12,9 @@ use meta_api::naming::validate_bucket_name;
 use meta_api::{
     AccessKeyRecord, BucketAccessChange, BucketRecord, CreateBucket, DatanodeState,
     DefaultReplication, DeleteBucket, GetAccessKey, GetBucket, GetUser, Handle, ListBuckets,
-    MetaError, ObjectLock, SetBucketAccess, SetBucketCors, SetBucketPublicRead, SetBucketTags,
-    SetBucketVersioning, SetObjectLockConfiguration, UnixMillis, UserRecord, Versioning,
+    MetaError, ObjectLock, SetBucketAccess, SetBucketCors, SetBucketLifecycle, SetBucketPublicRead,
+    SetBucketTags, SetBucketVersioning, SetObjectLockConfiguration, UnixMillis, UserRecord,
+    Versioning,
 };
 use proto::ReplicationConfig;
 use std::sync::Arc;
@@ -77,6 +78,7 @@ impl Handle<CreateBucket> for MetaState {
                 policy: None,
                 versioning: object_lock.then_some(Versioning::Enabled),
                 object_lock: object_lock.then(ObjectLock::default),
+                lifecycle: Vec::new(),
             };
             buckets.insert(name.as_str(), encode(&record)?.as_slice())?;
             Ok(())
@@ -181,6 +183,14 @@ fn checked_update_bucket(
 impl Handle<SetBucketCors> for MetaState {
     fn handle(&self, request: SetBucketCors, _now: UnixMillis) -> Result<(), MetaError> {
         update_bucket(self, &request.bucket, |record| record.cors = request.rules)
+    }
+}
+
+impl Handle<SetBucketLifecycle> for MetaState {
+    fn handle(&self, request: SetBucketLifecycle, _now: UnixMillis) -> Result<(), MetaError> {
+        update_bucket(self, &request.bucket, |record| {
+            record.lifecycle = request.rules
+        })
     }
 }
 

@@ -9,6 +9,6 @@ mod object_lock;
 mod objects;
 mod repairs;
 mod upload_listing;
-mod uploads;
+pub(crate) mod uploads;
 mod users;
 mod version_listing;

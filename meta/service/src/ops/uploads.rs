@@ -379,16 +379,25 @@ impl Handle<AbortUpload> for MetaState {
         self.store.write(|txn| {
             let upload = upload_for(&txn.open_table(UPLOADS)?, bucket, key, upload_id)?
                 .ok_or_else(|| MetaError::NoSuchUpload(upload_id.to_string()))?;
-            let mut parts = txn.open_table(PARTS)?;
-            let stored = all_parts(&parts, upload_id)?;
-            let not_before = self.deletion_not_before(now);
-            let mut deletions = DeletionQueue::open(txn)?;
-            for part in &stored {
-                deletions.queue_groups(&part.groups, &HashSet::new(), not_before)?;
-            }
-            remove_upload(txn, &upload, &mut parts, &stored)
+            abort_upload(txn, &upload, self.deletion_not_before(now))
         })
     }
+}
+
+/// Removes `upload` and its parts, and queues their blocks for deletion
+/// from `not_before` on.
+pub(crate) fn abort_upload(
+    txn: &WriteTransaction,
+    upload: &UploadRecord,
+    not_before: UnixMillis,
+) -> Result<(), StoreError> {
+    let mut parts = txn.open_table(PARTS)?;
+    let stored = all_parts(&parts, &upload.upload_id)?;
+    let mut deletions = DeletionQueue::open(txn)?;
+    for part in &stored {
+        deletions.queue_groups(&part.groups, &HashSet::new(), not_before)?;
+    }
+    remove_upload(txn, upload, &mut parts, &stored)
 }
 
 #[cfg(test)]

@@ -192,15 +192,23 @@ impl Handle<GetClusterStatus> for MetaState {
             .collect();
         self.registry
             .publish_gauges(now, self.config.stale_after, self.config.dead_after);
-        self.store.read(|txn| {
-            Ok(ClusterStatus {
-                datanodes,
-                buckets: txn.open_table(BUCKETS)?.len()?,
-                objects: txn.open_table(OBJECTS)?.len()?,
-                pending_deletions: pending_count(txn)?,
-                redundancy: self.redundancy_status(queued(txn)?),
+        self.store
+            .read(|txn| {
+                Ok(ClusterStatus {
+                    datanodes,
+                    buckets: txn.open_table(BUCKETS)?.len()?,
+                    objects: txn.open_table(OBJECTS)?.len()?,
+                    pending_deletions: pending_count(txn)?,
+                    redundancy: self.redundancy_status(queued(txn)?),
+                    lifecycle: Default::default(),
+                })
             })
-        })
+            .and_then(|status| {
+                Ok(ClusterStatus {
+                    lifecycle: crate::store::lifecycle_passes::status(&self.store)?,
+                    ..status
+                })
+            })
     }
 }
 

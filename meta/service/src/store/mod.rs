@@ -1,11 +1,12 @@
 //! The bottom layer of meta: the redb database file, its tables and key
 //! encodings, and the structures kept in tables that several operations
 //! share (the block deletion queue, the repair queue, the ordered upload
-//! index and the versions of keys). Nothing
+//! index, the versions of keys and where the lifecycle worker is). Nothing
 //! here knows about requests.
 
 pub(crate) mod db;
 pub(crate) mod deletions;
+pub(crate) mod lifecycle_passes;
 pub(crate) mod repairs;
 pub(crate) mod scan;
 mod schema;

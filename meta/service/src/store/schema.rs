@@ -5,7 +5,7 @@
 use super::db::Store;
 use super::db::StoreError;
 use super::tables::*;
-use super::{deletions, repairs, upload_index};
+use super::{deletions, lifecycle_passes, repairs, upload_index};
 use std::path::Path;
 
 /// Opens (or creates) the store at `path`, with every table present.
@@ -28,6 +28,7 @@ pub(crate) fn open(path: &Path) -> Result<Store, StoreError> {
         deletions::prepare_tables(txn)?;
         txn.open_table(repairs::REPAIR_QUEUE)?;
         txn.open_table(repairs::REPAIR_INDEX)?;
+        txn.open_table(lifecycle_passes::LIFECYCLE)?;
         Ok(())
     })?;
     Ok(store)

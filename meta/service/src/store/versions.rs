@@ -18,6 +18,7 @@ use meta_api::{BucketRecord, MetaError, ObjectRecord, UnixMillis, VersionStamp, 
 use proto::BlockId;
 use redb::{ReadableTable, Table, WriteTransaction};
 use std::collections::HashSet;
+use std::ops::Bound;
 
 /// Counter holding the next version sequence number.
 const NEXT_VERSION: &str = "next_version";
@@ -208,6 +209,69 @@ impl<'txn> KeyVersions<'txn> {
         key: &str,
     ) -> Result<Option<ObjectRecord>, StoreError> {
         get_json(&self.objects, object_key(bucket, key.as_bytes()).as_slice())
+    }
+
+    /// Every version of `key`, newest first: the latest object, then the
+    /// versions in `VERSIONS`.
+    pub(crate) fn all_versions(
+        &self,
+        bucket: &str,
+        key: &str,
+    ) -> Result<Vec<ObjectRecord>, StoreError> {
+        let mut all: Vec<ObjectRecord> = self.latest_object(bucket, key)?.into_iter().collect();
+        for version in each_version(&self.versions, bucket, key)? {
+            all.push(version?.1);
+        }
+        Ok(all)
+    }
+
+    /// The first key of `bucket` within `from` (after a key, at or after a
+    /// key, or from the start) that has a version in either table, in key
+    /// order.
+    pub(crate) fn next_key(
+        &self,
+        bucket: &str,
+        from: Bound<&str>,
+    ) -> Result<Option<String>, StoreError> {
+        let no_end = || StoreError::Corrupt("bucket range has no upper bound".into());
+        let start = object_key(bucket, b"");
+        let end = prefix_end(&start).ok_or_else(no_end)?;
+        let (lower, versions_from) = match from {
+            Bound::Excluded(key) => (
+                Bound::Excluded(object_key(bucket, key.as_bytes())),
+                after_versions_of(bucket, key.as_bytes()),
+            ),
+            Bound::Included(key) => (
+                Bound::Included(object_key(bucket, key.as_bytes())),
+                versions_prefix(bucket, key.as_bytes()),
+            ),
+            Bound::Unbounded => (Bound::Included(start.clone()), versions_prefix(bucket, b"")),
+        };
+        let lower = lower.as_ref().map(Vec::as_slice);
+        let latest = match self
+            .objects
+            .range::<&[u8]>((lower, Bound::Excluded(end.as_slice())))?
+            .next()
+        {
+            Some(entry) => Some(entry?.0.value()[start.len()..].to_vec()),
+            None => None,
+        };
+        let older = match self
+            .versions
+            .range::<&[u8]>(versions_from.as_slice()..versions_prefix_end(bucket, b"")?.as_slice())?
+            .next()
+        {
+            Some(entry) => Some(split_version_key(bucket, entry?.0.value())?.0),
+            None => None,
+        };
+        let next = match (latest, older) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        next.map(|key| {
+            String::from_utf8(key).map_err(|_| StoreError::Corrupt("key is not UTF-8".into()))
+        })
+        .transpose()
     }
 
     /// A new version stamp for a write under `versioning`.

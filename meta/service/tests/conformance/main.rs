@@ -5,6 +5,7 @@
 
 mod bad_replicas;
 mod conditional;
+mod lifecycle;
 mod listing;
 
 mod orphans;

@@ -292,14 +292,7 @@ async fn listings_follow_the_model_at_every_page_size(transport: Transport) {
 async fn object_lock_protects_versions(transport: Transport) {
     let meta = MetaUnderTest::open(transport).await;
     meta.register(1).await;
-    let create = CreateBucket {
-        name: BUCKET.into(),
-        owner: "root".into(),
-        replication: None,
-        access: Default::default(),
-        object_lock: true,
-    };
-    meta.call(create).await.unwrap();
+    meta.create_bucket_with_lock(BUCKET, "root", true).await;
     // Versioning stays enabled under object lock.
     let suspend = SetBucketVersioning {
         bucket: BUCKET.into(),
