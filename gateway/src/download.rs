@@ -12,12 +12,14 @@
 //! not. Many slow readers thus wait, or get SlowDown, instead of growing the
 //! gateway's memory with their number.
 
+use crate::encryption::{open_all, open_stream, BodyKey};
 use crate::error::S3Error;
 use crate::range::ByteRange;
 use crate::telemetry::count_bytes_out;
 use axum::body::Body;
 use block_client::{ClientError, KeyReader};
 use bytes::Bytes;
+use futures::stream::BoxStream;
 use futures::{stream, StreamExt, TryStreamExt};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -91,27 +93,45 @@ fn short_read(offset: u64, got: u64, want: u64) -> ClientError {
     ClientError::Unavailable(format!("short read at {offset}: {got} of {want} bytes"))
 }
 
-/// The body for `range` of an object. The first bytes are read before the
-/// response starts, so an unreadable object still gets an S3 error; a failure
-/// later aborts the connection, which the client sees as a short body.
+/// The body for `range` of an object, opened with `key` when the object is
+/// encrypted (only the packages the range touches are read). The first
+/// bytes are read before the response starts, so an unreadable object still
+/// gets an S3 error; a failure later aborts the connection, which the client
+/// sees as a short body.
 pub async fn object_body(
     reader: Arc<KeyReader>,
     range: ByteRange,
     memory: &GetMemory,
+    key: Option<&BodyKey>,
 ) -> Result<Body, S3Error> {
     if range.is_empty() {
         return Ok(Body::empty());
     }
-    let len = range.end - range.start;
+    let (stored, opener) = match key {
+        None => (range, None),
+        Some(key) => {
+            let (sealed, opener) = key.sealed_range(range.start..range.end);
+            let stored = ByteRange {
+                start: sealed.start,
+                end: sealed.end,
+            };
+            (stored, Some(opener))
+        }
+    };
+    let len = stored.end - stored.start;
     let room = memory
         .reserve(len.min(reader.read_window().max(SMALL_RANGE_BYTES)))
         .await?;
     if len <= SMALL_RANGE_BYTES {
-        let chunks = reader.read_chunks_at(range.start, len as usize).await?;
+        let chunks = reader.read_chunks_at(stored.start, len as usize).await?;
         let got: u64 = chunks.iter().map(|c| c.len() as u64).sum();
         if got != len {
-            return Err(short_read(range.start, got, len).into());
+            return Err(short_read(stored.start, got, len).into());
         }
+        let chunks = match opener {
+            None => chunks,
+            Some(opener) => open_all(opener, chunks)?,
+        };
         let body = stream::iter(chunks).map(|chunk| {
             count_bytes_out(chunk.len());
             Ok::<Bytes, std::io::Error>(chunk)
@@ -121,20 +141,23 @@ pub async fn object_body(
             _room: room,
         }));
     }
-    let mut sequential = reader.sequential(range.start, range.end);
+    let mut sequential = reader.sequential(stored.start, stored.end);
     let first = match sequential.next().await {
         Some(first) => first?,
-        None => return Err(short_read(range.start, 0, len).into()),
+        None => return Err(short_read(stored.start, 0, len).into()),
     };
-    let body = stream::once(async move { Ok(first) })
+    let pieces = stream::once(async move { Ok(first) })
         .chain(sequential)
-        .inspect_ok(|piece| count_bytes_out(piece.len()))
         .map_err(|e| {
             tracing::warn!(error = %e, "object read failed mid-stream");
             std::io::Error::other(e)
         });
+    let body: BoxStream<'static, Result<Bytes, std::io::Error>> = match opener {
+        None => Box::pin(pieces),
+        Some(opener) => Box::pin(open_stream(Box::pin(pieces), opener)),
+    };
     Ok(Body::from_stream(Reserved {
-        inner: Box::pin(body),
+        inner: body.inspect_ok(|piece| count_bytes_out(piece.len())),
         _room: room,
     }))
 }

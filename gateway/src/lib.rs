@@ -14,6 +14,7 @@ pub mod body_rate;
 pub mod conditional;
 pub mod dates;
 pub mod download;
+pub mod encryption;
 pub mod endpoint;
 pub mod error;
 pub mod handlers;

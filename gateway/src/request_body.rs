@@ -12,6 +12,7 @@ use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use http::HeaderMap;
 use md5::{Digest, Md5};
+use sse::Sealer;
 
 /// Largest single PUT (and part) S3 accepts: 5 GiB.
 pub const MAX_OBJECT_UPLOAD: u64 = 5 * 1024 * 1024 * 1024;
@@ -26,6 +27,8 @@ const BLOCKING_HASH_MIN: usize = 128 * 1024;
 pub struct StoredBody {
     /// Hex MD5 of the bytes, the object's or part's ETag.
     pub etag: String,
+    /// Bytes of the body as sent (stored longer when sealed).
+    pub size: u64,
     /// Where the bytes were stored.
     pub written: WrittenKey,
     /// The `x-amz-checksum-*` the client sent and the body matched, if any.
@@ -231,16 +234,20 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Streams `body` into `writer`, computing the MD5 as bytes pass. The writer
-/// is aborted, and nothing is kept, when the body fails (a failed signature or
-/// checksum is its last item), a write fails, or the MD5 is not `expected_md5`.
+/// Streams `body` into `writer`, computing the MD5 as bytes pass, sealed
+/// by `sealer` on the way when the body is to be encrypted (the MD5 and the
+/// size are the plaintext's). The writer is aborted, and nothing is kept,
+/// when the body fails (a failed signature or checksum is its last item), a
+/// write fails, or the MD5 is not `expected_md5`.
 pub async fn store_body(
     mut body: BodyStream,
     writer: KeyWriter,
     expected_md5: Option<[u8; 16]>,
+    mut sealer: Option<Sealer>,
 ) -> Result<StoredBody, S3Error> {
     let mut guard = AbortOnDrop(Some(writer));
     let mut digest = BodyDigest::new();
+    let mut size = 0u64;
     let result = async {
         let writer = guard.writer()?;
         let mut batch = Vec::new();
@@ -248,15 +255,26 @@ pub async fn store_body(
         while let Some(item) = body.next().await {
             let chunk = item?;
             count_bytes_in(chunk.len());
+            size += chunk.len() as u64;
             batch_len += chunk.len();
             batch.push(chunk.clone());
             // The writer copies into its stripe and returns; the stripe is
             // encoded and sent by its flush task while the body goes on.
-            writer.write(chunk).await?;
+            match sealer.as_mut() {
+                None => writer.write(chunk).await?,
+                Some(sealer) => {
+                    for package in sealer.push(&chunk) {
+                        writer.write(package).await?;
+                    }
+                }
+            }
             if batch_len >= BATCH_BYTES {
                 digest.feed(std::mem::take(&mut batch), batch_len).await?;
                 batch_len = 0;
             }
+        }
+        if let Some(last) = sealer.take().and_then(Sealer::finish) {
+            writer.write(last).await?;
         }
         digest.feed(batch, batch_len).await
     }
@@ -280,6 +298,7 @@ pub async fn store_body(
     let written = writer.finish().await?;
     Ok(StoredBody {
         etag: hex::encode(digest),
+        size,
         written,
         checksum: body.verified_checksum(),
     })

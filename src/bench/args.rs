@@ -252,6 +252,9 @@ pub struct GetArgs {
     /// Check every byte read against what the bench wrote, counting a
     /// difference as an error (the key is written anew first, so that its
     /// contents are known).
+    /// Write the objects with SSE-S3 (`x-amz-server-side-encryption: AES256`).
+    #[arg(long)]
+    pub sse: bool,
     #[arg(long)]
     pub verify: bool,
     /// Output settings.
@@ -280,6 +283,9 @@ pub struct PutArgs {
     /// Replication of the keys.
     #[arg(long, default_value = "rs-3-2-1024k")]
     pub replication: ReplicationConfig,
+    /// Write with SSE-S3 (`x-amz-server-side-encryption: AES256`; --via s3 only).
+    #[arg(long)]
+    pub sse: bool,
     /// Keys to write in all; without it, write for --duration.
     #[arg(long)]
     pub count: Option<u64>,

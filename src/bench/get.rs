@@ -32,7 +32,7 @@ async fn ensure_objects(client: &S3Client, args: &GetArgs, payload: &Payload) ->
         }
         let data = payload.data.clone();
         client
-            .put_object(&args.bucket, &key, data, args.replication)
+            .put_object(&args.bucket, &key, data, args.replication, args.sse)
             .await
             .with_context(|| format!("writing {}/{key}", args.bucket))?;
     }
@@ -90,6 +90,7 @@ pub async fn run(args: GetArgs) -> Result<RunOutcome> {
         "bucket": args.bucket, "clients": args.clients, "object_size": args.object_size,
         "objects": args.objects, "duration_s": args.duration.as_secs_f64(),
         "replication": args.replication.map(|r| r.to_string()),
+        "sse": args.sse,
         "verify": args.verify,
     });
     let report = ended.report("get", "s3", s3.endpoint.clone(), settings, &results);

@@ -79,6 +79,9 @@ pub async fn run(args: PutArgs) -> Result<RunOutcome> {
 
     let (phase, tasks, store, takes_before) = match args.target.via {
         Via::Client => {
+            if args.sse {
+                bail!("--sse needs --via s3: encryption is the gateway's");
+            }
             let store = store_ops::connect(
                 &args.target.meta()?,
                 &args.target.credential,
@@ -130,6 +133,7 @@ pub async fn run(args: PutArgs) -> Result<RunOutcome> {
                         bucket.clone(),
                         run_id.clone(),
                     );
+                    let sse = args.sse;
                     tokio::spawn(run_worker(budget.clone(), counters.clone(), move |n| {
                         let (client, data, bucket) =
                             (client.clone(), payload.data.clone(), bucket.clone());
@@ -137,7 +141,7 @@ pub async fn run(args: PutArgs) -> Result<RunOutcome> {
                         async move {
                             let len = data.len() as u64;
                             client
-                                .put_object(&bucket, &key, data, Some(replication))
+                                .put_object(&bucket, &key, data, Some(replication), sse)
                                 .await
                                 .map(|()| len)
                         }
@@ -160,7 +164,7 @@ pub async fn run(args: PutArgs) -> Result<RunOutcome> {
     )];
     let settings = serde_json::json!({
         "bucket": args.bucket, "run": run_id, "writers": args.writers, "key_size": args.key_size,
-        "write_size": args.write_size, "replication": replication.to_string(),
+        "write_size": args.write_size, "replication": replication.to_string(), "sse": args.sse,
         "count": args.count, "duration_s": args.duration.map(|d| d.as_secs_f64()),
     });
     let mut report = ended.report(

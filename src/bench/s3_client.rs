@@ -18,6 +18,8 @@ use hyper_util::rt::TokioExecutor;
 use proto::ReplicationConfig;
 use std::time::SystemTime;
 
+/// Asks for SSE-S3.
+const SSE_HEADER: &str = "x-amz-server-side-encryption";
 /// Header naming the replication of a new object (the gateway's own).
 const REPLICATION_HEADER: &str = "x-tessera-replication";
 
@@ -250,18 +252,20 @@ impl S3Client {
         Ok(Some(size))
     }
 
-    /// Stores `body` at `key`.
+    /// Stores `body` at `key`, encrypted with SSE-S3 when `sse`.
     pub async fn put_object(
         &self,
         bucket: &str,
         key: &str,
         body: Bytes,
         replication: Option<ReplicationConfig>,
+        sse: bool,
     ) -> Result<(), S3ClientError> {
         let path = format!("/{bucket}/{key}");
         let headers: Vec<(&str, String)> = replication
             .map(|r| (REPLICATION_HEADER, r.to_string()))
             .into_iter()
+            .chain(sse.then(|| (SSE_HEADER, "AES256".to_string())))
             .collect();
         let answer = self.send(Method::PUT, &path, &headers, body).await?;
         Self::check(Method::PUT, &path, &answer)

@@ -11,6 +11,7 @@ use super::versions::insert_version_id;
 use super::{xml_response, AuthorizedBucket, RequestContext};
 use crate::auth::{ChecksumAlgorithm, Checksummer};
 use crate::conditional::{evaluate_copy_source, Precondition};
+use crate::encryption::{self, read_plain_at, BodyKey, NewEncryption};
 use crate::error::{S3Code, S3Error};
 use crate::headers::ObjectMetadata;
 use crate::object_checksum::object_checksum;
@@ -28,6 +29,7 @@ use meta_api::{now_millis, MetaError};
 use meta_api::{ObjectAttributes, ObjectRecord, PartRecord, StoredChecksum, WriteCondition};
 use percent_encoding::percent_decode_str;
 use proto::{ObjectId, ReplicationConfig};
+use sse::Sealer;
 use std::sync::Arc;
 
 /// The header naming the source object.
@@ -155,30 +157,38 @@ async fn source_object(ctx: &RequestContext<'_>) -> Result<(CopySource, ObjectRe
 /// What a copied range left behind: durable blocks, not yet visible.
 struct Copied {
     etag: String,
+    /// Bytes copied (stored longer when sealed).
+    size: u64,
     written: WrittenKey,
     checksum: Option<StoredChecksum>,
 }
 
-/// Streams `range` of `record` into a new key of `replication`, computing
-/// the MD5 (and the checksum of `algorithm`) as bytes pass.
+/// Streams `range` of `record` (opened, when it is encrypted) into a new key
+/// of `replication`, sealed when `encryption` is given, computing the MD5
+/// (and the checksum of `algorithm`) of the plaintext as bytes pass.
 async fn copy_range(
     ctx: &RequestContext<'_>,
     record: &ObjectRecord,
     range: ByteRange,
     replication: ReplicationConfig,
     algorithm: Option<ChecksumAlgorithm>,
+    encryption: Option<&NewEncryption>,
 ) -> Result<Copied, S3Error> {
     let reader = Arc::new(ctx.state.store.reader(record));
+    let source_key = Arc::new(BodyKey::of(record)?);
     let mut writer = ctx.state.store.writer(replication);
+    let mut sealer = encryption.map(NewEncryption::sealer);
     let mut md5 = Md5::new();
     let mut checksummer = algorithm.map(Checksummer::new);
     let offsets = (range.start..range.end).step_by(PIECE_BYTES as usize);
     let mut pieces = stream::iter(offsets)
         .map(|offset| {
             let reader = Arc::clone(&reader);
+            let source_key = Arc::clone(&source_key);
             let len = (range.end - offset).min(PIECE_BYTES) as usize;
             async move {
-                let data = reader.read_at(offset, len).await?;
+                let data =
+                    read_plain_at(&reader, source_key.as_ref().as_ref(), offset, len).await?;
                 if data.len() != len {
                     return Err(S3Error::internal(format!(
                         "short read at {offset}: {} of {len} bytes",
@@ -196,7 +206,17 @@ async fn copy_range(
             if let Some(c) = &mut checksummer {
                 c.update(&piece);
             }
-            writer.write(piece).await?;
+            match sealer.as_mut() {
+                None => writer.write(piece).await?,
+                Some(sealer) => {
+                    for package in sealer.push(&piece) {
+                        writer.write(package).await?;
+                    }
+                }
+            }
+        }
+        if let Some(last) = sealer.take().and_then(Sealer::finish) {
+            writer.write(last).await?;
         }
         Ok::<(), S3Error>(())
     }
@@ -209,6 +229,7 @@ async fn copy_range(
     let written = writer.finish().await?;
     Ok(Copied {
         etag: hex::encode(md5.finalize()),
+        size: range.len(),
         written,
         checksum: checksummer.map(|c| StoredChecksum {
             algorithm: c.algorithm().as_str().to_string(),
@@ -246,10 +267,16 @@ pub async fn copy_object(
     let condition = requested_write_condition(headers)?;
     // The copy gets the lock its request asks for, never the source's.
     let (retention, legal_hold) = requested_lock(ctx, bucket, key)?;
+    // Nor its encryption: the copy is encrypted as its request asks.
+    let requested_encryption = encryption::requested(headers)?;
     let (source, record) = source_object(ctx).await?;
     let onto_itself = source.bucket == bucket.name && source.key == key;
     // Copying a named version onto its key restores it, as S3 allows.
-    if onto_itself && source.version.is_none() && !replace_metadata {
+    if onto_itself
+        && source.version.is_none()
+        && !replace_metadata
+        && requested_encryption.is_none()
+    {
         return Err(S3Error::with_message(
             S3Code::InvalidRequest,
             "This copy request is illegal because it is trying to copy an object to itself \
@@ -282,7 +309,9 @@ pub async fn copy_object(
     };
     let now = now_millis();
     let meta = &ctx.state.meta;
-    if onto_itself && bucket.versioning.is_none() {
+    let same_encryption =
+        requested_encryption == record.attributes.encryption.as_ref().map(|e| e.mode);
+    if onto_itself && bucket.versioning.is_none() && same_encryption {
         // Same bytes, new metadata: commit the same blocks again, only while
         // the key still holds the source. (With versioning the copy is a
         // new version, which must not share the old one's blocks.)
@@ -307,20 +336,24 @@ pub async fn copy_object(
             e => e.into(),
         })?;
         let checksum = object_checksum(&record).map(|(c, _)| c);
-        return Ok(xml_response(object_documents::copy_object_result(
+        let mut response = xml_response(object_documents::copy_object_result(
             &record.etag,
             now,
             checksum.as_ref(),
-        )));
+        ));
+        encryption::insert_headers(response.headers_mut(), &record.attributes);
+        return Ok(response);
     }
     let replication = chosen_replication(ctx, bucket).await?;
     let algorithm = copy_checksum_algorithm(headers, &record)?;
+    let new_encryption = requested_encryption.map(NewEncryption::new).transpose()?;
     let copied = copy_range(
         ctx,
         &record,
         ByteRange::whole(record.size),
         replication,
         algorithm,
+        new_encryption.as_ref(),
     )
     .await?;
     let groups = copied.written.groups.clone();
@@ -328,7 +361,7 @@ pub async fn copy_object(
         id: ObjectId::random(),
         bucket: bucket.name.clone(),
         key: key.to_string(),
-        size: copied.written.size,
+        size: copied.size,
         etag: copied.etag.clone(),
         content_type: metadata.content_type,
         headers: metadata.headers,
@@ -344,12 +377,14 @@ pub async fn copy_object(
             acl: written.acl,
             retention,
             legal_hold,
+            encryption: new_encryption.as_ref().map(NewEncryption::for_commit),
             ..Default::default()
         },
         version: Default::default(),
     };
     let mut expiration = http::HeaderMap::new();
     insert_expiration(&mut expiration, bucket, &new_record);
+    encryption::insert_headers(&mut expiration, &new_record.attributes);
     let stamp = commit_or_discard(
         meta,
         groups,
@@ -385,6 +420,7 @@ pub async fn upload_part_copy(
     upload_id: &str,
     part_number: u32,
 ) -> Result<Response, S3Error> {
+    encryption::refuse_for_multipart(&ctx.parts.headers)?;
     let upload = ctx
         .state
         .meta
@@ -413,13 +449,13 @@ pub async fn upload_part_copy(
         .checksum_algorithm
         .as_deref()
         .and_then(ChecksumAlgorithm::from_name);
-    let copied = copy_range(ctx, &record, range, upload.replication, algorithm).await?;
+    let copied = copy_range(ctx, &record, range, upload.replication, algorithm, None).await?;
     let now = now_millis();
     let groups = copied.written.groups.clone();
     let part = PartRecord {
         upload_id: upload.upload_id,
         number: part_number,
-        size: copied.written.size,
+        size: copied.size,
         etag: copied.etag.clone(),
         created: now,
         groups: copied.written.groups,

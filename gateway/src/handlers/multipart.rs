@@ -97,6 +97,7 @@ pub async fn create_upload(
     key: String,
 ) -> Result<Response, S3Error> {
     let headers = &ctx.parts.headers;
+    crate::encryption::refuse_for_multipart(headers)?;
     let metadata = ObjectMetadata::from_request(headers)?;
     let written = written_access(ctx, bucket, canned_acl(headers))?;
     let tags = tags_from_header(headers)?.unwrap_or_default();
@@ -123,6 +124,7 @@ pub async fn create_upload(
             acl: written.acl,
             retention,
             legal_hold,
+            encryption: None,
         },
     };
     let document = documents::initiate_upload(&record.bucket, &record.key, &record.upload_id);
@@ -170,15 +172,16 @@ pub async fn upload_part(
     part_number: u32,
     body: Body,
 ) -> Result<Response, S3Error> {
+    crate::encryption::refuse_for_multipart(&ctx.parts.headers)?;
     let upload = existing_upload(ctx, bucket, key, upload_id).await?;
-    let stored = store_request_body(ctx, upload.replication, body).await?;
+    let stored = store_request_body(ctx, upload.replication, body, None).await?;
     let checksum = stored_checksum(&stored);
     let groups = stored.written.groups.clone();
     let etag = etag_value(&stored.etag);
     let part = PartRecord {
         upload_id: upload.upload_id,
         number: part_number,
-        size: stored.written.size,
+        size: stored.size,
         etag: stored.etag,
         created: now_millis(),
         groups: stored.written.groups,

@@ -9,6 +9,7 @@ use super::{empty_response, xml_response, AuthorizedBucket, RequestContext};
 use crate::conditional::WriteConditionError;
 use crate::conditional::{self, Precondition};
 use crate::download;
+use crate::encryption::{self, BodyKey, NewEncryption};
 use crate::error::{S3Code, S3Error, DELETE_MARKER_HEADER};
 use crate::headers::{self, etag_value, object_headers, ObjectMetadata};
 use crate::object_checksum::object_checksum;
@@ -57,13 +58,21 @@ pub(super) async fn store_request_body(
     ctx: &RequestContext<'_>,
     replication: ReplicationConfig,
     body: Body,
+    encryption: Option<&NewEncryption>,
 ) -> Result<StoredBody, S3Error> {
     let headers = &ctx.parts.headers;
     let expected_md5 = headers::content_md5(headers)?;
     let stream = open_object_body(&ctx.request, headers, body)?;
     // Held until the body is stored; nothing of it is read before.
     let _slot = ctx.state.uploads.acquire().await?;
-    store_body(stream, ctx.state.store.writer(replication), expected_md5).await
+    let sealer = encryption.map(NewEncryption::sealer);
+    store_body(
+        stream,
+        ctx.state.store.writer(replication),
+        expected_md5,
+        sealer,
+    )
+    .await
 }
 
 /// The condition of a conditional write (If-None-Match: *, If-Match), which
@@ -106,15 +115,18 @@ pub async fn put_object(
     let tags = tags_from_header(request_headers)?.unwrap_or_default();
     let condition = requested_write_condition(request_headers)?;
     let (retention, legal_hold) = requested_lock(ctx, bucket, &key)?;
+    let encryption = encryption::requested(request_headers)?
+        .map(NewEncryption::new)
+        .transpose()?;
     let replication = chosen_replication(ctx, bucket).await?;
-    let stored = store_request_body(ctx, replication, body).await?;
+    let stored = store_request_body(ctx, replication, body, encryption.as_ref()).await?;
     let checksum = stored_checksum(&stored);
     let groups = stored.written.groups.clone();
     let record = ObjectRecord {
         id: ObjectId::random(),
         bucket: bucket.name.clone(),
         key,
-        size: stored.written.size,
+        size: stored.size,
         etag: stored.etag,
         content_type: metadata.content_type,
         headers: metadata.headers,
@@ -130,6 +142,7 @@ pub async fn put_object(
             acl: written.acl,
             retention,
             legal_hold,
+            encryption: encryption.as_ref().map(NewEncryption::for_commit),
             ..Default::default()
         },
         version: Default::default(),
@@ -137,6 +150,7 @@ pub async fn put_object(
     let etag = etag_value(&record.etag);
     let mut response = empty_response(StatusCode::OK);
     insert_expiration(response.headers_mut(), bucket, &record);
+    encryption::insert_headers(response.headers_mut(), &record.attributes);
     let meta = &ctx.state.meta;
     let stamp = commit_or_discard(
         meta,
@@ -258,6 +272,7 @@ pub async fn get_object(
             "Request specific response headers cannot be used for anonymous GET requests.",
         ));
     }
+    encryption::refuse_on_read(&ctx.parts.headers)?;
     let record = ctx.authorized_object(bucket, key, version.as_ref()).await?;
     let request_headers = &ctx.parts.headers;
     match conditional::evaluate(request_headers, &record.etag, record.created) {
@@ -300,6 +315,7 @@ pub async fn get_object(
         insert_expiration(&mut headers, bucket, &record);
     }
     insert_lock_headers(&mut headers, &record.attributes);
+    encryption::insert_headers(&mut headers, &record.attributes);
     let body = if head {
         Body::empty()
     } else {
@@ -307,6 +323,7 @@ pub async fn get_object(
             ctx.state.readers.get_or_open(&ctx.state.store, &record),
             range,
             &ctx.state.get_memory,
+            BodyKey::of(&record)?.as_ref(),
         )
         .await?
     };

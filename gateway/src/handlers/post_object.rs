@@ -240,6 +240,14 @@ pub async fn post_object(
         return Err(S3Error::new(S3Code::AccessDenied));
     }
     let metadata = metadata_of(&fields)?;
+    if fields
+        .keys()
+        .any(|name| name.starts_with(crate::encryption::SSE_HEADER))
+    {
+        return Err(S3Error::not_implemented(
+            "server-side encryption of form uploads",
+        ));
+    }
     let range = policy.length_range().unwrap_or((0, MAX_OBJECT_UPLOAD));
     let replication = meta
         .call(meta_api::DefaultReplication {

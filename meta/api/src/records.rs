@@ -104,6 +104,50 @@ pub struct ObjectAttributes {
     /// The version's legal hold: None until one was first set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub legal_hold: Option<bool>,
+    /// How the version's body is encrypted at rest; None: stored as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encryption: Option<Encryption>,
+}
+
+/// The server-side encryption of a body at rest (see the `sse` crate).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Encryption {
+    /// Which encryption the writer asked for.
+    pub mode: EncryptionMode,
+    /// The body's data key sealed under meta's master key (hex), as stored.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub sealed_key: String,
+    /// The data key itself (hex), only ever between meta and a gateway:
+    /// a commit carries it for meta to seal, an answer to a read for the
+    /// gateway to open the body. Never stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_key: Option<String>,
+}
+
+impl std::fmt::Debug for Encryption {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Encryption")
+            .field("mode", &self.mode)
+            .field("sealed", &!self.sealed_key.is_empty())
+            .field("data_key", &self.data_key.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+/// A server-side encryption mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EncryptionMode {
+    /// SSE-S3 (`AES256`): a data key per body, sealed under meta's master key.
+    S3,
+}
+
+impl EncryptionMode {
+    /// The value of `x-amz-server-side-encryption` for this mode.
+    pub fn header_value(self) -> &'static str {
+        match self {
+            Self::S3 => "AES256",
+        }
+    }
 }
 
 /// An object lock retention mode.

@@ -296,7 +296,7 @@ fn credential_key_in(file: &Path) -> Result<CredentialKey, StoreError> {
 }
 
 /// The secret saved in `file`, else one from `generate` saved there now.
-fn saved_secret(
+pub(crate) fn saved_secret(
     file: &Path,
     what: &str,
     generate: impl FnOnce() -> String,

@@ -4,7 +4,7 @@
 //!
 //! Modules point down: `store` at the bottom (the database, its tables and
 //! key encodings), then the in-memory parts (`registry`, `placement`,
-//! `orphans`, `decoded`, `credentials`, `tokens`, `authentication`,
+//! `orphans`, `decoded`, `credentials`, `object_keys`, `tokens`, `authentication`,
 //! `redundancy`, `repair`), `state` over them, `ops` (one
 //! handler per request) over the state, the `lifecycle` worker beside the
 //! operations, `service` over them and `rpc` on top.
@@ -16,6 +16,7 @@ mod config;
 mod credentials;
 mod decoded;
 mod lifecycle;
+mod object_keys;
 mod ops;
 mod orphans;
 mod placement;
@@ -37,6 +38,7 @@ pub use credentials::{
     load_or_create_credential_key, RootCredentials, ADMIN_TOKEN_FILE, CREDENTIAL_KEY_FILE,
     ROOT_CREDENTIALS_FILE, ROOT_USER,
 };
+pub use object_keys::MASTER_KEY_FILE;
 pub use ops::bad_replicas::BadReplicaReport;
 pub use repair::RepairSettings;
 pub use rpc::serve;

@@ -7,6 +7,7 @@ use crate::authentication::{Authenticator, Refusal};
 use crate::config::MetaConfig;
 use crate::credentials::{self, RootCredentials};
 use crate::decoded::{DecodedCache, DEFAULT_DECODED_CACHE_BYTES};
+use crate::object_keys;
 use crate::ops::bad_replicas::{self, BadReplicaReport};
 use crate::orphans::OrphanDetector;
 use crate::placement::BlockIds;
@@ -85,6 +86,7 @@ impl MetaService {
             now,
         )?;
         let repairs = RepairBook::new(config.repair.clone());
+        let master_key = object_keys::load_master_key(&config.data_dir)?;
         lifecycle_passes::note_restart(&store)?;
         let state = Arc::new(MetaState {
             repairs,
@@ -98,6 +100,7 @@ impl MetaService {
             authenticator,
             decoded_objects: DecodedCache::new(DEFAULT_DECODED_CACHE_BYTES),
             decoded_buckets: DecodedCache::new(DEFAULT_DECODED_CACHE_BYTES / 8),
+            master_key,
         });
         spawn_gauge_refresher(Arc::downgrade(&state));
         spawn_redundancy_checker(Arc::downgrade(&state));
