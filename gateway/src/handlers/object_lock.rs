@@ -263,13 +263,7 @@ async fn change_lock(
     require_lock(bucket)?;
     let record = ctx.authorized_object(bucket, key, version.as_ref()).await?;
     // The version judged, even if another became the latest meanwhile.
-    let judged = match &record.version.id {
-        Some(id) => VersionRef::Id {
-            id: id.clone(),
-            seq: record.version.seq,
-        },
-        None => VersionRef::Null,
-    };
+    let judged = VersionRef::of(&record.version);
     let request = meta_api::SetObjectLock {
         bucket: bucket.name.clone(),
         key: key.to_string(),

@@ -276,6 +276,7 @@ impl Walk<'_> {
             bypass_governance: false,
         };
         let mut newer = 0u32;
+        let mut removed_any = false;
         for pair in all.windows(2) {
             let (successor, record) = (&pair[0], &pair[1]);
             let version = Noncurrent {
@@ -293,8 +294,14 @@ impl Walk<'_> {
             }
             versions.delete_version(bucket, key, &VersionRef::of(&record.version), unlock)?;
             progress.removed += 1;
+            removed_any = true;
         }
-        let remaining = versions.all_versions(bucket, key)?;
+        // Read again only when this pass changed the key's versions.
+        let remaining = if removed_any {
+            versions.all_versions(bucket, key)?
+        } else {
+            all
+        };
         if let [marker] = remaining.as_slice() {
             if marker.version.delete_marker
                 && removes_lone_marker(rules, marker.lifecycle_subject(), self.day, now)

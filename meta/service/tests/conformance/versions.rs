@@ -60,13 +60,7 @@ async fn get(
 }
 
 fn named(stamp: &VersionStamp) -> Option<VersionRef> {
-    Some(match &stamp.id {
-        Some(id) => VersionRef::Id {
-            id: id.clone(),
-            seq: stamp.seq,
-        },
-        None => VersionRef::Null,
-    })
+    Some(VersionRef::of(stamp))
 }
 
 async fn list(
