@@ -56,7 +56,7 @@ def s3_client(
 
 
 def outcome(call) -> str:
-    """"ok", or the S3 error code `call` raised (for tables of expected answers)."""
+    """ "ok", or the S3 error code `call` raised (for tables of expected answers)."""
     try:
         call()
         return "ok"
@@ -304,3 +304,16 @@ def signed_headers(
 def md5_b64(data: bytes) -> str:
     """Content-MD5 of `data`: base64 of the binary digest."""
     return base64.b64encode(hashlib.md5(data).digest()).decode()
+
+
+def form_post(server, post, data: bytes, filename="upload.bin", fields=None):
+    """POSTs a browser-style form upload of `data` made from boto3's generate_presigned_post `post`."""
+    form = dict(post["fields"])
+    form.update(fields or {})
+    return requests.post(
+        post["url"] if post["url"].startswith("http") else server.endpoint + post["url"],
+        data=form,
+        files={"file": (filename, data)},
+        timeout=60,
+        allow_redirects=False,
+    )

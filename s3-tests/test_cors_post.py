@@ -7,7 +7,7 @@ import pytest
 import requests
 from botocore.exceptions import ClientError
 
-from tessera_clients import error_code, http_status, s3_error_code
+from tessera_clients import error_code, form_post, http_status, s3_error_code
 
 ORIGIN = "http://www.example.com"
 RULES = {
@@ -98,18 +98,6 @@ def test_cors_headers_on_matching_requests(raw, s3, bucket):
     assert "Access-Control-Allow-Origin" not in deleted.headers
 
 
-def form_post(server, post, data: bytes, filename="upload.bin", fields=None):
-    form = dict(post["fields"])
-    form.update(fields or {})
-    return requests.post(
-        post["url"] if post["url"].startswith("http") else server.endpoint + post["url"],
-        data=form,
-        files={"file": (filename, data)},
-        timeout=60,
-        allow_redirects=False,
-    )
-
-
 def test_post_object_uploads_with_a_signed_policy(server, s3, bucket):
     post = s3.generate_presigned_post(
         Bucket=bucket,
@@ -163,9 +151,7 @@ def test_post_object_success_action_redirect(server, s3, bucket):
 
 
 def test_post_object_refusals(server, s3, bucket):
-    post = s3.generate_presigned_post(
-        Bucket=bucket, Key="limited", Conditions=[["content-length-range", 2, 4]]
-    )
+    post = s3.generate_presigned_post(Bucket=bucket, Key="limited", Conditions=[["content-length-range", 2, 4]])
     too_big = form_post(server, post, b"12345")
     assert too_big.status_code == 400 and s3_error_code(too_big) == "EntityTooLarge"
     too_small = form_post(server, post, b"1")
@@ -203,7 +189,6 @@ def test_post_object_streams_a_large_file(server, s3, bucket, tmp_path):
     response = form_post(server, post, data)
     assert response.status_code == 204, response.text
     assert s3.get_object(Bucket=bucket, Key="big.bin")["Body"].read() == data
-
 
 
 def test_cors_headers_on_error_answers(raw, s3, bucket):

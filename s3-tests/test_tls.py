@@ -77,6 +77,17 @@ def test_boto3_and_aws_cli_round_trip_over_https(https_server):
     assert (tmp_path / "download.bin").read_bytes() == source.read_bytes()
     assert "cli.bin" in cli("s3", "ls", "s3://secure/").stdout
 
+    # Customer keys (SSE-C) travel over HTTPS without any setting.
+    key = os.urandom(32)
+    sse_c = {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": key}
+    client.put_object(Bucket="secure", Key="sse-c", Body=body, **sse_c)
+    assert client.get_object(Bucket="secure", Key="sse-c", **sse_c)["Body"].read() == body
+    (tmp_path / "key.bin").write_bytes(key)
+    fileb = f"fileb://{tmp_path / 'key.bin'}"
+    cli("s3", "cp", str(source), "s3://secure/cli-sse-c.bin", "--sse-c", "AES256", "--sse-c-key", fileb)
+    cli("s3", "cp", "s3://secure/cli-sse-c.bin", str(tmp_path / "sse-c.bin"), "--sse-c", "AES256", "--sse-c-key", fileb)
+    assert (tmp_path / "sse-c.bin").read_bytes() == source.read_bytes()
+
 
 def test_untrusted_and_plain_http_clients_get_nothing(https_server):
     server, _ca, _key, _tmp = https_server

@@ -105,6 +105,10 @@ actions! {
     GetBucketCors = "s3:GetBucketCORS", Read, Bucket, Bucket, None;
     /// PutBucketCors, DeleteBucketCors.
     PutBucketCors = "s3:PutBucketCORS", Write, Bucket, Bucket, None;
+    /// GetBucketEncryption.
+    GetEncryptionConfiguration = "s3:GetEncryptionConfiguration", Read, Bucket, Bucket, None;
+    /// PutBucketEncryption, DeleteBucketEncryption.
+    PutEncryptionConfiguration = "s3:PutEncryptionConfiguration", Write, Bucket, Bucket, None;
     /// GetBucketLifecycleConfiguration.
     GetLifecycleConfiguration = "s3:GetLifecycleConfiguration", Read, Bucket, Bucket, None;
     /// PutBucketLifecycleConfiguration, DeleteBucketLifecycle.

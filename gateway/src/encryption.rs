@@ -1,48 +1,187 @@
 //! Server-side encryption as requests ask for it and answers tell it, and
 //! the key that opens a stored body.
 //!
-//! SSE-S3 (`x-amz-server-side-encryption: AES256`): the gateway makes a data
-//! key for the body, seals the body with it as it streams to the datanodes
-//! (`sse::Sealer`), and hands the key to meta with the commit; meta stores it
-//! sealed under its master key and hands it back, opened, with every read,
-//! when the gateway opens the packages a range needs (`sse::Opener`). SSE-C,
-//! SSE-KMS and encrypted multipart uploads are refused (501) rather than
-//! stored in clear.
+//! SSE-S3 (`x-amz-server-side-encryption: AES256`, or the bucket's default
+//! encryption): the gateway makes a data key for the body, seals the body
+//! with it as it streams to the datanodes (`sse::Sealer`), and hands the key
+//! to meta with the commit; meta stores it sealed under its master key and
+//! hands it back, opened, with every read, when the gateway opens the
+//! packages a range needs (`sse::SealedBody`). A multipart upload gets its
+//! data key at creation, and each part seals under a key derived from it
+//! and a random salt kept with the part. SSE-C and SSE-KMS are refused
+//! (501) rather than stored in clear.
 
 use crate::error::{S3Code, S3Error};
+use crate::listener::ClientConnection;
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
 use block_client::KeyReader;
 use bytes::{Bytes, BytesMut};
 use futures::{stream, Stream, StreamExt, TryStreamExt};
 use http::{HeaderMap, HeaderValue};
-use meta_api::{Encryption, EncryptionMode, ObjectAttributes, ObjectRecord};
-use sse::{DataKey, OpenError, Opener, SealedRange, Sealer};
+use md5::{Digest, Md5};
+use meta_api::{BucketRecord, Encryption, EncryptionMode, ObjectAttributes, ObjectRecord};
+use rand::RngCore;
+use sse::{BodyOpener, DataKey, KeyEncryptionKey, OpenError, SealedBody, Sealer};
+use zeroize::Zeroizing;
 
 /// The encryption a write asks for, and a read's answer tells.
 pub const SSE_HEADER: &str = "x-amz-server-side-encryption";
 /// Prefix of the SSE-C headers (customer-provided keys).
 const CUSTOMER_PREFIX: &str = "x-amz-server-side-encryption-customer-";
+/// The SSE-C algorithm a write names and a read's answer tells.
+const CUSTOMER_ALGORITHM_HEADER: &str = "x-amz-server-side-encryption-customer-algorithm";
+/// The MD5 of the SSE-C key, as a write sends it and a read's answer tells.
+const CUSTOMER_KEY_MD5_HEADER: &str = "x-amz-server-side-encryption-customer-key-md5";
 /// Prefix of the SSE-C headers of a copy's source.
 const COPY_SOURCE_CUSTOMER_PREFIX: &str = "x-amz-copy-source-server-side-encryption-customer-";
 /// The KMS key of SSE-KMS.
 const KMS_KEY_HEADER: &str = "x-amz-server-side-encryption-aws-kms-key-id";
+/// Binds a data key sealed under a client's key to its use.
+const CUSTOMER_CONTEXT: &[u8] = b"tessera sse-c v1";
 
 fn has_prefixed(headers: &HeaderMap, prefix: &str) -> bool {
     headers.keys().any(|name| name.as_str().starts_with(prefix))
 }
 
-/// The encryption a write (PutObject, CopyObject, PostObject) asks for in
-/// `headers`, refused as S3 refuses what it does not accept, and with 501
-/// what Tessera does not offer yet.
-pub fn requested(headers: &HeaderMap) -> Result<Option<EncryptionMode>, S3Error> {
-    if has_prefixed(headers, CUSTOMER_PREFIX) || has_prefixed(headers, COPY_SOURCE_CUSTOMER_PREFIX)
-    {
-        return Err(S3Error::not_implemented(
-            "server-side encryption with customer keys (SSE-C)",
+/// Whose SSE-C headers: the request's object, or a copy's source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyFor {
+    /// `x-amz-server-side-encryption-customer-*`.
+    Object,
+    /// `x-amz-copy-source-server-side-encryption-customer-*`.
+    CopySource,
+}
+
+impl KeyFor {
+    fn prefix(self) -> &'static str {
+        match self {
+            Self::Object => CUSTOMER_PREFIX,
+            Self::CopySource => COPY_SOURCE_CUSTOMER_PREFIX,
+        }
+    }
+}
+
+/// A key a client sent for SSE-C: it seals the body's data key, and only
+/// its MD5 is kept.
+#[derive(Clone, Debug)]
+pub struct CustomerKey {
+    key: KeyEncryptionKey,
+    /// Base64 of the key's MD5, as the client sent it.
+    md5: String,
+}
+
+/// SSE-C's refusals of a key's headers, in S3's words.
+fn customer_refusal(message: &'static str) -> S3Error {
+    S3Error::invalid_argument(message)
+}
+
+impl CustomerKey {
+    /// The key `headers` carry for `whose`, checked as S3 checks it; None
+    /// when they carry none.
+    pub fn from_headers(headers: &HeaderMap, whose: KeyFor) -> Result<Option<Self>, S3Error> {
+        let prefix = whose.prefix();
+        if !has_prefixed(headers, prefix) {
+            return Ok(None);
+        }
+        let text = |name: &str| {
+            headers
+                .get(format!("{prefix}{name}"))
+                .map(|v| v.to_str().unwrap_or(""))
+        };
+        match text("algorithm") {
+            Some("AES256") => {}
+            Some(_) => {
+                return Err(S3Error::with_message(
+                    S3Code::InvalidEncryptionAlgorithmError,
+                    "The encryption request you specified is not valid. The valid value is AES256.",
+                ))
+            }
+            None => {
+                return Err(customer_refusal(
+                    "Requests specifying Server Side Encryption with Customer provided keys must \
+                     provide a valid encryption algorithm.",
+                ))
+            }
+        }
+        let key = text("key").ok_or_else(|| {
+            customer_refusal(
+                "Requests specifying Server Side Encryption with Customer provided keys must \
+                 provide an appropriate secret key.",
+            )
+        })?;
+        let bytes = Zeroizing::new(STANDARD.decode(key).unwrap_or_default());
+        let key = KeyEncryptionKey::from_bytes(&bytes).map_err(|_| {
+            customer_refusal("The secret key was invalid for the specified algorithm.")
+        })?;
+        let md5 = text("key-md5").ok_or_else(|| {
+            customer_refusal(
+                "Requests specifying Server Side Encryption with Customer provided keys must \
+                 provide the client calculated MD5 of the secret key.",
+            )
+        })?;
+        let computed = STANDARD.encode(Md5::digest(bytes.as_slice()));
+        if md5 != computed {
+            return Err(customer_refusal(
+                "The calculated MD5 hash of the key did not match the hash that was provided.",
+            ));
+        }
+        Ok(Some(Self { key, md5: computed }))
+    }
+
+    /// The data key `encryption` holds sealed under this key; AccessDenied
+    /// when this is not the key it was written with.
+    fn open(&self, encryption: &Encryption) -> Result<DataKey, S3Error> {
+        let denied = || {
+            S3Error::with_message(
+                S3Code::AccessDenied,
+                "The provided encryption key does not match the key the object was written with.",
+            )
+        };
+        if encryption.customer_key_md5.as_deref() != Some(self.md5.as_str()) {
+            return Err(denied());
+        }
+        let sealed = hex::decode(&encryption.sealed_key).map_err(|_| denied())?;
+        self.key
+            .open(&sealed, CUSTOMER_CONTEXT)
+            .map_err(|_| denied())
+    }
+}
+
+/// The encryption a write asks for.
+#[derive(Clone, Debug)]
+pub enum Requested {
+    /// SSE-S3.
+    S3,
+    /// SSE-C, with the client's key.
+    Customer(CustomerKey),
+}
+
+impl Requested {
+    /// The mode records keep.
+    pub fn mode(&self) -> EncryptionMode {
+        match self {
+            Self::S3 => EncryptionMode::S3,
+            Self::Customer(_) => EncryptionMode::Customer,
+        }
+    }
+}
+
+/// The encryption a write (PutObject, CopyObject, CreateMultipartUpload,
+/// PostObject) asks for in `headers`, refused as S3 refuses what it does
+/// not accept, and with 501 what Tessera does not offer yet.
+pub fn requested(headers: &HeaderMap) -> Result<Option<Requested>, S3Error> {
+    let customer = CustomerKey::from_headers(headers, KeyFor::Object)?;
+    let method = headers.get(SSE_HEADER).map(|v| v.to_str().unwrap_or(""));
+    if customer.is_some() && method.is_some() {
+        return Err(customer_refusal(
+            "Server Side Encryption with Customer provided key is incompatible with the \
+             encryption method specified",
         ));
     }
-    let mode = match headers.get(SSE_HEADER).map(|v| v.to_str().unwrap_or("")) {
-        None => None,
-        Some("AES256") => Some(EncryptionMode::S3),
+    let requested = match method {
+        None => customer.map(Requested::Customer),
+        Some("AES256") => Some(Requested::S3),
         Some("aws:kms" | "aws:kms:dsse") => {
             return Err(S3Error::not_implemented(
                 "server-side encryption with KMS keys (SSE-KMS)",
@@ -63,18 +202,12 @@ pub fn requested(headers: &HeaderMap) -> Result<Option<EncryptionMode>, S3Error>
         )
         .detail("ArgumentName", SSE_HEADER));
     }
-    Ok(mode)
+    Ok(requested)
 }
 
-/// Refuses encryption headers on a request that takes none: a read (S3
-/// answers them 400), or a write Tessera cannot encrypt yet (501).
+/// Refuses `x-amz-server-side-encryption` on a request that takes none: a
+/// read or an upload part (S3 answers it 400).
 pub fn refuse_on_read(headers: &HeaderMap) -> Result<(), S3Error> {
-    if has_prefixed(headers, CUSTOMER_PREFIX) {
-        return Err(S3Error::with_message(
-            S3Code::InvalidRequest,
-            "The encryption parameters are not applicable to this object.",
-        ));
-    }
     if headers.contains_key(SSE_HEADER) {
         return Err(S3Error::invalid_argument(
             "x-amz-server-side-encryption header is not supported for this operation.",
@@ -84,29 +217,100 @@ pub fn refuse_on_read(headers: &HeaderMap) -> Result<(), S3Error> {
     Ok(())
 }
 
-/// Refuses a multipart upload that asks for encryption: not offered yet.
-pub fn refuse_for_multipart(headers: &HeaderMap) -> Result<(), S3Error> {
-    if requested(headers)?.is_some() {
-        return Err(S3Error::not_implemented(
-            "server-side encryption of multipart uploads",
+/// Refuses a customer key sent in clear: SSE-C needs HTTPS, unless the
+/// operator allows it over HTTP (`keys_over_http`: TLS ends in front of
+/// the gateway).
+pub fn refuse_keys_in_clear(
+    headers: &HeaderMap,
+    extensions: &http::Extensions,
+    keys_over_http: bool,
+) -> Result<(), S3Error> {
+    let secure = extensions
+        .get::<ClientConnection>()
+        .is_some_and(|client| client.secure);
+    let sends_key = |whose: KeyFor| headers.contains_key(format!("{}key", whose.prefix()));
+    if !secure && !keys_over_http && (sends_key(KeyFor::Object) || sends_key(KeyFor::CopySource)) {
+        return Err(S3Error::with_message(
+            S3Code::InvalidRequest,
+            "Requests specifying Server Side Encryption with Customer provided keys must be \
+             made over a secure connection.",
         ));
     }
     Ok(())
 }
 
+/// The encryption a write gets: what it asks for, else its bucket's default.
+pub fn for_write(headers: &HeaderMap, bucket: &BucketRecord) -> Result<Option<Requested>, S3Error> {
+    Ok(requested(headers)?.or_else(|| {
+        bucket
+            .encryption
+            .as_ref()
+            .map(|default| match default.mode {
+                EncryptionMode::S3 | EncryptionMode::Customer => Requested::S3,
+            })
+    }))
+}
+
+/// Bytes of a part's key salt.
+const SALT_LEN: usize = 16;
+
 /// A new body's encryption: its data key, and what the commit carries.
 pub struct NewEncryption {
     key: DataKey,
     mode: EncryptionMode,
+    /// SSE-C: the data key sealed under the client's key, and that key's MD5.
+    customer_seal: Option<(String, String)>,
+    /// A part's salt, which made its key from the upload's.
+    salt: Option<[u8; SALT_LEN]>,
 }
 
 impl NewEncryption {
-    /// A fresh data key for a body written in `mode`.
-    pub fn new(mode: EncryptionMode) -> Result<Self, S3Error> {
+    /// A fresh data key for a body (or a multipart upload) written as
+    /// `requested`.
+    pub fn new(requested: Requested) -> Result<Self, S3Error> {
+        let key = DataKey::random().map_err(S3Error::internal)?;
+        let customer_seal = match &requested {
+            Requested::S3 => None,
+            Requested::Customer(customer) => {
+                let sealed = customer
+                    .key
+                    .seal(&key, CUSTOMER_CONTEXT)
+                    .map_err(S3Error::internal)?;
+                Some((hex::encode(sealed), customer.md5.clone()))
+            }
+        };
         Ok(Self {
-            key: DataKey::random().map_err(S3Error::internal)?,
-            mode,
+            key,
+            mode: requested.mode(),
+            customer_seal,
+            salt: None,
         })
+    }
+
+    /// The key of a new part of `upload` (for SSE-S3 meta answered it with
+    /// the upload's data key; for SSE-C the part's request carries the
+    /// client's key in `headers`): derived with a fresh salt, so a part
+    /// uploaded again never reuses a key. None when the upload is not
+    /// encrypted.
+    pub fn for_part(
+        upload: &ObjectAttributes,
+        headers: &HeaderMap,
+    ) -> Result<Option<Self>, S3Error> {
+        let upload_key = match upload_key(upload, headers, KeyFor::Object)? {
+            Some(key) => key,
+            None => return Ok(None),
+        };
+        let mut salt = [0u8; SALT_LEN];
+        rand::thread_rng().fill_bytes(&mut salt);
+        Ok(Some(Self {
+            key: upload_key.derive(&salt),
+            mode: upload
+                .encryption
+                .as_ref()
+                .map_or(EncryptionMode::S3, |e| e.mode),
+            customer_seal: None,
+            salt: Some(salt),
+        }))
     }
 
     /// The sealer of the body.
@@ -114,59 +318,158 @@ impl NewEncryption {
         Sealer::new(&self.key)
     }
 
-    /// The record's encryption, carrying the key for meta to seal.
+    /// The record's encryption: for SSE-S3 carrying the key for meta to
+    /// seal, for SSE-C the key sealed already.
     pub fn for_commit(&self) -> Encryption {
-        Encryption {
-            mode: self.mode,
-            sealed_key: String::new(),
-            data_key: Some(hex::encode(self.key.as_bytes())),
+        match &self.customer_seal {
+            None => Encryption {
+                mode: self.mode,
+                sealed_key: String::new(),
+                customer_key_md5: None,
+                data_key: Some(hex::encode(self.key.as_bytes())),
+            },
+            Some((sealed, md5)) => Encryption {
+                mode: self.mode,
+                sealed_key: sealed.clone(),
+                customer_key_md5: Some(md5.clone()),
+                data_key: None,
+            },
         }
+    }
+
+    /// The ETag of a body whose MD5 is `md5` (hex): the MD5 itself, except
+    /// under a customer key, where S3's ETag is not the MD5 of the
+    /// plaintext, and Tessera's is the MD5 of the data key and the body's
+    /// MD5, so that the ETag confirms no guess of the contents.
+    pub fn etag(&self, md5: &str) -> String {
+        match self.mode {
+            EncryptionMode::S3 => md5.to_string(),
+            EncryptionMode::Customer => {
+                let mut digest = Md5::new();
+                digest.update(self.key.as_bytes());
+                digest.update(md5.as_bytes());
+                hex::encode(digest.finalize())
+            }
+        }
+    }
+
+    /// A part's salt, as its record keeps it.
+    pub fn key_salt(&self) -> Option<String> {
+        self.salt.map(hex::encode)
     }
 }
 
-/// Adds `x-amz-server-side-encryption` for an encrypted version.
+/// The data key of a record (or upload) with these `attributes`, for a
+/// request with these `headers`: the key meta handed out with it (SSE-S3),
+/// or the one sealed under the client's key, which `headers` must carry
+/// (SSE-C). None when it is stored as sent.
+fn upload_key(
+    attributes: &ObjectAttributes,
+    headers: &HeaderMap,
+    whose: KeyFor,
+) -> Result<Option<DataKey>, S3Error> {
+    let customer = CustomerKey::from_headers(headers, whose)?;
+    let not_applicable = || {
+        S3Error::with_message(
+            S3Code::InvalidRequest,
+            "The encryption parameters are not applicable to this object.",
+        )
+    };
+    match (&attributes.encryption, customer) {
+        (None, None) => Ok(None),
+        (Some(e), None) if e.mode == EncryptionMode::Customer => Err(S3Error::with_message(
+            S3Code::InvalidRequest,
+            "The object was stored using a form of Server Side Encryption. The correct \
+             parameters must be provided to retrieve the object.",
+        )),
+        (Some(e), None) => transit_key(e).map(Some),
+        (Some(e), Some(customer)) if e.mode == EncryptionMode::Customer => {
+            customer.open(e).map(Some)
+        }
+        (_, Some(_)) => Err(not_applicable()),
+    }
+}
+
+/// The data key meta handed out with a record (opened from its seal).
+fn transit_key(encryption: &Encryption) -> Result<DataKey, S3Error> {
+    encryption
+        .data_key
+        .as_deref()
+        .and_then(|hex| hex::decode(hex).ok())
+        .and_then(|bytes| DataKey::from_bytes(&bytes).ok())
+        .ok_or_else(|| S3Error::internal("meta answered an encrypted record without its key"))
+}
+
+/// Adds the headers that tell how a version is encrypted:
+/// `x-amz-server-side-encryption` for SSE-S3, the customer algorithm and
+/// key MD5 for SSE-C.
 pub fn insert_headers(headers: &mut HeaderMap, attributes: &ObjectAttributes) {
-    if let Some(encryption) = &attributes.encryption {
-        headers.insert(
-            SSE_HEADER,
-            HeaderValue::from_static(encryption.mode.header_value()),
-        );
+    let Some(encryption) = &attributes.encryption else {
+        return;
+    };
+    let algorithm = HeaderValue::from_static(encryption.mode.algorithm());
+    match (encryption.mode, &encryption.customer_key_md5) {
+        (EncryptionMode::Customer, Some(md5)) => {
+            headers.insert(CUSTOMER_ALGORITHM_HEADER, algorithm);
+            if let Ok(md5) = HeaderValue::from_str(md5) {
+                headers.insert(CUSTOMER_KEY_MD5_HEADER, md5);
+            }
+        }
+        _ => {
+            headers.insert(SSE_HEADER, algorithm);
+        }
     }
 }
 
 /// How a record's stored bytes become its body.
 #[derive(Clone, Debug)]
 pub struct BodyKey {
-    key: DataKey,
-    /// The plaintext length.
-    size: u64,
+    body: SealedBody,
 }
 
 impl BodyKey {
-    /// The key of `record`'s body; None when it is stored as sent.
-    pub fn of(record: &ObjectRecord) -> Result<Option<Self>, S3Error> {
-        let Some(encryption) = &record.attributes.encryption else {
+    /// The key of `record`'s body, for a request with these `headers` (an
+    /// SSE-C object opens only with the client's key in them, under
+    /// `whose`); None when it is stored as sent. A multipart object's parts
+    /// each open under their own derived key.
+    pub fn of(
+        record: &ObjectRecord,
+        headers: &HeaderMap,
+        whose: KeyFor,
+    ) -> Result<Option<Self>, S3Error> {
+        let Some(key) = upload_key(&record.attributes, headers, whose)? else {
             return Ok(None);
         };
-        let key = encryption
-            .data_key
-            .as_deref()
-            .and_then(|hex| hex::decode(hex).ok())
-            .and_then(|bytes| DataKey::from_bytes(&bytes).ok())
-            .ok_or_else(|| {
-                S3Error::internal("meta answered an encrypted record without its key")
-            })?;
+        if record.parts.is_empty() {
+            return Ok(Some(Self {
+                body: SealedBody::single(record.size, key),
+            }));
+        }
+        let pieces = record
+            .parts
+            .iter()
+            .map(|part| {
+                let salt = part
+                    .key_salt
+                    .as_deref()
+                    .and_then(|salt| hex::decode(salt).ok())
+                    .ok_or_else(|| {
+                        S3Error::internal(format!(
+                            "part {} of an encrypted object has no key salt",
+                            part.number
+                        ))
+                    })?;
+                Ok((part.size, key.derive(&salt)))
+            })
+            .collect::<Result<_, S3Error>>()?;
         Ok(Some(Self {
-            key,
-            size: record.size,
+            body: SealedBody::pieces(pieces),
         }))
     }
 
     /// The stored bytes plaintext `range` needs, and their opener.
-    pub fn sealed_range(&self, range: std::ops::Range<u64>) -> (std::ops::Range<u64>, Opener) {
-        let sealed = SealedRange::of(range, self.size);
-        let opener = sealed.opener(&self.key);
-        (sealed.sealed, opener)
+    pub fn sealed_range(&self, range: std::ops::Range<u64>) -> (std::ops::Range<u64>, BodyOpener) {
+        self.body.range(range)
     }
 }
 
@@ -176,7 +479,7 @@ fn unreadable(error: OpenError) -> S3Error {
 }
 
 /// The plaintext of stored `pieces` through `opener`.
-pub fn open_all(mut opener: Opener, pieces: Vec<Bytes>) -> Result<Vec<Bytes>, S3Error> {
+pub fn open_all(mut opener: BodyOpener, pieces: Vec<Bytes>) -> Result<Vec<Bytes>, S3Error> {
     let mut plain = Vec::new();
     for piece in pieces {
         plain.extend(opener.push_bytes(piece).map_err(unreadable)?);
@@ -188,7 +491,7 @@ pub fn open_all(mut opener: Opener, pieces: Vec<Bytes>) -> Result<Vec<Bytes>, S3
 /// The plaintext of a stream of stored pieces through `opener`.
 pub fn open_stream<S>(
     stored: S,
-    opener: Opener,
+    opener: BodyOpener,
 ) -> impl Stream<Item = Result<Bytes, std::io::Error>> + Send
 where
     S: Stream<Item = Result<Bytes, std::io::Error>> + Send + Unpin,
@@ -208,9 +511,9 @@ where
                         }
                     }
                     None => {
-                        let last = opener.take().map(Opener::finish).transpose();
-                        let last = last.map_err(std::io::Error::other)?.flatten();
-                        return Ok(Some((last.into_iter().collect(), (stored, None))));
+                        let last = opener.take().map(BodyOpener::finish).transpose();
+                        let last = last.map_err(std::io::Error::other)?.unwrap_or_default();
+                        return Ok(Some((last, (stored, None))));
                     }
                 }
             }
@@ -258,13 +561,30 @@ mod tests {
         map
     }
 
+    fn mode(pairs: &[(&str, &str)]) -> Option<EncryptionMode> {
+        requested(&headers(pairs))
+            .unwrap()
+            .as_ref()
+            .map(Requested::mode)
+    }
+
+    /// A record of `size` bytes, stored as sent.
+    fn record_of(size: u64) -> ObjectRecord {
+        let mut record = ObjectRecord::new(
+            "b",
+            "k",
+            "e",
+            proto::ReplicationConfig::Replicated { replicas: 1 },
+            Vec::new(),
+        );
+        record.size = size;
+        record
+    }
+
     #[test]
     fn writes_ask_for_what_s3_accepts() {
-        assert_eq!(requested(&headers(&[])).unwrap(), None);
-        assert_eq!(
-            requested(&headers(&[(SSE_HEADER, "AES256")])).unwrap(),
-            Some(EncryptionMode::S3)
-        );
+        assert_eq!(mode(&[]), None);
+        assert_eq!(mode(&[(SSE_HEADER, "AES256")]), Some(EncryptionMode::S3));
         let code = |pairs: &[(&str, &str)]| requested(&headers(pairs)).unwrap_err().code();
         assert_eq!(code(&[(SSE_HEADER, "aes256")]), S3Code::InvalidArgument);
         assert_eq!(code(&[(SSE_HEADER, "aws:kms")]), S3Code::NotImplemented);
@@ -273,41 +593,222 @@ mod tests {
             S3Code::InvalidArgument
         );
         assert_eq!(
-            code(&[("x-amz-server-side-encryption-customer-algorithm", "AES256")]),
-            S3Code::NotImplemented
-        );
-        assert_eq!(
             refuse_on_read(&headers(&[(SSE_HEADER, "AES256")]))
                 .unwrap_err()
                 .code(),
             S3Code::InvalidArgument
         );
         assert!(refuse_on_read(&headers(&[])).is_ok());
+        let mut bucket: BucketRecord =
+            serde_json::from_str(r#"{"name":"b","owner":"o","created":0,"replication":null}"#)
+                .unwrap();
+        let default_mode = |bucket: &BucketRecord| {
+            for_write(&headers(&[]), bucket)
+                .unwrap()
+                .as_ref()
+                .map(Requested::mode)
+        };
+        assert_eq!(default_mode(&bucket), None);
+        bucket.encryption = Some(meta_api::BucketEncryption {
+            mode: EncryptionMode::S3,
+            bucket_key_enabled: false,
+        });
+        assert_eq!(default_mode(&bucket), Some(EncryptionMode::S3));
+    }
+
+    const KEY_A: [u8; 32] = [7; 32];
+    const KEY_B: [u8; 32] = [9; 32];
+
+    /// SSE-C headers for `key`, under `prefix`.
+    fn customer(prefix: &str, key: &[u8]) -> Pairs {
+        vec![
+            (format!("{prefix}algorithm"), "AES256".into()),
+            (format!("{prefix}key"), STANDARD.encode(key)),
+            (
+                format!("{prefix}key-md5"),
+                STANDARD.encode(Md5::digest(key)),
+            ),
+        ]
+    }
+
+    /// Header pairs a test builds and changes.
+    type Pairs = Vec<(String, String)>;
+
+    fn owned(pairs: &[(String, String)]) -> HeaderMap {
+        let pairs: Vec<(&str, &str)> = pairs
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        headers(&pairs)
+    }
+
+    #[test]
+    fn customer_key_headers_are_checked_as_s3_checks_them() {
+        let good = customer(CUSTOMER_PREFIX, &KEY_A);
         assert_eq!(
-            refuse_for_multipart(&headers(&[(SSE_HEADER, "AES256")]))
+            mode(
+                &good
+                    .iter()
+                    .map(|(n, v)| (n.as_str(), v.as_str()))
+                    .collect::<Vec<_>>()
+            ),
+            Some(EncryptionMode::Customer)
+        );
+        let refused = |change: &dyn Fn(&mut Pairs)| {
+            let mut pairs = customer(CUSTOMER_PREFIX, &KEY_A);
+            change(&mut pairs);
+            requested(&owned(&pairs)).unwrap_err().code()
+        };
+        assert_eq!(
+            refused(&|p| p[0].1 = "AES128".into()),
+            S3Code::InvalidEncryptionAlgorithmError
+        );
+        assert_eq!(refused(&|p| drop(p.remove(0))), S3Code::InvalidArgument);
+        assert_eq!(refused(&|p| drop(p.remove(1))), S3Code::InvalidArgument);
+        assert_eq!(refused(&|p| drop(p.remove(2))), S3Code::InvalidArgument);
+        assert_eq!(
+            refused(&|p| p[1].1 = STANDARD.encode([1u8; 16])),
+            S3Code::InvalidArgument,
+            "a 128-bit key"
+        );
+        assert_eq!(
+            refused(&|p| p[2].1 = STANDARD.encode(Md5::digest(KEY_B))),
+            S3Code::InvalidArgument,
+            "the MD5 of another key"
+        );
+        assert_eq!(
+            refused(&|p| p.push((SSE_HEADER.into(), "AES256".into()))),
+            S3Code::InvalidArgument,
+            "both SSE-C and SSE-S3"
+        );
+        let clear = owned(&customer(CUSTOMER_PREFIX, &KEY_A));
+        let plain = http::Extensions::new();
+        assert_eq!(
+            refuse_keys_in_clear(&clear, &plain, false)
                 .unwrap_err()
                 .code(),
-            S3Code::NotImplemented
+            S3Code::InvalidRequest
+        );
+        assert!(refuse_keys_in_clear(&clear, &plain, true).is_ok());
+        let mut tls = http::Extensions::new();
+        tls.insert(ClientConnection {
+            peer: "127.0.0.1:1".parse().unwrap(),
+            secure: true,
+        });
+        assert!(refuse_keys_in_clear(&clear, &tls, false).is_ok());
+        assert!(refuse_keys_in_clear(&headers(&[]), &plain, false).is_ok());
+    }
+
+    #[test]
+    fn a_customer_sealed_body_opens_only_with_its_key() {
+        let write = owned(&customer(CUSTOMER_PREFIX, &KEY_A));
+        let new = NewEncryption::new(requested(&write).unwrap().unwrap()).unwrap();
+        let commit = new.for_commit();
+        assert_eq!(commit.data_key, None, "the data key leaves only sealed");
+        assert!(!commit.sealed_key.contains(&hex::encode(KEY_A)));
+        let mut record = record_of(10);
+        record.attributes.encryption = Some(commit);
+        let mut answer = HeaderMap::new();
+        insert_headers(&mut answer, &record.attributes);
+        assert_eq!(
+            answer[CUSTOMER_KEY_MD5_HEADER],
+            STANDARD.encode(Md5::digest(KEY_A))
+        );
+        assert!(!answer.contains_key(SSE_HEADER));
+        let code = |h: &HeaderMap, whose| BodyKey::of(&record, h, whose).unwrap_err().code();
+        assert!(BodyKey::of(&record, &write, KeyFor::Object)
+            .unwrap()
+            .is_some());
+        assert_eq!(code(&headers(&[]), KeyFor::Object), S3Code::InvalidRequest);
+        let other = owned(&customer(CUSTOMER_PREFIX, &KEY_B));
+        assert_eq!(code(&other, KeyFor::Object), S3Code::AccessDenied);
+        let source = owned(&customer(COPY_SOURCE_CUSTOMER_PREFIX, &KEY_A));
+        assert!(BodyKey::of(&record, &source, KeyFor::CopySource)
+            .unwrap()
+            .is_some());
+        assert_eq!(code(&write, KeyFor::CopySource), S3Code::InvalidRequest);
+        // A key with the right MD5 on record but a seal it does not open.
+        let mut forged = record.clone();
+        forged.attributes.encryption.as_mut().unwrap().sealed_key =
+            NewEncryption::new(requested(&other).unwrap().unwrap())
+                .unwrap()
+                .for_commit()
+                .sealed_key;
+        assert_eq!(
+            BodyKey::of(&forged, &write, KeyFor::Object)
+                .unwrap_err()
+                .code(),
+            S3Code::AccessDenied
+        );
+        // Keys sent for an object that has none are refused.
+        let mut clear = record.clone();
+        clear.attributes.encryption = None;
+        assert_eq!(
+            BodyKey::of(&clear, &write, KeyFor::Object)
+                .unwrap_err()
+                .code(),
+            S3Code::InvalidRequest
+        );
+    }
+
+    #[test]
+    fn parts_open_under_keys_derived_from_the_upload_key() {
+        let upload = NewEncryption::new(Requested::S3).unwrap();
+        let attributes = ObjectAttributes {
+            encryption: Some(upload.for_commit()),
+            ..Default::default()
+        };
+        let mut record = record_of(10);
+        let mut stored = Vec::new();
+        let mut plain = Vec::new();
+        for (number, size) in [(1u32, 70_000usize), (2, 5)] {
+            let part = NewEncryption::for_part(&attributes, &HeaderMap::new())
+                .unwrap()
+                .unwrap();
+            let body: Vec<u8> = (0..size).map(|i| (i as u32 * number) as u8).collect();
+            let mut sealer = part.sealer();
+            stored.extend(sealer.push(&body).concat());
+            stored.extend(sealer.finish().unwrap_or_default());
+            plain.extend(body);
+            record.parts.push(meta_api::PartSummary {
+                number,
+                size: size as u64,
+                etag: "e".into(),
+                checksum: None,
+                key_salt: part.key_salt(),
+            });
+        }
+        record.size = plain.len() as u64;
+        record.attributes = attributes;
+        let key = BodyKey::of(&record, &HeaderMap::new(), KeyFor::Object)
+            .unwrap()
+            .unwrap();
+        let (sealed, opener) = key.sealed_range(69_999..70_003);
+        let piece = Bytes::copy_from_slice(&stored[sealed.start as usize..sealed.end as usize]);
+        assert_eq!(
+            open_all(opener, vec![piece]).unwrap().concat(),
+            &plain[69_999..70_003]
+        );
+        record.parts[1].key_salt = None;
+        assert!(
+            BodyKey::of(&record, &HeaderMap::new(), KeyFor::Object).is_err(),
+            "a part without its salt"
         );
     }
 
     #[tokio::test]
     async fn streamed_and_whole_openings_agree() {
-        let new = NewEncryption::new(EncryptionMode::S3).unwrap();
+        let new = NewEncryption::new(Requested::S3).unwrap();
         let plain: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
         let mut sealer = new.sealer();
         let mut stored: Vec<Bytes> = sealer.push(&plain);
         stored.extend(sealer.finish());
-        let mut record = ObjectRecord::new(
-            "b",
-            "k",
-            "e",
-            proto::ReplicationConfig::Replicated { replicas: 1 },
-            Vec::new(),
-        );
+        let mut record = record_of(10);
         record.size = plain.len() as u64;
         record.attributes.encryption = Some(new.for_commit());
-        let key = BodyKey::of(&record).unwrap().unwrap();
+        let key = BodyKey::of(&record, &HeaderMap::new(), KeyFor::Object)
+            .unwrap()
+            .unwrap();
         let all: Vec<u8> = stored.concat();
         let (sealed, opener) = key.sealed_range(70_000..150_000);
         let piece = Bytes::copy_from_slice(&all[sealed.start as usize..sealed.end as usize]);
@@ -324,6 +825,6 @@ mod tests {
             .unwrap();
         assert_eq!(streamed.concat(), whole);
         record.attributes.encryption.as_mut().unwrap().data_key = None;
-        assert!(BodyKey::of(&record).is_err());
+        assert!(BodyKey::of(&record, &HeaderMap::new(), KeyFor::Object).is_err());
     }
 }

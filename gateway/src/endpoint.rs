@@ -12,8 +12,8 @@ use crate::auth::{self, VerifiedRequest};
 use crate::error::S3Error;
 use crate::handlers::cors::with_cors;
 use crate::handlers::{
-    access_settings, acl, attributes, bucket, copy, cors, lifecycle, list, multipart, object,
-    object_lock, policy, post_object, tagging, versions, RequestContext,
+    access_settings, acl, attributes, bucket, bucket_encryption, copy, cors, lifecycle, list,
+    multipart, object, object_lock, policy, post_object, tagging, versions, RequestContext,
 };
 use crate::params::{
     ListBucketsParams, ListPartsParams, ListUploadsParams, ListV1Params, ListV2Params,
@@ -104,6 +104,15 @@ s3_endpoints! {
         /// DELETE /bucket?cors.
         DeleteBucketCors {} [(DELETE, Bucket, query("cors"))] PutBucketCors
             => cors::delete_bucket_cors(ctx, &bucket).await;
+        /// GET /bucket?encryption.
+        GetBucketEncryption {} [(GET, Bucket, query("encryption"))] GetEncryptionConfiguration
+            => bucket_encryption::get_bucket_encryption(&bucket);
+        /// PUT /bucket?encryption.
+        PutBucketEncryption {} [(PUT, Bucket, query("encryption"))] PutEncryptionConfiguration
+            => bucket_encryption::put_bucket_encryption(ctx, &bucket, body).await;
+        /// DELETE /bucket?encryption.
+        DeleteBucketEncryption {} [(DELETE, Bucket, query("encryption"))] PutEncryptionConfiguration
+            => bucket_encryption::delete_bucket_encryption(ctx, &bucket).await;
         /// GET /bucket?lifecycle.
         GetBucketLifecycleConfiguration {} [(GET, Bucket, query("lifecycle"))] GetLifecycleConfiguration
             => lifecycle::get_bucket_lifecycle(&bucket);
@@ -300,6 +309,11 @@ async fn run(
     // is not touched before this point, so `Expect: 100-continue` is only
     // answered once the request is authorised.
     crate::headers::check_header_section(&parts.headers)?;
+    crate::encryption::refuse_keys_in_clear(
+        &parts.headers,
+        &parts.extensions,
+        state.config.sse_c_over_http,
+    )?;
     let anonymous_allowed = endpoint
         .as_ref()
         .is_ok_and(|e| e.access().allows_anonymous());

@@ -151,7 +151,7 @@ fn virtual_hosted_style_needs_the_configured_domain() {
 fn unknown_operations_are_not_implemented() {
     let table = [
         ("GET", "/b?replication", "GetBucketReplication"),
-        ("PUT", "/b?encryption", "PutBucketEncryption"),
+        ("PUT", "/b?website", "PutBucketWebsite"),
         ("POST", "/b/k?restore", "PostObjectRestore"),
         ("PATCH", "/b/k", "PATCH"),
         ("PUT", "/", "PUT on the service"),

@@ -57,6 +57,9 @@ pub struct GatewayConfig {
     pub get_memory: u64,
     /// Whether SigV2 signatures are accepted (headers, presigned URLs, forms).
     pub sigv2: bool,
+    /// Whether SSE-C keys are taken over plain HTTP (TLS ends in front of
+    /// the gateway); otherwise only over HTTPS, as S3 takes them.
+    pub sse_c_over_http: bool,
 }
 
 impl GatewayConfig {
@@ -70,6 +73,7 @@ impl GatewayConfig {
             body_rate: body_rate::BodyRateLimit::default(),
             get_memory: download::DEFAULT_GET_MEMORY,
             sigv2: true,
+            sse_c_over_http: false,
         }
     }
 

@@ -236,11 +236,9 @@ async fn failed_checks_commit_nothing_and_users_stay_apart() {
 
     let anonymous = cluster.send(None, "GET", "/alpha/r", &[], b"").await;
     assert_error(&anonymous, 403, "AccessDenied");
-    let encryption = cluster
-        .send(ROOT, "GET", "/alpha?encryption", &[], b"")
-        .await;
-    assert_error(&encryption, 501, "NotImplemented");
-    assert!(encryption.text().contains("GetBucketEncryption"));
+    let website = cluster.send(ROOT, "GET", "/alpha?website", &[], b"").await;
+    assert_error(&website, 501, "NotImplemented");
+    assert!(website.text().contains("GetBucketWebsite"));
     let policy = cluster.send(ROOT, "GET", "/alpha?policy", &[], b"").await;
     assert_error(&policy, 404, "NoSuchBucketPolicy");
     let no_bucket = cluster.send(ROOT, "PUT", "/nothing/k", &[], data).await;

@@ -337,6 +337,9 @@ pub struct GatewaySettings {
     /// Accept AWS Signature Version 2 (older SDKs, s3cmd, aws-cli v1 and boto3 presigned links); false: SigV4 only.
     #[arg(long, env = "TESSERA_SIGV2", default_value_t = true, action = clap::ArgAction::Set)]
     pub sigv2: bool,
+    /// Take SSE-C keys over plain HTTP (only when TLS ends in front of the gateway); without it they need HTTPS, as in S3.
+    #[arg(long, env = "TESSERA_SSE_C_OVER_HTTP")]
+    pub sse_c_over_http: bool,
 }
 
 /// Opens the metadata service in `dir`, printing the root credentials when
@@ -446,6 +449,7 @@ pub async fn serve_gateway(
             },
             get_memory: settings.get_memory,
             sigv2: settings.sigv2,
+            sse_c_over_http: settings.sse_c_over_http,
         },
     );
     let limits = ::gateway::listener::ConnectionLimits {

@@ -1,6 +1,7 @@
 //! Data keys and their sealing under a key-encryption key.
 
 use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
+use aws_lc_rs::hkdf::{Salt, HKDF_SHA256};
 use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use zeroize::Zeroizing;
 
@@ -51,6 +52,21 @@ impl DataKey {
     /// The key's bytes.
     pub fn as_bytes(&self) -> &[u8; KEY_LEN] {
         &self.0
+    }
+
+    /// The key of one part of a multipart body: HKDF-SHA256 of this (the
+    /// upload's) key with the part's own random `salt`, so every part, and
+    /// every re-upload of a part, seals under a key of its own.
+    pub fn derive(&self, salt: &[u8]) -> DataKey {
+        let mut bytes = Zeroizing::new([0u8; KEY_LEN]);
+        // Expanding fails only for outputs over 255 hash lengths; 32 bytes
+        // is one.
+        Salt::new(HKDF_SHA256, salt)
+            .extract(self.as_bytes())
+            .expand(&[b"tessera part key v1"], HKDF_SHA256)
+            .and_then(|okm| okm.fill(bytes.as_mut()))
+            .expect("32 bytes is one SHA-256 output");
+        Self(bytes)
     }
 
     pub(crate) fn aead(&self) -> LessSafeKey {
@@ -172,6 +188,17 @@ mod tests {
             kek.open(&sealed[1..], b"sse-s3").unwrap_err(),
             KeyError::WrongKey
         );
+    }
+
+    #[test]
+    fn derived_keys_differ_by_salt_and_by_key_and_repeat_for_both() {
+        let upload = DataKey::random().unwrap();
+        let a = upload.derive(b"salt one");
+        assert_eq!(a.as_bytes(), upload.derive(b"salt one").as_bytes());
+        assert_ne!(a.as_bytes(), upload.derive(b"salt two").as_bytes());
+        assert_ne!(a.as_bytes(), upload.as_bytes());
+        let other = DataKey::random().unwrap();
+        assert_ne!(a.as_bytes(), other.derive(b"salt one").as_bytes());
     }
 
     #[test]

@@ -11,7 +11,10 @@
 //! seals one body only, so nonces never repeat under one key; the index in
 //! the nonce stops packages being swapped, and the plaintext length kept in
 //! meta stops them being dropped. A ranged read opens only the packages the
-//! range touches ([`SealedRange`]). Datanode CRCs keep covering the stored
+//! range touches ([`SealedRange`]). The parts of a multipart body are sealed
+//! one after another, each under a key derived from the upload's data key
+//! and a random salt of the part's own ([`DataKey::derive`], [`SealedBody`]).
+//! Datanode CRCs keep covering the stored
 //! (sealed) bytes.
 //!
 //! AES-256-GCM comes from `aws-lc-rs` (AWS's maintained libcrypto, also a
@@ -22,8 +25,10 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod body;
 mod keys;
 mod packages;
 
+pub use body::{BodyOpener, SealedBody};
 pub use keys::{DataKey, KeyEncryptionKey, KeyError, SEALED_KEY_LEN};
 pub use packages::{sealed_len, OpenError, Opener, SealedRange, Sealer, PACKAGE, TAG};

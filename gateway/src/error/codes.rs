@@ -77,6 +77,8 @@ s3_codes! {
                  Access-Control-Request-Headers are not whitelisted by the resource's CORS spec.";
     /// A form upload whose body is not well-formed multipart/form-data.
     MalformedPOSTRequest => BAD_REQUEST, "The body of your POST request is not well-formed multipart/form-data.";
+    /// The bucket has no default encryption.
+    ServerSideEncryptionConfigurationNotFoundError => NOT_FOUND, "The server side encryption configuration was not found";
     /// The bucket has no lifecycle configuration.
     NoSuchLifecycleConfiguration => NOT_FOUND, "The lifecycle configuration does not exist";
     /// The bucket has no CORS configuration.
@@ -121,6 +123,8 @@ s3_codes! {
     InvalidRange => RANGE_NOT_SATISFIABLE, "The requested range is not satisfiable";
     /// The request is malformed in some other way.
     InvalidRequest => BAD_REQUEST, "Invalid Request";
+    /// An SSE-C algorithm other than AES256.
+    InvalidEncryptionAlgorithmError => BAD_REQUEST, "The encryption request you specified is not valid. The valid value is AES256.";
     /// A tag key or value breaks S3's rules.
     InvalidTag => BAD_REQUEST, "The TagValue you have provided is invalid";
     /// The object has no tag set (GetBucketTagging on an untagged bucket).

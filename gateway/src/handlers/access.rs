@@ -66,6 +66,24 @@ pub fn object_access(object: &ObjectRecord) -> ObjectAccess<'_> {
 }
 
 impl RequestContext<'_> {
+    /// The body of a bucket configuration, which S3 wants vouched for by
+    /// Content-MD5 or an `x-amz-checksum-*` (see
+    /// [`read_checked_document`](crate::request_body::read_checked_document)).
+    pub async fn vouched_configuration(
+        &self,
+        body: axum::body::Body,
+        limit: u64,
+    ) -> Result<bytes::Bytes, S3Error> {
+        crate::request_body::read_checked_document(
+            &self.request,
+            &self.parts.headers,
+            body,
+            limit,
+            true,
+        )
+        .await
+    }
+
     /// Who is calling.
     pub fn identity(&self) -> &Identity {
         &self.request.identity

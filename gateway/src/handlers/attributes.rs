@@ -84,6 +84,8 @@ pub async fn get_object_attributes(
     let max_parts = header_number(headers, "x-amz-max-parts", MAX_PAGE)?.min(MAX_PAGE);
     let marker = header_number(headers, "x-amz-part-number-marker", 0)?;
     let record = ctx.authorized_object(bucket, key, version.as_ref()).await?;
+    // An SSE-C object tells its attributes only to a holder of its key.
+    crate::encryption::BodyKey::of(&record, headers, crate::encryption::KeyFor::Object)?;
     match conditional::evaluate(headers, &record.etag, record.created) {
         Precondition::Proceed => {}
         Precondition::NotModified | Precondition::Failed => {

@@ -11,7 +11,7 @@ use super::versions::insert_version_id;
 use super::{xml_response, AuthorizedBucket, RequestContext};
 use crate::auth::{ChecksumAlgorithm, Checksummer};
 use crate::conditional::{evaluate_copy_source, Precondition};
-use crate::encryption::{self, read_plain_at, BodyKey, NewEncryption};
+use crate::encryption::{self, read_plain_at, BodyKey, KeyFor, NewEncryption, Requested};
 use crate::error::{S3Code, S3Error};
 use crate::headers::ObjectMetadata;
 use crate::object_checksum::object_checksum;
@@ -175,7 +175,7 @@ async fn copy_range(
     encryption: Option<&NewEncryption>,
 ) -> Result<Copied, S3Error> {
     let reader = Arc::new(ctx.state.store.reader(record));
-    let source_key = Arc::new(BodyKey::of(record)?);
+    let source_key = Arc::new(BodyKey::of(record, &ctx.parts.headers, KeyFor::CopySource)?);
     let mut writer = ctx.state.store.writer(replication);
     let mut sealer = encryption.map(NewEncryption::sealer);
     let mut md5 = Md5::new();
@@ -228,7 +228,13 @@ async fn copy_range(
     }
     let written = writer.finish().await?;
     Ok(Copied {
-        etag: hex::encode(md5.finalize()),
+        etag: {
+            let md5 = hex::encode(md5.finalize());
+            match encryption {
+                Some(encryption) => encryption.etag(&md5),
+                None => md5,
+            }
+        },
         size: range.len(),
         written,
         checksum: checksummer.map(|c| StoredChecksum {
@@ -269,6 +275,7 @@ pub async fn copy_object(
     let (retention, legal_hold) = requested_lock(ctx, bucket, key)?;
     // Nor its encryption: the copy is encrypted as its request asks.
     let requested_encryption = encryption::requested(headers)?;
+    let copy_encryption = encryption::for_write(headers, bucket)?;
     let (source, record) = source_object(ctx).await?;
     let onto_itself = source.bucket == bucket.name && source.key == key;
     // Copying a named version onto its key restores it, as S3 allows.
@@ -309,8 +316,15 @@ pub async fn copy_object(
     };
     let now = now_millis();
     let meta = &ctx.state.meta;
-    let same_encryption =
-        requested_encryption == record.attributes.encryption.as_ref().map(|e| e.mode);
+    // An SSE-C copy is always sealed anew: its key may differ from the
+    // source's.
+    let same_encryption = match &copy_encryption {
+        Some(Requested::Customer(_)) => false,
+        wanted => {
+            wanted.as_ref().map(Requested::mode)
+                == record.attributes.encryption.as_ref().map(|e| e.mode)
+        }
+    };
     if onto_itself && bucket.versioning.is_none() && same_encryption {
         // Same bytes, new metadata: commit the same blocks again, only while
         // the key still holds the source. (With versioning the copy is a
@@ -346,7 +360,7 @@ pub async fn copy_object(
     }
     let replication = chosen_replication(ctx, bucket).await?;
     let algorithm = copy_checksum_algorithm(headers, &record)?;
-    let new_encryption = requested_encryption.map(NewEncryption::new).transpose()?;
+    let new_encryption = copy_encryption.map(NewEncryption::new).transpose()?;
     let copied = copy_range(
         ctx,
         &record,
@@ -420,7 +434,7 @@ pub async fn upload_part_copy(
     upload_id: &str,
     part_number: u32,
 ) -> Result<Response, S3Error> {
-    encryption::refuse_for_multipart(&ctx.parts.headers)?;
+    encryption::refuse_on_read(&ctx.parts.headers)?;
     let upload = ctx
         .state
         .meta
@@ -449,7 +463,16 @@ pub async fn upload_part_copy(
         .checksum_algorithm
         .as_deref()
         .and_then(ChecksumAlgorithm::from_name);
-    let copied = copy_range(ctx, &record, range, upload.replication, algorithm, None).await?;
+    let part_encryption = NewEncryption::for_part(&upload.attributes, &ctx.parts.headers)?;
+    let copied = copy_range(
+        ctx,
+        &record,
+        range,
+        upload.replication,
+        algorithm,
+        part_encryption.as_ref(),
+    )
+    .await?;
     let now = now_millis();
     let groups = copied.written.groups.clone();
     let part = PartRecord {
@@ -460,14 +483,17 @@ pub async fn upload_part_copy(
         created: now,
         groups: copied.written.groups,
         checksum: copied.checksum.clone(),
+        key_salt: part_encryption.as_ref().and_then(NewEncryption::key_salt),
     };
     let meta = &ctx.state.meta;
     commit_or_discard(meta, groups, meta.call(meta_api::CommitPart { part })).await?;
-    Ok(xml_response(object_documents::copy_part_result(
+    let mut response = xml_response(object_documents::copy_part_result(
         &copied.etag,
         now,
         copied.checksum.as_ref(),
-    )))
+    ));
+    encryption::insert_headers(response.headers_mut(), &upload.attributes);
+    Ok(response)
 }
 
 #[cfg(test)]

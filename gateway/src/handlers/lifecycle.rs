@@ -7,7 +7,6 @@
 use super::{empty_response, xml_response, AuthorizedBucket, RequestContext};
 use crate::dates::http_date;
 use crate::error::{S3Code, S3Error};
-use crate::request_body::read_checked_document;
 use crate::xml::lifecycle_documents::{
     lifecycle_configuration, parse_lifecycle_configuration, LifecycleError,
 };
@@ -84,14 +83,9 @@ pub async fn put_bucket_lifecycle(
     bucket: &AuthorizedBucket,
     body: Body,
 ) -> Result<Response, S3Error> {
-    let document = read_checked_document(
-        &ctx.request,
-        &ctx.parts.headers,
-        body,
-        LIFECYCLE_BODY_LIMIT,
-        true,
-    )
-    .await?;
+    let document = ctx
+        .vouched_configuration(body, LIFECYCLE_BODY_LIMIT)
+        .await?;
     let rules = parse_lifecycle_configuration(&document).map_err(refusal)?;
     ctx.state
         .meta

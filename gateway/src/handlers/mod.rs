@@ -7,6 +7,7 @@ pub mod access_settings;
 pub mod acl;
 pub mod attributes;
 pub mod bucket;
+pub mod bucket_encryption;
 mod conditions;
 pub mod copy;
 pub mod cors;

@@ -11,6 +11,7 @@ use super::object_lock::requested_lock;
 use super::versions::insert_new_version_id;
 use super::{empty_response, xml_response, AuthorizedBucket, RequestContext};
 use crate::auth::ChecksumAlgorithm;
+use crate::encryption::{self, NewEncryption};
 use crate::error::S3Code;
 use crate::error::S3Error;
 use crate::headers::{etag_value, ObjectMetadata};
@@ -97,7 +98,9 @@ pub async fn create_upload(
     key: String,
 ) -> Result<Response, S3Error> {
     let headers = &ctx.parts.headers;
-    crate::encryption::refuse_for_multipart(headers)?;
+    let encryption = encryption::for_write(headers, bucket)?
+        .map(NewEncryption::new)
+        .transpose()?;
     let metadata = ObjectMetadata::from_request(headers)?;
     let written = written_access(ctx, bucket, canned_acl(headers))?;
     let tags = tags_from_header(headers)?.unwrap_or_default();
@@ -124,12 +127,13 @@ pub async fn create_upload(
             acl: written.acl,
             retention,
             legal_hold,
-            encryption: None,
+            encryption: encryption.as_ref().map(NewEncryption::for_commit),
         },
     };
     let document = documents::initiate_upload(&record.bucket, &record.key, &record.upload_id);
     let mut response = xml_response(document);
     insert_abort_date(response.headers_mut(), bucket, &record.key, record.created);
+    encryption::insert_headers(response.headers_mut(), &record.attributes);
     ctx.state
         .meta
         .call(meta_api::CreateUpload { record })
@@ -172,9 +176,11 @@ pub async fn upload_part(
     part_number: u32,
     body: Body,
 ) -> Result<Response, S3Error> {
-    crate::encryption::refuse_for_multipart(&ctx.parts.headers)?;
+    encryption::refuse_on_read(&ctx.parts.headers)?;
     let upload = existing_upload(ctx, bucket, key, upload_id).await?;
-    let stored = store_request_body(ctx, upload.replication, body, None).await?;
+    let part_encryption = NewEncryption::for_part(&upload.attributes, &ctx.parts.headers)?;
+    let stored =
+        store_request_body(ctx, upload.replication, body, part_encryption.as_ref()).await?;
     let checksum = stored_checksum(&stored);
     let groups = stored.written.groups.clone();
     let etag = etag_value(&stored.etag);
@@ -186,11 +192,13 @@ pub async fn upload_part(
         created: now_millis(),
         groups: stored.written.groups,
         checksum: checksum.clone(),
+        key_salt: part_encryption.as_ref().and_then(NewEncryption::key_salt),
     };
     let meta = &ctx.state.meta;
     commit_or_discard(meta, groups, meta.call(meta_api::CommitPart { part })).await?;
     let mut response = empty_response(StatusCode::OK);
     response.headers_mut().insert(ETAG, etag);
+    encryption::insert_headers(response.headers_mut(), &upload.attributes);
     if let Some(checksum) = &checksum {
         crate::headers::insert_checksum(response.headers_mut(), checksum, None);
     }
@@ -259,6 +267,7 @@ pub async fn complete_upload(
     let mut response = xml_response(document);
     insert_new_version_id(response.headers_mut(), &object.version);
     insert_expiration(response.headers_mut(), bucket, &object);
+    encryption::insert_headers(response.headers_mut(), &object.attributes);
     Ok(response)
 }
 

@@ -9,7 +9,7 @@ use super::{empty_response, xml_response, AuthorizedBucket, RequestContext};
 use crate::conditional::WriteConditionError;
 use crate::conditional::{self, Precondition};
 use crate::download;
-use crate::encryption::{self, BodyKey, NewEncryption};
+use crate::encryption::{self, BodyKey, KeyFor, NewEncryption};
 use crate::error::{S3Code, S3Error, DELETE_MARKER_HEADER};
 use crate::headers::{self, etag_value, object_headers, ObjectMetadata};
 use crate::object_checksum::object_checksum;
@@ -53,7 +53,8 @@ pub(super) async fn chosen_replication(
 }
 
 /// Streams the request body into a new key of `replication`, checking
-/// Content-MD5 before anything is committed.
+/// Content-MD5 before anything is committed; the ETag is the body's MD5,
+/// except under a customer key (see [`NewEncryption::etag`]).
 pub(super) async fn store_request_body(
     ctx: &RequestContext<'_>,
     replication: ReplicationConfig,
@@ -66,13 +67,17 @@ pub(super) async fn store_request_body(
     // Held until the body is stored; nothing of it is read before.
     let _slot = ctx.state.uploads.acquire().await?;
     let sealer = encryption.map(NewEncryption::sealer);
-    store_body(
+    let mut stored = store_body(
         stream,
         ctx.state.store.writer(replication),
         expected_md5,
         sealer,
     )
-    .await
+    .await?;
+    if let Some(encryption) = encryption {
+        stored.etag = encryption.etag(&stored.etag);
+    }
+    Ok(stored)
 }
 
 /// The condition of a conditional write (If-None-Match: *, If-Match), which
@@ -115,7 +120,7 @@ pub async fn put_object(
     let tags = tags_from_header(request_headers)?.unwrap_or_default();
     let condition = requested_write_condition(request_headers)?;
     let (retention, legal_hold) = requested_lock(ctx, bucket, &key)?;
-    let encryption = encryption::requested(request_headers)?
+    let encryption = encryption::for_write(request_headers, bucket)?
         .map(NewEncryption::new)
         .transpose()?;
     let replication = chosen_replication(ctx, bucket).await?;
@@ -275,6 +280,8 @@ pub async fn get_object(
     encryption::refuse_on_read(&ctx.parts.headers)?;
     let record = ctx.authorized_object(bucket, key, version.as_ref()).await?;
     let request_headers = &ctx.parts.headers;
+    // HEAD too: an SSE-C object answers only to its key.
+    let body_key = BodyKey::of(&record, request_headers, KeyFor::Object)?;
     match conditional::evaluate(request_headers, &record.etag, record.created) {
         Precondition::Proceed => {}
         Precondition::NotModified => return Ok(not_modified(&record)),
@@ -323,7 +330,7 @@ pub async fn get_object(
             ctx.state.readers.get_or_open(&ctx.state.store, &record),
             range,
             &ctx.state.get_memory,
-            BodyKey::of(&record)?.as_ref(),
+            body_key.as_ref(),
         )
         .await?
     };
@@ -501,6 +508,7 @@ mod tests {
                     size,
                     etag: "p".into(),
                     checksum: None,
+                    key_salt: None,
                 })
                 .collect(),
             attributes: Default::default(),

@@ -6,6 +6,7 @@
 use super::versions::insert_new_version_id;
 use super::{empty_response, RequestContext};
 use crate::auth::verify_post_form;
+use crate::encryption::{self, NewEncryption};
 use crate::error::{S3Code, S3Error};
 use crate::headers::{etag_value, ObjectMetadata};
 use crate::request_body::{commit_or_discard, MAX_OBJECT_UPLOAD};
@@ -20,9 +21,10 @@ use http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, ETAG, LOCAT
 use http::StatusCode;
 use md5::{Digest, Md5};
 use meta_api::now_millis;
-use meta_api::{BucketRecord, BucketRight, ObjectRecord};
+use meta_api::{BucketRecord, BucketRight, ObjectAttributes, ObjectRecord};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use proto::ObjectId;
+use sse::Sealer;
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
@@ -85,6 +87,7 @@ async fn store_file(
     field: &mut multer::Field<'_>,
     writer: &mut KeyWriter,
     hasher: &mut Md5,
+    mut sealer: Option<Sealer>,
     range: (u64, u64),
 ) -> Result<u64, S3Error> {
     let mut size = 0u64;
@@ -99,7 +102,17 @@ async fn store_file(
             .detail("MaxSizeAllowed", range.1.to_string()));
         }
         hasher.update(&chunk);
-        writer.write(Bytes::clone(&chunk)).await?;
+        match sealer.as_mut() {
+            None => writer.write(Bytes::clone(&chunk)).await?,
+            Some(sealer) => {
+                for package in sealer.push(&chunk) {
+                    writer.write(package).await?;
+                }
+            }
+        }
+    }
+    if let Some(last) = sealer.and_then(Sealer::finish) {
+        writer.write(last).await?;
     }
     if size < range.0 {
         return Err(S3Error::with_message(
@@ -109,6 +122,20 @@ async fn store_file(
         .detail("MinSizeAllowed", range.0.to_string()));
     }
     Ok(size)
+}
+
+/// The form's encryption fields, as the headers of a PUT would carry them.
+fn encryption_fields(fields: &BTreeMap<String, String>) -> HeaderMap {
+    fields
+        .iter()
+        .filter(|(name, _)| name.starts_with(encryption::SSE_HEADER))
+        .filter_map(|(name, value)| {
+            Some((
+                HeaderName::from_bytes(name.as_bytes()).ok()?,
+                HeaderValue::from_str(value).ok()?,
+            ))
+        })
+        .collect()
 }
 
 /// The success answer the form asked for: a 303 redirect, or status 200, 201
@@ -240,14 +267,15 @@ pub async fn post_object(
         return Err(S3Error::new(S3Code::AccessDenied));
     }
     let metadata = metadata_of(&fields)?;
-    if fields
-        .keys()
-        .any(|name| name.starts_with(crate::encryption::SSE_HEADER))
-    {
-        return Err(S3Error::not_implemented(
-            "server-side encryption of form uploads",
-        ));
-    }
+    let encryption_fields = encryption_fields(&fields);
+    encryption::refuse_keys_in_clear(
+        &encryption_fields,
+        &ctx.parts.extensions,
+        ctx.state.config.sse_c_over_http,
+    )?;
+    let encryption = encryption::for_write(&encryption_fields, bucket)?
+        .map(NewEncryption::new)
+        .transpose()?;
     let range = policy.length_range().unwrap_or((0, MAX_OBJECT_UPLOAD));
     let replication = meta
         .call(meta_api::DefaultReplication {
@@ -256,7 +284,8 @@ pub async fn post_object(
         .await?;
     let mut writer = ctx.state.store.writer(replication);
     let mut hasher = Md5::new();
-    let size = match store_file(&mut file, &mut writer, &mut hasher, range).await {
+    let sealer = encryption.as_ref().map(NewEncryption::sealer);
+    let size = match store_file(&mut file, &mut writer, &mut hasher, sealer, range).await {
         Ok(size) => size,
         Err(e) => {
             writer.abort().await;
@@ -264,7 +293,11 @@ pub async fn post_object(
         }
     };
     let written = writer.finish().await?;
-    let etag = hex::encode(hasher.finalize());
+    let md5 = hex::encode(hasher.finalize());
+    let etag = match &encryption {
+        Some(encryption) => encryption.etag(&md5),
+        None => md5,
+    };
     let groups = written.groups.clone();
     let record = ObjectRecord {
         id: ObjectId::random(),
@@ -279,7 +312,10 @@ pub async fn post_object(
         replication: written.replication,
         groups: written.groups,
         parts: vec![],
-        attributes: Default::default(),
+        attributes: ObjectAttributes {
+            encryption: encryption.as_ref().map(NewEncryption::for_commit),
+            ..Default::default()
+        },
         version: Default::default(),
     };
     let stamp = commit_or_discard(
@@ -293,6 +329,11 @@ pub async fn post_object(
     .await?;
     let mut response = success_response(&fields, &bucket.name, &key, &etag);
     insert_new_version_id(response.headers_mut(), &stamp);
+    let attributes = ObjectAttributes {
+        encryption: encryption.as_ref().map(NewEncryption::for_commit),
+        ..Default::default()
+    };
+    encryption::insert_headers(response.headers_mut(), &attributes);
     Ok(response)
 }
 

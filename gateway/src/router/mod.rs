@@ -104,7 +104,6 @@ pub fn target(uri: &Uri, headers: &HeaderMap, domain: Option<&str>) -> Result<Ta
 const UNSUPPORTED_SUBRESOURCES: &[(&str, &str)] = &[
     ("accelerate", "AccelerateConfiguration"),
     ("analytics", "AnalyticsConfiguration"),
-    ("encryption", "Encryption"),
     ("intelligent-tiering", "IntelligentTieringConfiguration"),
     ("inventory", "InventoryConfiguration"),
     ("logging", "Logging"),

@@ -41,6 +41,7 @@ fn bucket(name: &str, created: &str) -> BucketRecord {
     BucketRecord {
         object_lock: None,
         lifecycle: Vec::new(),
+        encryption: None,
         name: name.into(),
         owner: "webfile".into(),
         created: ms(created),
@@ -385,6 +386,7 @@ fn list_parts_matches_aws_example() {
         created: ms("2010-11-10T20:48:34.000Z"),
         groups: vec![],
         checksum: None,
+        key_salt: None,
     }];
     let doc = list_parts(&ListPartsDoc {
         upload: &upload(),

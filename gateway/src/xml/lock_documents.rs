@@ -1,7 +1,7 @@
 //! Object lock documents: ObjectLockConfiguration, Retention and LegalHold,
 //! read strictly (S3 answers MalformedXML to anything else) and written back.
 
-use super::parse::{parse_document, Element};
+use super::parse::{leaf, leaves, parse_document, Element};
 use super::{MalformedXml, XmlWriter};
 use crate::dates::{iso8601, parse_iso8601};
 use meta_api::{DefaultRetention, LockMode, ObjectLock, Retention, RetentionPeriod, UnixMillis};
@@ -24,33 +24,6 @@ impl From<MalformedXml> for LockConfigurationError {
     fn from(_: MalformedXml) -> Self {
         Self::Malformed
     }
-}
-
-/// The children of `element`, each a leaf with its text, by name; MalformedXML
-/// when a child has children, repeats, or is not in `allowed`.
-fn leaves<'a>(
-    element: &'a Element,
-    allowed: &[&str],
-) -> Result<Vec<(&'a str, &'a str)>, MalformedXml> {
-    let mut out: Vec<(&str, &str)> = Vec::new();
-    for child in &element.children {
-        let name = child.name.as_str();
-        if !child.children.is_empty()
-            || !allowed.contains(&name)
-            || out.iter().any(|(n, _)| *n == name)
-        {
-            return Err(MalformedXml);
-        }
-        out.push((name, child.text.trim()));
-    }
-    Ok(out)
-}
-
-fn leaf<'a>(leaves: &[(&str, &'a str)], name: &str) -> Option<&'a str> {
-    leaves
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, text)| *text)
 }
 
 /// An ObjectLockConfiguration body: `ObjectLockEnabled` must be `Enabled`;

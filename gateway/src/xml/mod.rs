@@ -3,6 +3,7 @@
 
 pub mod access_documents;
 pub mod documents;
+pub mod encryption_documents;
 pub mod lifecycle_documents;
 pub mod lock_documents;
 pub mod object_documents;

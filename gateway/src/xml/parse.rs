@@ -76,6 +76,34 @@ fn start_element(e: &BytesStart<'_>) -> Result<Element, MalformedXml> {
     })
 }
 
+/// The children of `element`, each a leaf with its text, by name; MalformedXML
+/// when a child has children, repeats, or is not in `allowed`.
+pub fn leaves<'a>(
+    element: &'a Element,
+    allowed: &[&str],
+) -> Result<Vec<(&'a str, &'a str)>, MalformedXml> {
+    let mut out: Vec<(&str, &str)> = Vec::new();
+    for child in &element.children {
+        let name = child.name.as_str();
+        if !child.children.is_empty()
+            || !allowed.contains(&name)
+            || out.iter().any(|(n, _)| *n == name)
+        {
+            return Err(MalformedXml);
+        }
+        out.push((name, child.text.trim()));
+    }
+    Ok(out)
+}
+
+/// The text of leaf `name` among `leaves`.
+pub fn leaf<'a>(leaves: &[(&str, &'a str)], name: &str) -> Option<&'a str> {
+    leaves
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, text)| *text)
+}
+
 /// Parses a whole document into its root element.
 pub fn parse_document(bytes: &[u8]) -> Result<Element, MalformedXml> {
     parse_document_within(bytes, MAX_ELEMENTS)

@@ -59,6 +59,10 @@ pub struct PartSummary {
     /// The part's additional checksum, when its upload sent one.
     #[serde(default)]
     pub checksum: Option<StoredChecksum>,
+    /// For an encrypted upload: the salt (hex) that makes the part's data
+    /// key from the upload's (`sse::DataKey::derive`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_salt: Option<String>,
 }
 
 /// An additional checksum (`x-amz-checksum-*`) kept with an object or part,
@@ -114,9 +118,14 @@ pub struct ObjectAttributes {
 pub struct Encryption {
     /// Which encryption the writer asked for.
     pub mode: EncryptionMode,
-    /// The body's data key sealed under meta's master key (hex), as stored.
+    /// The body's data key sealed (hex), as stored: under meta's master key
+    /// (SSE-S3), or under the client's key by the gateway (SSE-C).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub sealed_key: String,
+    /// SSE-C: base64 of the MD5 of the client's key, answered back and
+    /// compared with the key a read brings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub customer_key_md5: Option<String>,
     /// The data key itself (hex), only ever between meta and a gateway:
     /// a commit carries it for meta to seal, an answer to a read for the
     /// gateway to open the body. Never stored.
@@ -139,13 +148,18 @@ impl std::fmt::Debug for Encryption {
 pub enum EncryptionMode {
     /// SSE-S3 (`AES256`): a data key per body, sealed under meta's master key.
     S3,
+    /// SSE-C: a data key per body, sealed by the gateway under the key the
+    /// client sends with every write and read; meta never sees either key.
+    Customer,
 }
 
 impl EncryptionMode {
-    /// The value of `x-amz-server-side-encryption` for this mode.
-    pub fn header_value(self) -> &'static str {
+    /// The algorithm S3 names for this mode (in
+    /// `x-amz-server-side-encryption`, or for SSE-C in
+    /// `x-amz-server-side-encryption-customer-algorithm`).
+    pub fn algorithm(self) -> &'static str {
         match self {
-            Self::S3 => "AES256",
+            Self::S3 | Self::Customer => "AES256",
         }
     }
 }
@@ -455,6 +469,20 @@ pub struct BucketRecord {
     /// Its lifecycle rules; empty when it has no lifecycle configuration.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lifecycle: Vec<LifecycleRule>,
+    /// The encryption of writes that ask for none; None: stored as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encryption: Option<BucketEncryption>,
+}
+
+/// A bucket's default encryption (PutBucketEncryption).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BucketEncryption {
+    /// The encryption writes get when they ask for none.
+    pub mode: EncryptionMode,
+    /// `BucketKeyEnabled` as put; kept and answered back, with no effect
+    /// on how bodies are sealed.
+    #[serde(default)]
+    pub bucket_key_enabled: bool,
 }
 
 /// A bucket's versioning once it was first enabled (it never returns to
@@ -580,6 +608,9 @@ pub struct PartRecord {
     /// The part's additional checksum, when the client sent one.
     #[serde(default)]
     pub checksum: Option<StoredChecksum>,
+    /// For an encrypted upload: the salt (hex) of the part's data key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_salt: Option<String>,
 }
 
 /// A part named in CompleteMultipartUpload.

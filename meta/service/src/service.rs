@@ -86,7 +86,7 @@ impl MetaService {
             now,
         )?;
         let repairs = RepairBook::new(config.repair.clone());
-        let master_key = object_keys::load_master_key(&config.data_dir)?;
+        let master_key = object_keys::load_master_key(&config.data_dir, &store)?;
         lifecycle_passes::note_restart(&store)?;
         let state = Arc::new(MetaState {
             repairs,

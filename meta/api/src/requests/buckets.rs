@@ -1,7 +1,9 @@
 //! Requests about buckets and the credentials that reach them.
 
 use crate::lifecycle::LifecycleRule;
-use crate::records::{CorsRule, Grant, ObjectLock, ObjectOwnership, PublicAccessBlock, Versioning};
+use crate::records::{
+    BucketEncryption, CorsRule, Grant, ObjectLock, ObjectOwnership, PublicAccessBlock, Versioning,
+};
 use proto::ReplicationConfig;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -138,6 +140,15 @@ pub struct SetBucketLifecycle {
     pub bucket: String,
     /// The new rules.
     pub rules: Vec<LifecycleRule>,
+}
+
+/// Replaces a bucket's default encryption (None: DeleteBucketEncryption).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SetBucketEncryption {
+    /// Bucket name.
+    pub bucket: String,
+    /// The new default.
+    pub encryption: Option<BucketEncryption>,
 }
 
 /// Replaces a bucket's tags (an empty map deletes them).

@@ -182,6 +182,7 @@ request_table! {
     ListBuckets => Vec<BucketRecord>, "list_buckets", Gateway;
     SetBucketCors => (), "set_bucket_cors", Gateway;
     SetBucketLifecycle => (), "set_bucket_lifecycle", Gateway;
+    SetBucketEncryption => (), "set_bucket_encryption", Gateway;
     SetBucketTags => (), "set_bucket_tags", Gateway;
     SetBucketAccess => (), "set_bucket_access", Gateway;
     SetBucketVersioning => (), "set_bucket_versioning", Gateway;

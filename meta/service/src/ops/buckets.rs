@@ -12,9 +12,9 @@ use meta_api::naming::validate_bucket_name;
 use meta_api::{
     AccessKeyRecord, BucketAccessChange, BucketRecord, CreateBucket, DatanodeState,
     DefaultReplication, DeleteBucket, GetAccessKey, GetBucket, GetUser, Handle, ListBuckets,
-    MetaError, ObjectLock, SetBucketAccess, SetBucketCors, SetBucketLifecycle, SetBucketPublicRead,
-    SetBucketTags, SetBucketVersioning, SetObjectLockConfiguration, UnixMillis, UserRecord,
-    Versioning,
+    MetaError, ObjectLock, SetBucketAccess, SetBucketCors, SetBucketEncryption, SetBucketLifecycle,
+    SetBucketPublicRead, SetBucketTags, SetBucketVersioning, SetObjectLockConfiguration,
+    UnixMillis, UserRecord, Versioning,
 };
 use proto::ReplicationConfig;
 use std::sync::Arc;
@@ -79,6 +79,7 @@ impl Handle<CreateBucket> for MetaState {
                 versioning: object_lock.then_some(Versioning::Enabled),
                 object_lock: object_lock.then(ObjectLock::default),
                 lifecycle: Vec::new(),
+                encryption: None,
             };
             buckets.insert(name.as_str(), encode(&record)?.as_slice())?;
             Ok(())
@@ -190,6 +191,14 @@ impl Handle<SetBucketLifecycle> for MetaState {
     fn handle(&self, request: SetBucketLifecycle, _now: UnixMillis) -> Result<(), MetaError> {
         update_bucket(self, &request.bucket, |record| {
             record.lifecycle = request.rules
+        })
+    }
+}
+
+impl Handle<SetBucketEncryption> for MetaState {
+    fn handle(&self, request: SetBucketEncryption, _now: UnixMillis) -> Result<(), MetaError> {
+        update_bucket(self, &request.bucket, |record| {
+            record.encryption = request.encryption
         })
     }
 }

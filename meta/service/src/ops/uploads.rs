@@ -3,6 +3,7 @@
 //! into one object without copying data, in a single transaction.
 
 use super::objects::check_condition;
+use crate::object_keys::{open_for_reading, seal_for_store};
 use crate::redundancy::queue_short_groups;
 use crate::state::MetaState;
 use crate::store::db::{decode, encode, get_json, StoreError};
@@ -90,7 +91,8 @@ fn remove_upload(
 impl Handle<CreateUpload> for MetaState {
     /// Stores a new upload of an existing bucket.
     fn handle(&self, request: CreateUpload, _now: UnixMillis) -> Result<(), MetaError> {
-        let record = request.record;
+        let mut record = request.record;
+        seal_for_store(&self.master_key, &mut record.attributes)?;
         validate_object_key(&record.key).map_err(MetaError::InvalidRequest)?;
         if record.upload_id.is_empty() || record.upload_id.len() > 256 {
             return Err(MetaError::InvalidRequest(
@@ -121,12 +123,18 @@ impl Handle<GetUpload> for MetaState {
         _now: UnixMillis,
     ) -> Result<Option<UploadRecord>, MetaError> {
         self.store.read(|txn| {
-            upload_for(
+            let upload = upload_for(
                 &txn.open_table(UPLOADS)?,
                 &request.bucket,
                 &request.key,
                 &request.upload_id,
-            )
+            )?;
+            upload
+                .map(|mut upload| {
+                    open_for_reading(&self.master_key, &mut upload.attributes)?;
+                    Ok(upload)
+                })
+                .transpose()
         })
     }
 }
@@ -147,6 +155,12 @@ impl Handle<CommitPart> for MetaState {
             let upload: UploadRecord =
                 get_json(&txn.open_table(UPLOADS)?, part.upload_id.as_str())?
                     .ok_or_else(|| MetaError::NoSuchUpload(part.upload_id.clone()))?;
+            if upload.attributes.encryption.is_some() != part.key_salt.is_some() {
+                return Err(MetaError::InvalidRequest(
+                    "a part of an encrypted upload, and only such a part, has a key salt".into(),
+                )
+                .into());
+            }
             let owner = GroupOwner {
                 bucket: upload.bucket,
                 key: upload.key,
@@ -290,6 +304,7 @@ impl Handle<CompleteUpload> for MetaState {
                         size: p.size,
                         etag: normalize_etag(&p.etag),
                         checksum: p.checksum.clone(),
+                        key_salt: p.key_salt.clone(),
                     })
                     .collect(),
                 attributes: ObjectAttributes {

@@ -29,6 +29,7 @@ pub(crate) fn open(path: &Path) -> Result<Store, StoreError> {
         txn.open_table(repairs::REPAIR_QUEUE)?;
         txn.open_table(repairs::REPAIR_INDEX)?;
         txn.open_table(lifecycle_passes::LIFECYCLE)?;
+        txn.open_table(KEY_CHECKS)?;
         Ok(())
     })?;
     Ok(store)

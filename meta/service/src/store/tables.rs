@@ -36,6 +36,9 @@ pub(crate) const TOKEN_KEYS: TableDefinition<u32, &[u8]> = TableDefinition::new(
 /// or gateway's credential (absent: 0); older ones are refused.
 pub(crate) const CREDENTIAL_GENERATIONS: TableDefinition<&str, u64> =
     TableDefinition::new("credential_generations");
+/// Name of a key -> a random value sealed under it, which only that key
+/// opens (see `crate::object_keys`).
+pub(crate) const KEY_CHECKS: TableDefinition<&str, &[u8]> = TableDefinition::new("key_checks");
 /// Named counters (the next free block id).
 pub(crate) const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
 

@@ -164,6 +164,7 @@ async fn complete_upload_checks_its_condition(transport: Transport) {
         created: T0,
         groups: vec![group(5, &["dn0"])],
         checksum: None,
+        key_salt: None,
     };
     meta.call(CommitPart { part }).await.unwrap();
     let complete = |condition| CompleteUpload {
@@ -216,6 +217,7 @@ fn records_without_the_new_fields_still_load() {
         size: 1,
         etag: "e".into(),
         checksum: None,
+        key_salt: None,
     }];
     let mut json = serde_json::to_value(&record).unwrap();
     json.as_object_mut().unwrap().remove("attributes");

@@ -71,6 +71,7 @@ async fn only_old_unreferenced_blocks_are_queued(transport: Transport) {
         created: T0,
         groups: vec![in_part.clone()],
         checksum: None,
+        key_salt: None,
     };
     meta.call(CommitPart { part }).await.unwrap();
 

@@ -35,6 +35,7 @@ async fn put_part(meta: &MetaUnderTest, number: u32, size: u64, seed: &str, bloc
         created: T0,
         groups: vec![group(block, &["dn0"])],
         checksum: None,
+        key_salt: None,
     };
     let result = meta.call(CommitPart { part }).await;
     assert!(matches!(result, Ok(())), "{result:?}");
@@ -227,6 +228,7 @@ async fn abort_frees_every_part(transport: Transport) {
         created: T0,
         groups: vec![],
         checksum: None,
+        key_salt: None,
     };
     let refused = meta.call(CommitPart { part: late }).await;
     assert_eq!(refused.unwrap_err(), MetaError::NoSuchUpload(UPLOAD.into()));
@@ -310,6 +312,7 @@ async fn complete_checks_the_named_part_checksums(transport: Transport) {
         created: T0,
         groups: vec![group(21, &["dn0"])],
         checksum: Some(crc("AAAAAQ==")),
+        key_salt: None,
     };
     meta.call(CommitPart { part }).await.unwrap();
     let complete = |checksums: Vec<StoredChecksum>| {
