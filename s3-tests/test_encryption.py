@@ -10,6 +10,7 @@ clear."""
 
 import base64
 import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -82,6 +83,8 @@ def test_encrypted_bodies_are_not_on_disk_in_clear(tessera_bin, tmp_path):
         s3.put_object(Bucket="sealed", Key="clear", Body=body.replace(marker, marker[::-1]) + marker[::-1])
         put_encrypted(s3, "sealed", "secret", body)
         upload_parts(s3, "sealed", "parted", [os.urandom(5 * MiB), body], ServerSideEncryption="AES256")
+        kms_key = own.admin("kms", "key", "create", "sealed")["id"]
+        s3.put_object(Bucket="sealed", Key="kms", Body=body, ServerSideEncryption="aws:kms", SSEKMSKeyId=kms_key)
         datanodes = own.data_dir
         # The check can fail: the object stored in clear is found.
         assert files_containing(datanodes, marker[::-1]), "a clear body is visible on disk"
@@ -99,6 +102,9 @@ def test_encrypted_bodies_are_not_on_disk_in_clear(tessera_bin, tmp_path):
         assert got["Body"].read() == body, "the master key opens the body after a restart"
         assert got["ServerSideEncryption"] == "AES256"
         assert s3.get_object(Bucket="sealed", Key="parted", PartNumber=2)["Body"].read() == body
+        kms = s3.get_object(Bucket="sealed", Key="kms")
+        assert kms["Body"].read() == body, "KMS keys survive a restart"
+        assert kms["SSEKMSKeyId"].endswith(f":key/{kms_key}")
     finally:
         assert again.proc.terminate() == 0
     # Without its master key meta refuses to start, rather than make a new
@@ -231,7 +237,11 @@ def test_bucket_default_encryption_seals_every_write_that_asks_for_none(server, 
 
 def test_bucket_encryption_refusals(s3, raw, bucket):
     assert code_of(lambda: put_default(s3, bucket, KMSMasterKeyID="k")) == (400, "InvalidArgument")
-    assert code_of(lambda: put_default(s3, bucket, "aws:kms")) == (501, "NotImplemented")
+    assert code_of(lambda: put_default(s3, bucket, "aws:kms:dsse")) == (501, "NotImplemented")
+    assert code_of(lambda: put_default(s3, bucket, "aws:kms", KMSMasterKeyID="alias/no-such-key")) == (
+        400,
+        "KMS.NotFoundException",
+    )
     good = (
         b"<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>AES256"
         b"</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule></ServerSideEncryptionConfiguration>"
@@ -299,7 +309,7 @@ def test_aws_cli_writes_and_reads_encrypted(aws, s3, bucket, tmp_path):
 
 
 def test_what_is_not_offered_is_refused_never_stored_in_clear(s3, bucket):
-    assert code_of(lambda: s3.put_object(Bucket=bucket, Key="k", Body=b"x", ServerSideEncryption="aws:kms")) == (
+    assert code_of(lambda: s3.put_object(Bucket=bucket, Key="k", Body=b"x", ServerSideEncryption="aws:kms:dsse")) == (
         501,
         "NotImplemented",
     )
@@ -475,3 +485,89 @@ def test_customer_keys_are_never_stored(keys_over_http):
         assert files_containing(own.data_dir, needle) == [], needle
     # The check can fail: the MD5 the server keeps is there.
     assert files_containing(own.data_dir, base64.b64encode(hashlib.md5(key).digest()))
+
+
+def new_kms_key(server, name: str) -> tuple[str, str]:
+    """A key of the built-in KMS, made with `tessera admin kms key create`:
+    its id and its alias (`alias/NAME`)."""
+    created = server.admin("kms", "key", "create", f"{name}-{os.urandom(4).hex()}")
+    return created["id"], created["alias"]
+
+
+def test_kms_keys_seal_bodies_under_the_key_named(server, s3, bucket):
+    key_id, alias = new_kms_key(server, "app")
+    assert key_id in [k["id"] for k in server.admin("kms", "key", "list")]
+    arn = f"arn:aws:kms:us-east-1:000000000000:key/{key_id}"
+    body = body_of(PACKAGE * 3 + 5, 21)
+    for name, named in [("by-alias", alias), ("by-id", key_id), ("by-arn", arn)]:
+        put = s3.put_object(Bucket=bucket, Key=name, Body=body, ServerSideEncryption="aws:kms", SSEKMSKeyId=named)
+        assert put["ServerSideEncryption"] == "aws:kms"
+        assert put["SSEKMSKeyId"].endswith(f":key/{key_id}"), put["SSEKMSKeyId"]
+        assert put["ETag"] != f'"{md5_hex(body)}"', "an SSE-KMS ETag confirms no guess of the body"
+        got = s3.get_object(Bucket=bucket, Key=name, Range="bytes=10-70000")
+        assert got["Body"].read() == body[10:70001]
+        assert got["ServerSideEncryption"] == "aws:kms" and got["SSEKMSKeyId"] == put["SSEKMSKeyId"]
+    # No key named: the default key, aws/s3, made at its first use.
+    default = s3.put_object(Bucket=bucket, Key="default", Body=body, ServerSideEncryption="aws:kms")
+    default_id = next(k["id"] for k in server.admin("kms", "key", "list") if k["alias"] == "alias/aws/s3")
+    assert default["SSEKMSKeyId"].endswith(f":key/{default_id}")
+    assert s3.get_object(Bucket=bucket, Key="default")["Body"].read() == body
+    # An encryption context is bound to the key and answered back.
+    context = base64.b64encode(json.dumps({"app": "billing"}).encode()).decode()
+    s3.put_object(
+        Bucket=bucket,
+        Key="with-context",
+        Body=body,
+        ServerSideEncryption="aws:kms",
+        SSEKMSKeyId=key_id,
+        SSEKMSEncryptionContext=context,
+    )
+    head = s3.head_object(Bucket=bucket, Key="with-context")
+    assert head["ResponseMetadata"]["HTTPHeaders"]["x-amz-server-side-encryption-context"] == context
+    # Refused, and nothing stored: an unknown key, a context that is not a
+    # JSON map of strings.
+    unknown = {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": "alias/no-such-key"}
+    assert code_of(lambda: s3.put_object(Bucket=bucket, Key="bad", Body=b"x", **unknown)) == (
+        400,
+        "KMS.NotFoundException",
+    )
+    assert code_of(lambda: s3.create_multipart_upload(Bucket=bucket, Key="bad", **unknown))[1] == (
+        "KMS.NotFoundException"
+    )
+    bad_context = base64.b64encode(b'{"n": 1}').decode()
+    assert code_of(
+        lambda: s3.put_object(
+            Bucket=bucket, Key="bad", Body=b"x", ServerSideEncryption="aws:kms", SSEKMSEncryptionContext=bad_context
+        )
+    ) == (400, "InvalidArgument")
+    assert "Contents" not in s3.list_objects_v2(Bucket=bucket, Prefix="bad")
+    # A taken alias is refused by the admin command.
+    with pytest.raises(HarnessError):
+        server.admin("kms", "key", "create", alias.removeprefix("alias/"))
+
+
+def test_kms_multipart_copies_and_bucket_default(server, s3, bucket):
+    key_id, alias = new_kms_key(server, "mp")
+    kms = {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": key_id}
+    parts = [body_of(5 * MiB + 9, 31), body_of(PACKAGE + 1, 32)]
+    started, completed, body = upload_parts(s3, bucket, "kms-mp", parts, **kms)
+    assert started["ServerSideEncryption"] == "aws:kms" and completed["SSEKMSKeyId"].endswith(key_id)
+    cut = len(parts[0])
+    got = s3.get_object(Bucket=bucket, Key="kms-mp", Range=f"bytes={cut - 3}-{cut + 3}")
+    assert got["Body"].read() == body[cut - 3 : cut + 4] and got["ServerSideEncryption"] == "aws:kms"
+    to_s3 = s3.copy_object(
+        Bucket=bucket, Key="to-s3", CopySource={"Bucket": bucket, "Key": "kms-mp"}, ServerSideEncryption="AES256"
+    )
+    assert to_s3["ServerSideEncryption"] == "AES256"
+    assert s3.get_object(Bucket=bucket, Key="to-s3")["Body"].read() == body
+    back = s3.copy_object(Bucket=bucket, Key="back", CopySource={"Bucket": bucket, "Key": "to-s3"}, **kms)
+    assert back["SSEKMSKeyId"].endswith(key_id)
+    assert s3.get_object(Bucket=bucket, Key="back")["Body"].read() == body
+    # A bucket default of aws:kms with a key: every write that asks for none.
+    put_default(s3, bucket, "aws:kms", KMSMasterKeyID=alias)
+    rule = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"][0]
+    assert rule["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] == "aws:kms"
+    assert rule["ApplyServerSideEncryptionByDefault"]["KMSMasterKeyID"] == alias
+    plain = s3.put_object(Bucket=bucket, Key="defaulted", Body=b"by default")
+    assert plain["ServerSideEncryption"] == "aws:kms" and plain["SSEKMSKeyId"].endswith(key_id)
+    assert s3.get_object(Bucket=bucket, Key="defaulted")["Body"].read() == b"by default"

@@ -1,5 +1,5 @@
-//! `tessera admin`: users, access keys, buckets, cluster credentials and
-//! cluster status, through meta's RPC with the admin token; credentials can
+//! `tessera admin`: users, access keys, buckets, cluster credentials, the
+//! keys of the built-in KMS and cluster status, through meta's RPC with the admin token; credentials can
 //! also be minted offline with meta's credential key file, and the cluster's
 //! TLS certificates are made offline ([`certs`]).
 
@@ -9,9 +9,9 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use meta_api::{
     AccessKeyRecord, BucketGrant, BucketRecord, BucketRight, ClusterStatus, CreateBucket,
-    CreateKey, CreateUser, DeleteBucket, DeleteKey, DeleteUser, GetClusterStatus, LimitKey,
-    ListBuckets, ListKeys, ListUsers, MetaClient, MintCredential, Principal, SetBucketPublicRead,
-    SetUserPolicy, UserRecord,
+    CreateKey, CreateKmsKey, CreateUser, DeleteBucket, DeleteKey, DeleteUser, GetClusterStatus,
+    KmsKeyRecord, LimitKey, ListBuckets, ListKeys, ListKmsKeys, ListUsers, MetaClient,
+    MintCredential, Principal, SetBucketPublicRead, SetUserPolicy, UserRecord,
 };
 use meta_api::{AdminState, Credential, CredentialKey, SetDatanodeAdminState};
 use proto::DatanodeId;
@@ -68,6 +68,29 @@ pub enum AdminCommand {
     /// Datanodes and their state, capacity and use; block groups by
     /// redundancy, the repair queue, scrub progress.
     Status,
+    /// The built-in key service of SSE-KMS.
+    #[command(subcommand)]
+    Kms(KmsCommand),
+}
+
+/// `tessera admin kms ...`
+#[derive(Subcommand, Debug)]
+pub enum KmsCommand {
+    /// Keys that seal the data keys of SSE-KMS objects.
+    #[command(subcommand)]
+    Key(KmsKeyCommand),
+}
+
+/// `tessera admin kms key ...`
+#[derive(Subcommand, Debug)]
+pub enum KmsKeyCommand {
+    /// Makes a key, named in writes by its id, its ARN or `alias/NAME`.
+    Create {
+        /// The key's alias (letters, digits, '/', '_', '-').
+        name: String,
+    },
+    /// Every key: id, alias, creation time.
+    List,
 }
 
 /// `tessera admin datanode ...`
@@ -394,6 +417,17 @@ pub async fn run(args: AdminArgs) -> Result<()> {
             done
         }
         AdminCommand::Status => status_json(&meta.call(GetClusterStatus).await?),
+        AdminCommand::Kms(KmsCommand::Key(KmsKeyCommand::Create { name })) => {
+            let created = meta
+                .call(CreateKmsKey {
+                    alias: name.clone(),
+                })
+                .await?;
+            kms_keys_json(std::slice::from_ref(&created))[0].clone()
+        }
+        AdminCommand::Kms(KmsCommand::Key(KmsKeyCommand::List)) => {
+            kms_keys_json(&meta.call(ListKmsKeys).await?)
+        }
         AdminCommand::Certs(_) => unreachable!("made offline above"),
     };
     print_value(args.json, &value)
@@ -506,6 +540,12 @@ fn keys_json(keys: &[AccessKeyRecord]) -> Value {
                 "buckets": k.bucket_grants,
             })
         })
+        .collect()
+}
+
+fn kms_keys_json(keys: &[KmsKeyRecord]) -> Value {
+    keys.iter()
+        .map(|k| json!({"id": k.id, "alias": format!("alias/{}", k.alias), "created": k.created}))
         .collect()
 }
 

@@ -20,7 +20,9 @@ use bytes::{Bytes, BytesMut};
 use futures::{stream, Stream, StreamExt, TryStreamExt};
 use http::{HeaderMap, HeaderValue};
 use md5::{Digest, Md5};
-use meta_api::{BucketRecord, Encryption, EncryptionMode, ObjectAttributes, ObjectRecord};
+use meta_api::{
+    BucketRecord, Encryption, EncryptionMode, MetaClient, ObjectAttributes, ObjectRecord,
+};
 use rand::RngCore;
 use sse::{BodyOpener, DataKey, KeyEncryptionKey, OpenError, SealedBody, Sealer};
 use zeroize::Zeroizing;
@@ -37,6 +39,10 @@ const CUSTOMER_KEY_MD5_HEADER: &str = "x-amz-server-side-encryption-customer-key
 const COPY_SOURCE_CUSTOMER_PREFIX: &str = "x-amz-copy-source-server-side-encryption-customer-";
 /// The KMS key of SSE-KMS.
 const KMS_KEY_HEADER: &str = "x-amz-server-side-encryption-aws-kms-key-id";
+/// The encryption context of SSE-KMS.
+const KMS_CONTEXT_HEADER: &str = "x-amz-server-side-encryption-context";
+/// Tessera has no AWS account; the ARNs of its KMS keys name this one.
+const KMS_ACCOUNT: &str = "000000000000";
 /// Binds a data key sealed under a client's key to its use.
 const CUSTOMER_CONTEXT: &[u8] = b"tessera sse-c v1";
 
@@ -155,6 +161,14 @@ pub enum Requested {
     S3,
     /// SSE-C, with the client's key.
     Customer(CustomerKey),
+    /// SSE-KMS, under the key named (None: the default key) and bound to
+    /// the encryption context given (base64 of a JSON object).
+    Kms {
+        /// The key as the request names it: an id, an ARN or an alias.
+        key: Option<String>,
+        /// `x-amz-server-side-encryption-context`, checked, as sent.
+        context: Option<String>,
+    },
 }
 
 impl Requested {
@@ -163,8 +177,36 @@ impl Requested {
         match self {
             Self::S3 => EncryptionMode::S3,
             Self::Customer(_) => EncryptionMode::Customer,
+            Self::Kms { .. } => EncryptionMode::Kms,
         }
     }
+}
+
+/// The encryption context of an SSE-KMS write, if it gives one: base64 of
+/// a JSON object whose values are strings, as S3 takes it.
+fn kms_context(headers: &HeaderMap) -> Result<Option<String>, S3Error> {
+    let Some(value) = headers.get(KMS_CONTEXT_HEADER) else {
+        return Ok(None);
+    };
+    let text = value.to_str().unwrap_or("");
+    let valid = STANDARD
+        .decode(text)
+        .ok()
+        .and_then(|json| serde_json::from_slice::<serde_json::Value>(&json).ok())
+        .and_then(|value| {
+            value
+                .as_object()
+                .map(|map| map.values().all(serde_json::Value::is_string))
+        })
+        .unwrap_or(false);
+    if !valid {
+        return Err(S3Error::invalid_argument(
+            "The header 'x-amz-server-side-encryption-context' shall be Base64-encoded UTF-8 \
+             string holding JSON which represents a string-string map",
+        )
+        .detail("ArgumentName", KMS_CONTEXT_HEADER));
+    }
+    Ok(Some(text.to_string()))
 }
 
 /// The encryption a write (PutObject, CopyObject, CreateMultipartUpload,
@@ -182,9 +224,18 @@ pub fn requested(headers: &HeaderMap) -> Result<Option<Requested>, S3Error> {
     let requested = match method {
         None => customer.map(Requested::Customer),
         Some("AES256") => Some(Requested::S3),
-        Some("aws:kms" | "aws:kms:dsse") => {
+        Some("aws:kms") => {
+            let key = headers
+                .get(KMS_KEY_HEADER)
+                .map(|v| v.to_str().unwrap_or("").to_string());
+            return Ok(Some(Requested::Kms {
+                key,
+                context: kms_context(headers)?,
+            }));
+        }
+        Some("aws:kms:dsse") => {
             return Err(S3Error::not_implemented(
-                "server-side encryption with KMS keys (SSE-KMS)",
+                "dual-layer server-side encryption with KMS keys (DSSE-KMS)",
             ))
         }
         Some(other) => {
@@ -195,7 +246,7 @@ pub fn requested(headers: &HeaderMap) -> Result<Option<Requested>, S3Error> {
             .detail("ArgumentValue", other.to_string()))
         }
     };
-    if headers.contains_key(KMS_KEY_HEADER) {
+    if headers.contains_key(KMS_KEY_HEADER) || headers.contains_key(KMS_CONTEXT_HEADER) {
         return Err(S3Error::invalid_argument(
             "Server Side Encryption with AWS KMS managed key requires HTTP header \
              x-amz-server-side-encryption : aws:kms",
@@ -246,6 +297,10 @@ pub fn for_write(headers: &HeaderMap, bucket: &BucketRecord) -> Result<Option<Re
             .encryption
             .as_ref()
             .map(|default| match default.mode {
+                EncryptionMode::Kms => Requested::Kms {
+                    key: default.kms_key_id.clone(),
+                    context: None,
+                },
                 EncryptionMode::S3 | EncryptionMode::Customer => Requested::S3,
             })
     }))
@@ -257,58 +312,88 @@ const SALT_LEN: usize = 16;
 /// A new body's encryption: its data key, and what the commit carries.
 pub struct NewEncryption {
     key: DataKey,
-    mode: EncryptionMode,
-    /// SSE-C: the data key sealed under the client's key, and that key's MD5.
-    customer_seal: Option<(String, String)>,
+    /// The record's encryption, as the commit carries it.
+    commit: Encryption,
     /// A part's salt, which made its key from the upload's.
     salt: Option<[u8; SALT_LEN]>,
 }
 
 impl NewEncryption {
     /// A fresh data key for a body (or a multipart upload) written as
-    /// `requested`.
-    pub fn new(requested: Requested) -> Result<Self, S3Error> {
+    /// `requested`, if anything; for SSE-KMS meta resolves the key the
+    /// request names first (KMS.NotFoundException before any byte is
+    /// stored).
+    pub async fn prepare(
+        requested: Option<Requested>,
+        meta: &MetaClient,
+        region: &str,
+    ) -> Result<Option<Self>, S3Error> {
+        let Some(requested) = requested else {
+            return Ok(None);
+        };
+        let kms_key = match &requested {
+            Requested::Kms { key, .. } => {
+                let resolve = meta_api::ResolveKmsKey { key: key.clone() };
+                let id = meta.call(resolve).await?;
+                Some(format!("arn:aws:kms:{region}:{KMS_ACCOUNT}:key/{id}"))
+            }
+            _ => None,
+        };
+        Self::new(requested, kms_key).map(Some)
+    }
+
+    /// A fresh data key for a body written as `requested` (under KMS key
+    /// `kms_key`, an ARN meta resolved, for SSE-KMS).
+    fn new(requested: Requested, kms_key: Option<String>) -> Result<Self, S3Error> {
         let key = DataKey::random().map_err(S3Error::internal)?;
-        let customer_seal = match &requested {
-            Requested::S3 => None,
+        let mut commit = Encryption {
+            mode: requested.mode(),
+            sealed_key: String::new(),
+            customer_key_md5: None,
+            kms_key_id: kms_key,
+            kms_context: None,
+            data_key: Some(hex::encode(key.as_bytes())),
+        };
+        match requested {
+            Requested::S3 => {}
             Requested::Customer(customer) => {
                 let sealed = customer
                     .key
                     .seal(&key, CUSTOMER_CONTEXT)
                     .map_err(S3Error::internal)?;
-                Some((hex::encode(sealed), customer.md5.clone()))
+                commit.sealed_key = hex::encode(sealed);
+                commit.customer_key_md5 = Some(customer.md5);
+                commit.data_key = None;
             }
-        };
+            Requested::Kms { context, .. } => commit.kms_context = context,
+        }
         Ok(Self {
             key,
-            mode: requested.mode(),
-            customer_seal,
+            commit,
             salt: None,
         })
     }
 
-    /// The key of a new part of `upload` (for SSE-S3 meta answered it with
-    /// the upload's data key; for SSE-C the part's request carries the
-    /// client's key in `headers`): derived with a fresh salt, so a part
-    /// uploaded again never reuses a key. None when the upload is not
-    /// encrypted.
+    /// The key of a new part of `upload` (for SSE-S3 and SSE-KMS meta
+    /// answered it with the upload's data key; for SSE-C the part's request
+    /// carries the client's key in `headers`): derived with a fresh salt,
+    /// so a part uploaded again never reuses a key. None when the upload
+    /// is not encrypted.
     pub fn for_part(
         upload: &ObjectAttributes,
         headers: &HeaderMap,
     ) -> Result<Option<Self>, S3Error> {
-        let upload_key = match upload_key(upload, headers, KeyFor::Object)? {
-            Some(key) => key,
-            None => return Ok(None),
+        let (Some(upload_key), Some(encryption)) = (
+            upload_key(upload, headers, KeyFor::Object)?,
+            upload.encryption.as_ref(),
+        ) else {
+            return Ok(None);
         };
         let mut salt = [0u8; SALT_LEN];
         rand::thread_rng().fill_bytes(&mut salt);
         Ok(Some(Self {
             key: upload_key.derive(&salt),
-            mode: upload
-                .encryption
-                .as_ref()
-                .map_or(EncryptionMode::S3, |e| e.mode),
-            customer_seal: None,
+            commit: encryption.clone(),
             salt: Some(salt),
         }))
     }
@@ -318,33 +403,20 @@ impl NewEncryption {
         Sealer::new(&self.key)
     }
 
-    /// The record's encryption: for SSE-S3 carrying the key for meta to
-    /// seal, for SSE-C the key sealed already.
+    /// The record's encryption: for SSE-S3 and SSE-KMS carrying the key
+    /// for meta to seal, for SSE-C the key sealed already.
     pub fn for_commit(&self) -> Encryption {
-        match &self.customer_seal {
-            None => Encryption {
-                mode: self.mode,
-                sealed_key: String::new(),
-                customer_key_md5: None,
-                data_key: Some(hex::encode(self.key.as_bytes())),
-            },
-            Some((sealed, md5)) => Encryption {
-                mode: self.mode,
-                sealed_key: sealed.clone(),
-                customer_key_md5: Some(md5.clone()),
-                data_key: None,
-            },
-        }
+        self.commit.clone()
     }
 
-    /// The ETag of a body whose MD5 is `md5` (hex): the MD5 itself, except
-    /// under a customer key, where S3's ETag is not the MD5 of the
-    /// plaintext, and Tessera's is the MD5 of the data key and the body's
-    /// MD5, so that the ETag confirms no guess of the contents.
+    /// The ETag of a body whose MD5 is `md5` (hex): the MD5 itself for
+    /// SSE-S3; under a customer or KMS key, where S3's ETag is not the MD5
+    /// of the plaintext, the MD5 of the data key and the body's MD5, so
+    /// that the ETag confirms no guess of the contents.
     pub fn etag(&self, md5: &str) -> String {
-        match self.mode {
+        match self.commit.mode {
             EncryptionMode::S3 => md5.to_string(),
-            EncryptionMode::Customer => {
+            EncryptionMode::Customer | EncryptionMode::Kms => {
                 let mut digest = Md5::new();
                 digest.update(self.key.as_bytes());
                 digest.update(md5.as_bytes());
@@ -401,21 +473,33 @@ fn transit_key(encryption: &Encryption) -> Result<DataKey, S3Error> {
 }
 
 /// Adds the headers that tell how a version is encrypted:
-/// `x-amz-server-side-encryption` for SSE-S3, the customer algorithm and
-/// key MD5 for SSE-C.
+/// `x-amz-server-side-encryption` for SSE-S3, with the key's ARN and the
+/// encryption context for SSE-KMS; the customer algorithm and key MD5 for
+/// SSE-C.
 pub fn insert_headers(headers: &mut HeaderMap, attributes: &ObjectAttributes) {
     let Some(encryption) = &attributes.encryption else {
         return;
     };
     let algorithm = HeaderValue::from_static(encryption.mode.algorithm());
-    match (encryption.mode, &encryption.customer_key_md5) {
-        (EncryptionMode::Customer, Some(md5)) => {
-            headers.insert(CUSTOMER_ALGORITHM_HEADER, algorithm);
-            if let Ok(md5) = HeaderValue::from_str(md5) {
-                headers.insert(CUSTOMER_KEY_MD5_HEADER, md5);
-            }
+    let mut insert = |name: &'static str, value: Option<&String>| {
+        if let Some(value) = value.and_then(|v| HeaderValue::from_str(v).ok()) {
+            headers.insert(name, value);
         }
-        _ => {
+    };
+    match encryption.mode {
+        EncryptionMode::Customer => {
+            insert(
+                CUSTOMER_KEY_MD5_HEADER,
+                encryption.customer_key_md5.as_ref(),
+            );
+            headers.insert(CUSTOMER_ALGORITHM_HEADER, algorithm);
+        }
+        EncryptionMode::Kms => {
+            insert(KMS_KEY_HEADER, encryption.kms_key_id.as_ref());
+            insert(KMS_CONTEXT_HEADER, encryption.kms_context.as_ref());
+            headers.insert(SSE_HEADER, algorithm);
+        }
+        EncryptionMode::S3 => {
             headers.insert(SSE_HEADER, algorithm);
         }
     }
@@ -587,11 +671,45 @@ mod tests {
         assert_eq!(mode(&[(SSE_HEADER, "AES256")]), Some(EncryptionMode::S3));
         let code = |pairs: &[(&str, &str)]| requested(&headers(pairs)).unwrap_err().code();
         assert_eq!(code(&[(SSE_HEADER, "aes256")]), S3Code::InvalidArgument);
-        assert_eq!(code(&[(SSE_HEADER, "aws:kms")]), S3Code::NotImplemented);
+        assert_eq!(
+            code(&[(SSE_HEADER, "aws:kms:dsse")]),
+            S3Code::NotImplemented
+        );
         assert_eq!(
             code(&[(SSE_HEADER, "AES256"), (KMS_KEY_HEADER, "k")]),
             S3Code::InvalidArgument
         );
+        assert_eq!(
+            code(&[(SSE_HEADER, "AES256"), (KMS_CONTEXT_HEADER, "e30=")]),
+            S3Code::InvalidArgument
+        );
+        let kms = |pairs: &[(&str, &str)]| match requested(&headers(pairs)) {
+            Ok(Some(Requested::Kms { key, context })) => Ok((key, context)),
+            Ok(_) => panic!("not SSE-KMS: {pairs:?}"),
+            Err(e) => Err(e.code()),
+        };
+        assert_eq!(kms(&[(SSE_HEADER, "aws:kms")]), Ok((None, None)));
+        let context = STANDARD.encode(br#"{"a":"b","c":"d"}"#);
+        assert_eq!(
+            kms(&[
+                (SSE_HEADER, "aws:kms"),
+                (KMS_KEY_HEADER, "alias/app"),
+                (KMS_CONTEXT_HEADER, &context)
+            ]),
+            Ok((Some("alias/app".into()), Some(context.clone())))
+        );
+        for bad in [
+            STANDARD.encode(br#"{"n":1}"#),
+            STANDARD.encode(br#"["a"]"#),
+            STANDARD.encode(b"not json"),
+            "%%%".to_string(),
+        ] {
+            assert_eq!(
+                kms(&[(SSE_HEADER, "aws:kms"), (KMS_CONTEXT_HEADER, &bad)]),
+                Err(S3Code::InvalidArgument),
+                "{bad}"
+            );
+        }
         assert_eq!(
             refuse_on_read(&headers(&[(SSE_HEADER, "AES256")]))
                 .unwrap_err()
@@ -612,6 +730,7 @@ mod tests {
         bucket.encryption = Some(meta_api::BucketEncryption {
             mode: EncryptionMode::S3,
             bucket_key_enabled: false,
+            kms_key_id: None,
         });
         assert_eq!(default_mode(&bucket), Some(EncryptionMode::S3));
     }
@@ -702,7 +821,7 @@ mod tests {
     #[test]
     fn a_customer_sealed_body_opens_only_with_its_key() {
         let write = owned(&customer(CUSTOMER_PREFIX, &KEY_A));
-        let new = NewEncryption::new(requested(&write).unwrap().unwrap()).unwrap();
+        let new = NewEncryption::new(requested(&write).unwrap().unwrap(), None).unwrap();
         let commit = new.for_commit();
         assert_eq!(commit.data_key, None, "the data key leaves only sealed");
         assert!(!commit.sealed_key.contains(&hex::encode(KEY_A)));
@@ -730,7 +849,7 @@ mod tests {
         // A key with the right MD5 on record but a seal it does not open.
         let mut forged = record.clone();
         forged.attributes.encryption.as_mut().unwrap().sealed_key =
-            NewEncryption::new(requested(&other).unwrap().unwrap())
+            NewEncryption::new(requested(&other).unwrap().unwrap(), None)
                 .unwrap()
                 .for_commit()
                 .sealed_key;
@@ -753,7 +872,7 @@ mod tests {
 
     #[test]
     fn parts_open_under_keys_derived_from_the_upload_key() {
-        let upload = NewEncryption::new(Requested::S3).unwrap();
+        let upload = NewEncryption::new(Requested::S3, None).unwrap();
         let attributes = ObjectAttributes {
             encryption: Some(upload.for_commit()),
             ..Default::default()
@@ -798,7 +917,7 @@ mod tests {
 
     #[tokio::test]
     async fn streamed_and_whole_openings_agree() {
-        let new = NewEncryption::new(Requested::S3).unwrap();
+        let new = NewEncryption::new(Requested::S3, None).unwrap();
         let plain: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
         let mut sealer = new.sealer();
         let mut stored: Vec<Bytes> = sealer.push(&plain);

@@ -249,12 +249,13 @@ pub struct GetArgs {
     /// How long to read.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub duration: Duration,
+    /// Write the objects encrypted: `--sse` for SSE-S3 (AES256), `--sse
+    /// aws:kms` for SSE-KMS under the default key.
+    #[arg(long, num_args = 0..=1, default_missing_value = "AES256", value_parser = ["AES256", "aws:kms"])]
+    pub sse: Option<String>,
     /// Check every byte read against what the bench wrote, counting a
     /// difference as an error (the key is written anew first, so that its
     /// contents are known).
-    /// Write the objects with SSE-S3 (`x-amz-server-side-encryption: AES256`).
-    #[arg(long)]
-    pub sse: bool,
     #[arg(long)]
     pub verify: bool,
     /// Output settings.
@@ -283,9 +284,10 @@ pub struct PutArgs {
     /// Replication of the keys.
     #[arg(long, default_value = "rs-3-2-1024k")]
     pub replication: ReplicationConfig,
-    /// Write with SSE-S3 (`x-amz-server-side-encryption: AES256`; --via s3 only).
-    #[arg(long)]
-    pub sse: bool,
+    /// Write encrypted (--via s3 only): `--sse` for SSE-S3 (AES256),
+    /// `--sse aws:kms` for SSE-KMS under the default key.
+    #[arg(long, num_args = 0..=1, default_missing_value = "AES256", value_parser = ["AES256", "aws:kms"])]
+    pub sse: Option<String>,
     /// Keys to write in all; without it, write for --duration.
     #[arg(long)]
     pub count: Option<u64>,

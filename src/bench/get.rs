@@ -32,7 +32,13 @@ async fn ensure_objects(client: &S3Client, args: &GetArgs, payload: &Payload) ->
         }
         let data = payload.data.clone();
         client
-            .put_object(&args.bucket, &key, data, args.replication, args.sse)
+            .put_object(
+                &args.bucket,
+                &key,
+                data,
+                args.replication,
+                args.sse.as_deref(),
+            )
             .await
             .with_context(|| format!("writing {}/{key}", args.bucket))?;
     }

@@ -129,7 +129,7 @@ async fn open(args: &PreadArgs) -> Result<(Source, u64)> {
                             &args.key,
                             payload.data,
                             Some(args.replication),
-                            false,
+                            None,
                         )
                         .await
                         .with_context(|| format!("writing {}/{}", args.bucket, args.key))?;

@@ -79,7 +79,7 @@ pub async fn run(args: PutArgs) -> Result<RunOutcome> {
 
     let (phase, tasks, store, takes_before) = match args.target.via {
         Via::Client => {
-            if args.sse {
+            if args.sse.is_some() {
                 bail!("--sse needs --via s3: encryption is the gateway's");
             }
             let store = store_ops::connect(
@@ -133,15 +133,16 @@ pub async fn run(args: PutArgs) -> Result<RunOutcome> {
                         bucket.clone(),
                         run_id.clone(),
                     );
-                    let sse = args.sse;
+                    let sse = args.sse.clone();
                     tokio::spawn(run_worker(budget.clone(), counters.clone(), move |n| {
                         let (client, data, bucket) =
                             (client.clone(), payload.data.clone(), bucket.clone());
                         let key = put_key(&run_id, w, n);
+                        let sse = sse.clone();
                         async move {
                             let len = data.len() as u64;
                             client
-                                .put_object(&bucket, &key, data, Some(replication), sse)
+                                .put_object(&bucket, &key, data, Some(replication), sse.as_deref())
                                 .await
                                 .map(|()| len)
                         }

@@ -252,20 +252,21 @@ impl S3Client {
         Ok(Some(size))
     }
 
-    /// Stores `body` at `key`, encrypted with SSE-S3 when `sse`.
+    /// Stores `body` at `key`, encrypted as `sse` names (`AES256`,
+    /// `aws:kms`) when given.
     pub async fn put_object(
         &self,
         bucket: &str,
         key: &str,
         body: Bytes,
         replication: Option<ReplicationConfig>,
-        sse: bool,
+        sse: Option<&str>,
     ) -> Result<(), S3ClientError> {
         let path = format!("/{bucket}/{key}");
         let headers: Vec<(&str, String)> = replication
             .map(|r| (REPLICATION_HEADER, r.to_string()))
             .into_iter()
-            .chain(sse.then(|| (SSE_HEADER, "AES256".to_string())))
+            .chain(sse.map(|method| (SSE_HEADER, method.to_string())))
             .collect();
         let answer = self.send(Method::PUT, &path, &headers, body).await?;
         Self::check(Method::PUT, &path, &answer)

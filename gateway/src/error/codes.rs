@@ -4,8 +4,19 @@
 
 use http::StatusCode;
 
+/// A code's name in `<Code>`: the variant's own name, or the one given
+/// after `as` for codes whose names are not Rust identifiers.
+macro_rules! code_name {
+    ($code:ident) => {
+        stringify!($code)
+    };
+    ($code:ident $name:literal) => {
+        $name
+    };
+}
+
 macro_rules! s3_codes {
-    ($( $(#[$doc:meta])* $code:ident => $status:ident, $message:literal; )*) => {
+    ($( $(#[$doc:meta])* $code:ident $(as $name:literal)? => $status:ident, $message:literal; )*) => {
         /// The S3 error codes Tessera answers with.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum S3Code {
@@ -19,7 +30,7 @@ macro_rules! s3_codes {
             /// The code as it appears in `<Code>`.
             pub fn as_str(self) -> &'static str {
                 match self {
-                    $(Self::$code => stringify!($code),)*
+                    $(Self::$code => code_name!($code $($name)?),)*
                 }
             }
 
@@ -123,6 +134,8 @@ s3_codes! {
     InvalidRange => RANGE_NOT_SATISFIABLE, "The requested range is not satisfiable";
     /// The request is malformed in some other way.
     InvalidRequest => BAD_REQUEST, "Invalid Request";
+    /// A write names a KMS key the key service does not have.
+    KmsNotFound as "KMS.NotFoundException" => BAD_REQUEST, "The specified KMS key does not exist";
     /// An SSE-C algorithm other than AES256.
     InvalidEncryptionAlgorithmError => BAD_REQUEST, "The encryption request you specified is not valid. The valid value is AES256.";
     /// A tag key or value breaks S3's rules.

@@ -249,6 +249,9 @@ impl From<MetaError> for S3Error {
                 Self::new(S3Code::NoSuchObjectLockConfiguration)
             }
             MetaError::NoSuchUpload(u) => Self::no_such_upload(&u),
+            MetaError::KmsKeyNotFound(key) => {
+                Self::with_message(S3Code::KmsNotFound, format!("Key '{key}' does not exist"))
+            }
             MetaError::InvalidPart(n) => {
                 Self::new(S3Code::InvalidPart).detail("PartNumber", n.to_string())
             }
@@ -452,6 +455,8 @@ mod tests {
             assert!(!code.default_message().is_empty(), "{code:?}");
             assert!(!code.as_str().is_empty());
         }
+        assert_eq!(S3Code::KmsNotFound.as_str(), "KMS.NotFoundException");
+        assert_eq!(S3Code::AccessDenied.as_str(), "AccessDenied");
     }
 
     #[test]
@@ -472,6 +477,7 @@ mod tests {
             ),
             (MetaError::NoSuchKey("k".into()), S3Code::NoSuchKey),
             (MetaError::NoSuchUpload("u".into()), S3Code::NoSuchUpload),
+            (MetaError::KmsKeyNotFound("k".into()), S3Code::KmsNotFound),
             (MetaError::InvalidPart(3), S3Code::InvalidPart),
             (MetaError::InvalidPartOrder, S3Code::InvalidPartOrder),
             (MetaError::EntityTooSmall(1), S3Code::EntityTooSmall),

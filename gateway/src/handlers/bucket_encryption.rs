@@ -9,7 +9,7 @@ use crate::xml::encryption_documents::{
 use axum::body::Body;
 use axum::response::Response;
 use http::StatusCode;
-use meta_api::BucketEncryption;
+use meta_api::{BucketEncryption, EncryptionMode};
 
 /// Largest ServerSideEncryptionConfiguration accepted.
 const ENCRYPTION_BODY_LIMIT: u64 = 64 * 1024;
@@ -42,6 +42,11 @@ pub async fn put_bucket_encryption(
         ),
         EncryptionConfigurationError::NotOffered(what) => S3Error::not_implemented(what),
     })?;
+    if encryption.mode == EncryptionMode::Kms {
+        // The key must exist now (the default key is made at its first use).
+        let key = encryption.kms_key_id.clone();
+        ctx.state.meta.call(meta_api::ResolveKmsKey { key }).await?;
+    }
     set(ctx, bucket, Some(encryption)).await?;
     Ok(empty_response(StatusCode::OK))
 }

@@ -316,10 +316,10 @@ pub async fn copy_object(
     };
     let now = now_millis();
     let meta = &ctx.state.meta;
-    // An SSE-C copy is always sealed anew: its key may differ from the
-    // source's.
+    // An SSE-C or SSE-KMS copy is always sealed anew: its key may differ
+    // from the source's.
     let same_encryption = match &copy_encryption {
-        Some(Requested::Customer(_)) => false,
+        Some(Requested::Customer(_) | Requested::Kms { .. }) => false,
         wanted => {
             wanted.as_ref().map(Requested::mode)
                 == record.attributes.encryption.as_ref().map(|e| e.mode)
@@ -360,7 +360,8 @@ pub async fn copy_object(
     }
     let replication = chosen_replication(ctx, bucket).await?;
     let algorithm = copy_checksum_algorithm(headers, &record)?;
-    let new_encryption = copy_encryption.map(NewEncryption::new).transpose()?;
+    let new_encryption =
+        NewEncryption::prepare(copy_encryption, &ctx.state.meta, &ctx.state.config.region).await?;
     let copied = copy_range(
         ctx,
         &record,

@@ -98,9 +98,12 @@ pub async fn create_upload(
     key: String,
 ) -> Result<Response, S3Error> {
     let headers = &ctx.parts.headers;
-    let encryption = encryption::for_write(headers, bucket)?
-        .map(NewEncryption::new)
-        .transpose()?;
+    let encryption = NewEncryption::prepare(
+        encryption::for_write(headers, bucket)?,
+        &ctx.state.meta,
+        &ctx.state.config.region,
+    )
+    .await?;
     let metadata = ObjectMetadata::from_request(headers)?;
     let written = written_access(ctx, bucket, canned_acl(headers))?;
     let tags = tags_from_header(headers)?.unwrap_or_default();

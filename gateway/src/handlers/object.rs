@@ -120,9 +120,12 @@ pub async fn put_object(
     let tags = tags_from_header(request_headers)?.unwrap_or_default();
     let condition = requested_write_condition(request_headers)?;
     let (retention, legal_hold) = requested_lock(ctx, bucket, &key)?;
-    let encryption = encryption::for_write(request_headers, bucket)?
-        .map(NewEncryption::new)
-        .transpose()?;
+    let encryption = NewEncryption::prepare(
+        encryption::for_write(request_headers, bucket)?,
+        &ctx.state.meta,
+        &ctx.state.config.region,
+    )
+    .await?;
     let replication = chosen_replication(ctx, bucket).await?;
     let stored = store_request_body(ctx, replication, body, encryption.as_ref()).await?;
     let checksum = stored_checksum(&stored);

@@ -273,9 +273,12 @@ pub async fn post_object(
         &ctx.parts.extensions,
         ctx.state.config.sse_c_over_http,
     )?;
-    let encryption = encryption::for_write(&encryption_fields, bucket)?
-        .map(NewEncryption::new)
-        .transpose()?;
+    let encryption = NewEncryption::prepare(
+        encryption::for_write(&encryption_fields, bucket)?,
+        meta,
+        &ctx.state.config.region,
+    )
+    .await?;
     let range = policy.length_range().unwrap_or((0, MAX_OBJECT_UPLOAD));
     let replication = meta
         .call(meta_api::DefaultReplication {

@@ -53,20 +53,26 @@ pub fn parse_encryption_configuration(
             _ => return Err(Malformed),
         }
     }
+    let (mode, kms_key_id) = default.ok_or(Malformed)?;
     Ok(BucketEncryption {
-        mode: default.ok_or(Malformed)?,
+        mode,
         bucket_key_enabled: bucket_key_enabled.unwrap_or(false),
+        kms_key_id,
     })
 }
 
-fn parse_default(element: &Element) -> Result<EncryptionMode, EncryptionConfigurationError> {
+/// The default's mode and, for SSE-KMS, its key as put.
+fn parse_default(
+    element: &Element,
+) -> Result<(EncryptionMode, Option<String>), EncryptionConfigurationError> {
     let fields = leaves(element, &["SSEAlgorithm", "KMSMasterKeyID"])?;
     let kms_key = leaf(&fields, "KMSMasterKeyID");
     match leaf(&fields, "SSEAlgorithm") {
         Some("AES256") if kms_key.is_some() => Err(EncryptionConfigurationError::KeyWithoutKms),
-        Some("AES256") => Ok(EncryptionMode::S3),
-        Some("aws:kms" | "aws:kms:dsse") => Err(EncryptionConfigurationError::NotOffered(
-            "bucket default encryption with KMS keys (SSE-KMS)",
+        Some("AES256") => Ok((EncryptionMode::S3, None)),
+        Some("aws:kms") => Ok((EncryptionMode::Kms, kms_key.map(str::to_string))),
+        Some("aws:kms:dsse") => Err(EncryptionConfigurationError::NotOffered(
+            "bucket default encryption with dual-layer KMS keys (DSSE-KMS)",
         )),
         _ => Err(EncryptionConfigurationError::Malformed),
     }
@@ -79,6 +85,7 @@ pub fn encryption_configuration(encryption: &BucketEncryption) -> Vec<u8> {
     w.open("Rule");
     w.open("ApplyServerSideEncryptionByDefault");
     w.element("SSEAlgorithm", encryption.mode.algorithm());
+    w.optional("KMSMasterKeyID", encryption.kms_key_id.as_deref());
     w.close("ApplyServerSideEncryptionByDefault");
     w.boolean("BucketKeyEnabled", encryption.bucket_key_enabled);
     w.close("Rule");
@@ -112,7 +119,8 @@ mod tests {
             put,
             BucketEncryption {
                 mode: EncryptionMode::S3,
-                bucket_key_enabled: true
+                bucket_key_enabled: true,
+                kms_key_id: None,
             }
         );
         let written = encryption_configuration(&put);
@@ -123,6 +131,17 @@ mod tests {
         )
         .unwrap();
         assert!(!plain.bucket_key_enabled);
+        let kms = parse(
+            "<Rule><ApplyServerSideEncryptionByDefault><SSEAlgorithm>aws:kms</SSEAlgorithm>\
+             <KMSMasterKeyID>alias/app</KMSMasterKeyID></ApplyServerSideEncryptionByDefault></Rule>",
+        )
+        .unwrap();
+        assert_eq!(kms.mode, EncryptionMode::Kms);
+        assert_eq!(kms.kms_key_id.as_deref(), Some("alias/app"));
+        assert_eq!(
+            parse_encryption_configuration(&encryption_configuration(&kms)).unwrap(),
+            kms
+        );
     }
 
     #[test]
@@ -141,7 +160,7 @@ mod tests {
             Err(KeyWithoutKms)
         );
         assert!(matches!(
-            apply("<SSEAlgorithm>aws:kms</SSEAlgorithm>"),
+            apply("<SSEAlgorithm>aws:kms:dsse</SSEAlgorithm>"),
             Err(NotOffered(_))
         ));
         assert_eq!(parse(""), Err(Malformed));

@@ -69,6 +69,9 @@ pub enum MetaError {
         /// Datanodes that qualify.
         available: usize,
     },
+    /// No key of the key service answers to this id, ARN or alias.
+    #[error("no KMS key {0}")]
+    KmsKeyNotFound(String),
     /// The user does not exist.
     #[error("no such user {0}")]
     NoSuchUser(String),

@@ -126,6 +126,14 @@ pub struct Encryption {
     /// compared with the key a read brings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub customer_key_md5: Option<String>,
+    /// SSE-KMS: the id of the KMS key the data key is sealed under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kms_key_id: Option<String>,
+    /// SSE-KMS: the encryption context the writer gave
+    /// (`x-amz-server-side-encryption-context`, base64 of a JSON object),
+    /// bound to the sealed key and answered back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kms_context: Option<String>,
     /// The data key itself (hex), only ever between meta and a gateway:
     /// a commit carries it for meta to seal, an answer to a read for the
     /// gateway to open the body. Never stored.
@@ -151,6 +159,9 @@ pub enum EncryptionMode {
     /// SSE-C: a data key per body, sealed by the gateway under the key the
     /// client sends with every write and read; meta never sees either key.
     Customer,
+    /// SSE-KMS (`aws:kms`): a data key per body, sealed under a key of
+    /// meta's key service that the writer names (or the default one).
+    Kms,
 }
 
 impl EncryptionMode {
@@ -160,6 +171,7 @@ impl EncryptionMode {
     pub fn algorithm(self) -> &'static str {
         match self {
             Self::S3 | Self::Customer => "AES256",
+            Self::Kms => "aws:kms",
         }
     }
 }
@@ -483,6 +495,22 @@ pub struct BucketEncryption {
     /// on how bodies are sealed.
     #[serde(default)]
     pub bucket_key_enabled: bool,
+    /// For `aws:kms`: the KMS key as put (an id, an ARN or an alias);
+    /// None: the default key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kms_key_id: Option<String>,
+}
+
+/// A key of meta's built-in key service (SSE-KMS). Its key material is
+/// stored sealed under meta's master key and never leaves meta.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KmsKeyRecord {
+    /// The key's id (a UUID), as ARNs and object records name it.
+    pub id: String,
+    /// Its alias, without the `alias/` prefix (`aws/s3` for the default key).
+    pub alias: String,
+    /// When it was made.
+    pub created: UnixMillis,
 }
 
 /// A bucket's versioning once it was first enabled (it never returns to

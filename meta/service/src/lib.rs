@@ -4,7 +4,7 @@
 //!
 //! Modules point down: `store` at the bottom (the database, its tables and
 //! key encodings), then the in-memory parts (`registry`, `placement`,
-//! `orphans`, `decoded`, `credentials`, `object_keys`, `tokens`, `authentication`,
+//! `orphans`, `decoded`, `credentials`, `kms`, `object_keys`, `tokens`, `authentication`,
 //! `redundancy`, `repair`), `state` over them, `ops` (one
 //! handler per request) over the state, the `lifecycle` worker beside the
 //! operations, `service` over them and `rpc` on top.
@@ -15,6 +15,7 @@ mod authentication;
 mod config;
 mod credentials;
 mod decoded;
+mod kms;
 mod lifecycle;
 mod object_keys;
 mod ops;

@@ -9,6 +9,7 @@
 //! with a new key and leave every encrypted body unreadable.
 
 use crate::credentials::saved_secret;
+use crate::kms::KmsKeys;
 use crate::store::db::{Store, StoreError};
 use crate::store::tables::KEY_CHECKS;
 use meta_api::{Encryption, EncryptionMode, MetaError, ObjectAttributes};
@@ -88,51 +89,87 @@ fn data_key(encryption: &Encryption) -> Result<DataKey, MetaError> {
         .map_err(|_| MetaError::InvalidRequest("a data key is 32 bytes".into()))
 }
 
-/// Seals the data key a commit carries, so that only the sealed key is
-/// stored.
-pub(crate) fn seal_for_store(
-    master: &KeyEncryptionKey,
-    attributes: &mut ObjectAttributes,
-) -> Result<(), MetaError> {
-    let Some(encryption) = attributes.encryption.as_mut() else {
-        return Ok(());
-    };
-    if encryption.mode == EncryptionMode::Customer {
-        // The gateway sealed it under the client's key, which meta never sees.
-        if encryption.data_key.is_some() || encryption.sealed_key.is_empty() {
-            return Err(MetaError::InvalidRequest(
-                "an SSE-C body comes with its data key sealed, and only sealed".into(),
-            ));
-        }
-        return Ok(());
-    }
-    let key = data_key(encryption)?;
-    let sealed = master
-        .seal(&key, CONTEXT)
-        .map_err(|e| MetaError::Store(format!("sealing a data key: {e}")))?;
-    encryption.sealed_key = hex::encode(sealed);
-    encryption.data_key = None;
-    Ok(())
+/// The keys that seal the data keys of encrypted bodies: meta's master key
+/// (SSE-S3) and the keys of the key service (SSE-KMS).
+pub(crate) struct ObjectKeys {
+    /// Meta's master key.
+    pub(crate) master: KeyEncryptionKey,
+    /// The built-in key service.
+    pub(crate) kms: KmsKeys,
 }
 
-/// Opens the stored data key for a gateway's read.
-pub(crate) fn open_for_reading(
-    master: &KeyEncryptionKey,
-    attributes: &mut ObjectAttributes,
-) -> Result<(), StoreError> {
-    let Some(encryption) = attributes.encryption.as_mut() else {
-        return Ok(());
-    };
-    if encryption.mode == EncryptionMode::Customer {
-        return Ok(());
+impl ObjectKeys {
+    /// The master key saved in `dir` (see [`load_master_key`]) and the KMS
+    /// keys `store` holds sealed under it.
+    pub(crate) fn load(dir: &Path, store: &Store) -> Result<Self, MetaError> {
+        let master = load_master_key(dir, store)?;
+        let kms = KmsKeys::load(store, &master)?;
+        Ok(Self { master, kms })
     }
-    let sealed = hex::decode(&encryption.sealed_key)
-        .map_err(|_| StoreError::Corrupt("a sealed data key is not hex".into()))?;
-    let key = master.open(&sealed, CONTEXT).map_err(|_| {
-        StoreError::Corrupt("a data key does not open with this meta's master key".into())
-    })?;
-    encryption.data_key = Some(hex::encode(key.as_bytes()));
-    Ok(())
+
+    /// Seals the data key a commit carries, so that only the sealed key is
+    /// stored.
+    pub(crate) fn seal_for_store(
+        &self,
+        attributes: &mut ObjectAttributes,
+    ) -> Result<(), MetaError> {
+        let Some(encryption) = attributes.encryption.as_mut() else {
+            return Ok(());
+        };
+        if encryption.mode == EncryptionMode::Customer {
+            // The gateway sealed it under the client's key, which meta never sees.
+            if encryption.data_key.is_some() || encryption.sealed_key.is_empty() {
+                return Err(MetaError::InvalidRequest(
+                    "an SSE-C body comes with its data key sealed, and only sealed".into(),
+                ));
+            }
+            return Ok(());
+        }
+        let key = data_key(encryption)?;
+        let sealed = match (encryption.mode, &encryption.kms_key_id) {
+            (EncryptionMode::Kms, Some(id)) => {
+                self.kms.seal(id, &key, encryption.kms_context.as_deref())?
+            }
+            (EncryptionMode::Kms, None) => {
+                return Err(MetaError::InvalidRequest(
+                    "an SSE-KMS body names its KMS key".into(),
+                ))
+            }
+            _ => self
+                .master
+                .seal(&key, CONTEXT)
+                .map_err(|e| MetaError::Store(format!("sealing a data key: {e}")))?,
+        };
+        encryption.sealed_key = hex::encode(sealed);
+        encryption.data_key = None;
+        Ok(())
+    }
+
+    /// Opens the stored data key for a gateway's read.
+    pub(crate) fn open_for_reading(
+        &self,
+        attributes: &mut ObjectAttributes,
+    ) -> Result<(), StoreError> {
+        let Some(encryption) = attributes.encryption.as_mut() else {
+            return Ok(());
+        };
+        if encryption.mode == EncryptionMode::Customer {
+            return Ok(());
+        }
+        let sealed = hex::decode(&encryption.sealed_key)
+            .map_err(|_| StoreError::Corrupt("a sealed data key is not hex".into()))?;
+        let key = match (encryption.mode, &encryption.kms_key_id) {
+            (EncryptionMode::Kms, Some(id)) => {
+                self.kms
+                    .open(id, &sealed, encryption.kms_context.as_deref())?
+            }
+            _ => self.master.open(&sealed, CONTEXT).map_err(|_| {
+                StoreError::Corrupt("a data key does not open with this meta's master key".into())
+            })?,
+        };
+        encryption.data_key = Some(hex::encode(key.as_bytes()));
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -152,29 +189,40 @@ mod tests {
                 mode: EncryptionMode::S3,
                 sealed_key: String::new(),
                 customer_key_md5: None,
+                kms_key_id: None,
+                kms_context: None,
                 data_key: Some(hex::encode(key.as_bytes())),
             }),
             ..Default::default()
         };
-        seal_for_store(&master, &mut attributes).unwrap();
+        let keys = ObjectKeys {
+            kms: KmsKeys::load(&store, &master).unwrap(),
+            master,
+        };
+        keys.seal_for_store(&mut attributes).unwrap();
         let stored = serde_json::to_string(&attributes).unwrap();
         assert!(!stored.contains(&hex::encode(key.as_bytes())));
         assert!(!stored.contains("data_key"));
-        open_for_reading(&master, &mut attributes).unwrap();
+        keys.open_for_reading(&mut attributes).unwrap();
         let opened = attributes.encryption.as_ref().unwrap().data_key.clone();
         assert_eq!(opened, Some(hex::encode(key.as_bytes())));
-        let other = KeyEncryptionKey::random().unwrap();
-        assert!(open_for_reading(&other, &mut attributes).is_err());
+        let other = ObjectKeys {
+            master: KeyEncryptionKey::random().unwrap(),
+            kms: KmsKeys::load(&store, &keys.master).unwrap(),
+        };
+        assert!(other.open_for_reading(&mut attributes).is_err());
         let mut keyless = ObjectAttributes {
             encryption: Some(Encryption {
                 mode: EncryptionMode::S3,
                 sealed_key: String::new(),
                 customer_key_md5: None,
+                kms_key_id: None,
+                kms_context: None,
                 data_key: None,
             }),
             ..Default::default()
         };
-        assert!(seal_for_store(&master, &mut keyless).is_err());
+        assert!(keys.seal_for_store(&mut keyless).is_err());
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -184,6 +232,59 @@ mod tests {
                 .mode();
             assert_eq!(mode & 0o077, 0, "the master key file is private");
         }
+    }
+
+    #[test]
+    fn kms_bodies_are_sealed_under_their_key_and_context() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::open(&dir.path().join("meta.redb")).unwrap();
+        let keys = ObjectKeys::load(dir.path(), &store).unwrap();
+        let app = keys.kms.create(&store, &keys.master, "app", 1).unwrap();
+        let data = DataKey::random().unwrap();
+        let kms = |key: &str, context: Option<&str>| ObjectAttributes {
+            encryption: Some(Encryption {
+                mode: EncryptionMode::Kms,
+                sealed_key: String::new(),
+                customer_key_md5: None,
+                kms_key_id: Some(key.to_string()),
+                kms_context: context.map(str::to_string),
+                data_key: Some(hex::encode(data.as_bytes())),
+            }),
+            ..Default::default()
+        };
+        let arn = format!("arn:aws:kms:us-east-1:000000000000:key/{}", app.id);
+        let mut attributes = kms(&arn, Some("e30="));
+        keys.seal_for_store(&mut attributes).unwrap();
+        let sealed = attributes.encryption.clone().unwrap();
+        assert!(sealed.data_key.is_none() && !sealed.sealed_key.is_empty());
+        keys.open_for_reading(&mut attributes).unwrap();
+        let opened = attributes.encryption.as_ref().unwrap().data_key.clone();
+        assert_eq!(opened, Some(hex::encode(data.as_bytes())));
+        let mut other_context = ObjectAttributes {
+            encryption: Some(Encryption {
+                kms_context: Some("e30K".into()),
+                ..sealed.clone()
+            }),
+            ..Default::default()
+        };
+        assert!(keys.open_for_reading(&mut other_context).is_err());
+        let master_only = ObjectKeys {
+            master: keys.master.clone(),
+            kms: KmsKeys::load(&store, &keys.master).unwrap(),
+        };
+        let mut as_s3 = ObjectAttributes {
+            encryption: Some(Encryption {
+                mode: EncryptionMode::S3,
+                ..sealed
+            }),
+            ..Default::default()
+        };
+        assert!(
+            master_only.open_for_reading(&mut as_s3).is_err(),
+            "a KMS-sealed key does not open as SSE-S3"
+        );
+        assert!(keys.seal_for_store(&mut kms("no-such-key", None)).is_err());
+        assert!(keys.seal_for_store(&mut kms("alias/app", None)).is_err());
     }
 
     #[test]

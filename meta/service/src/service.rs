@@ -86,7 +86,7 @@ impl MetaService {
             now,
         )?;
         let repairs = RepairBook::new(config.repair.clone());
-        let master_key = object_keys::load_master_key(&config.data_dir, &store)?;
+        let object_keys = object_keys::ObjectKeys::load(&config.data_dir, &store)?;
         lifecycle_passes::note_restart(&store)?;
         let state = Arc::new(MetaState {
             repairs,
@@ -100,7 +100,7 @@ impl MetaService {
             authenticator,
             decoded_objects: DecodedCache::new(DEFAULT_DECODED_CACHE_BYTES),
             decoded_buckets: DecodedCache::new(DEFAULT_DECODED_CACHE_BYTES / 8),
-            master_key,
+            object_keys,
         });
         spawn_gauge_refresher(Arc::downgrade(&state));
         spawn_redundancy_checker(Arc::downgrade(&state));

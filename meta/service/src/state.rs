@@ -34,8 +34,8 @@ pub(crate) struct MetaState {
     pub(crate) decoded_objects: DecodedCache<ObjectRecord>,
     /// Bucket records decoded for reads, likewise.
     pub(crate) decoded_buckets: DecodedCache<BucketRecord>,
-    /// Seals the data keys of encrypted bodies (see `crate::object_keys`).
-    pub(crate) master_key: sse::KeyEncryptionKey,
+    /// Seal the data keys of encrypted bodies (see `crate::object_keys`).
+    pub(crate) object_keys: crate::object_keys::ObjectKeys,
 }
 
 impl MetaState {

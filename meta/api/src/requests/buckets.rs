@@ -151,6 +151,26 @@ pub struct SetBucketEncryption {
     pub encryption: Option<BucketEncryption>,
 }
 
+/// Makes a key of the built-in key service (`tessera admin kms key create`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CreateKmsKey {
+    /// Its alias, without `alias/`.
+    pub alias: String,
+}
+
+/// Every key of the built-in key service.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ListKmsKeys;
+
+/// The id of the KMS key a write names (an id, a key ARN, `alias/NAME` or
+/// an alias ARN), or of the default key (`aws/s3`, made at its first use)
+/// when it names none; KmsKeyNotFound otherwise.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ResolveKmsKey {
+    /// The key as the write names it.
+    pub key: Option<String>,
+}
+
 /// Replaces a bucket's tags (an empty map deletes them).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SetBucketTags {

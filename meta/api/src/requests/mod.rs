@@ -183,6 +183,7 @@ request_table! {
     SetBucketCors => (), "set_bucket_cors", Gateway;
     SetBucketLifecycle => (), "set_bucket_lifecycle", Gateway;
     SetBucketEncryption => (), "set_bucket_encryption", Gateway;
+    ResolveKmsKey => String, "resolve_kms_key", Gateway;
     SetBucketTags => (), "set_bucket_tags", Gateway;
     SetBucketAccess => (), "set_bucket_access", Gateway;
     SetBucketVersioning => (), "set_bucket_versioning", Gateway;
@@ -217,6 +218,8 @@ request_table! {
     GetClusterStatus => ClusterStatus, "status", Admin;
     SetDatanodeAdminState => (), "set_datanode_admin_state", Admin;
     MintCredential => String, "mint_credential", Admin;
+    CreateKmsKey => KmsKeyRecord, "create_kms_key", Admin;
+    ListKmsKeys => Vec<KmsKeyRecord>, "list_kms_keys", Admin;
 }
 
 impl AnyRequest {

@@ -1,7 +1,6 @@
 //! Committed objects: commit (atomic replace), lookup, delete, and freeing the
 //! blocks of writes that never committed.
 
-use crate::object_keys::{open_for_reading, seal_for_store};
 use crate::redundancy::queue_short_groups;
 use crate::state::MetaState;
 use crate::store::db::{decode, encode, get_json, StoreError};
@@ -58,7 +57,7 @@ impl Handle<CommitObject> for MetaState {
             condition,
         } = request;
         forget_tokens(&mut record.groups);
-        seal_for_store(&self.master_key, &mut record.attributes)?;
+        self.object_keys.seal_for_store(&mut record.attributes)?;
         let condition = condition.as_ref();
         validate_object_key(&record.key).map_err(MetaError::InvalidRequest)?;
         let (bucket, key, size) = (record.bucket.clone(), record.key.clone(), record.size);
@@ -110,7 +109,7 @@ impl Handle<GetObject> for MetaState {
                 if record.version.delete_marker {
                     return Err(delete_marker(record, true));
                 }
-                open_for_reading(&self.master_key, &mut record.attributes)?;
+                self.object_keys.open_for_reading(&mut record.attributes)?;
                 self.hand_out_for_reading(&mut record.groups, now);
                 Ok(Some(Arc::new(record)))
             });
@@ -152,7 +151,7 @@ impl Handle<GetObject> for MetaState {
                 generation,
                 |bytes| {
                     let mut record: ObjectRecord = decode(bytes)?;
-                    open_for_reading(&self.master_key, &mut record.attributes)?;
+                    self.object_keys.open_for_reading(&mut record.attributes)?;
                     self.hand_out_for_reading(&mut record.groups, now);
                     Ok(record)
                 },

@@ -3,7 +3,6 @@
 //! into one object without copying data, in a single transaction.
 
 use super::objects::check_condition;
-use crate::object_keys::{open_for_reading, seal_for_store};
 use crate::redundancy::queue_short_groups;
 use crate::state::MetaState;
 use crate::store::db::{decode, encode, get_json, StoreError};
@@ -92,7 +91,7 @@ impl Handle<CreateUpload> for MetaState {
     /// Stores a new upload of an existing bucket.
     fn handle(&self, request: CreateUpload, _now: UnixMillis) -> Result<(), MetaError> {
         let mut record = request.record;
-        seal_for_store(&self.master_key, &mut record.attributes)?;
+        self.object_keys.seal_for_store(&mut record.attributes)?;
         validate_object_key(&record.key).map_err(MetaError::InvalidRequest)?;
         if record.upload_id.is_empty() || record.upload_id.len() > 256 {
             return Err(MetaError::InvalidRequest(
@@ -131,7 +130,7 @@ impl Handle<GetUpload> for MetaState {
             )?;
             upload
                 .map(|mut upload| {
-                    open_for_reading(&self.master_key, &mut upload.attributes)?;
+                    self.object_keys.open_for_reading(&mut upload.attributes)?;
                     Ok(upload)
                 })
                 .transpose()

@@ -30,6 +30,7 @@ pub(crate) fn open(path: &Path) -> Result<Store, StoreError> {
         txn.open_table(repairs::REPAIR_INDEX)?;
         txn.open_table(lifecycle_passes::LIFECYCLE)?;
         txn.open_table(KEY_CHECKS)?;
+        txn.open_table(KMS_KEYS)?;
         Ok(())
     })?;
     Ok(store)

@@ -39,6 +39,9 @@ pub(crate) const CREDENTIAL_GENERATIONS: TableDefinition<&str, u64> =
 /// Name of a key -> a random value sealed under it, which only that key
 /// opens (see `crate::object_keys`).
 pub(crate) const KEY_CHECKS: TableDefinition<&str, &[u8]> = TableDefinition::new("key_checks");
+/// KMS key id -> the key and its material sealed under the master key
+/// (see `crate::kms`).
+pub(crate) const KMS_KEYS: TableDefinition<&str, &[u8]> = TableDefinition::new("kms_keys");
 /// Named counters (the next free block id).
 pub(crate) const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
 
