@@ -317,3 +317,28 @@ def form_post(server, post, data: bytes, filename="upload.bin", fields=None):
         timeout=60,
         allow_redirects=False,
     )
+
+
+def rclone_env(endpoint: str, access_key: str, secret_key: str, work: Path) -> dict[str, str]:
+    """An environment in which rclone's remote `tessera:` is this endpoint,
+    path-style, with no configuration file of the user's."""
+    # rclone's S3 backend fails on AWS_CA_BUNDLE with its own HTTP transport.
+    env = {k: v for k, v in os.environ.items() if k != "AWS_CA_BUNDLE"}
+    env.update(
+        RCLONE_CONFIG_TESSERA_TYPE="s3",
+        RCLONE_CONFIG_TESSERA_PROVIDER="Other",
+        RCLONE_CONFIG_TESSERA_ACCESS_KEY_ID=access_key,
+        RCLONE_CONFIG_TESSERA_SECRET_ACCESS_KEY=secret_key,
+        RCLONE_CONFIG_TESSERA_ENDPOINT=endpoint,
+        RCLONE_CONFIG_TESSERA_REGION=REGION,
+        RCLONE_CONFIG_TESSERA_FORCE_PATH_STYLE="true",
+        RCLONE_CONFIG=str(work / "rclone.conf"),
+    )
+    return env
+
+
+def rclone(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    """Runs rclone with `args` in `env`; fails the test when it fails."""
+    result = subprocess.run(["rclone", *args], capture_output=True, text=True, timeout=300, env=env, check=False)
+    assert result.returncode == 0, f"rclone failed ({result.returncode}):\n{result.stdout}\n{result.stderr}"
+    return result

@@ -12,12 +12,13 @@ import base64
 import hashlib
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 from botocore.exceptions import ClientError
 
-from tessera_clients import AwsCli, error_code, form_post, http_status, md5_b64, md5_hex, s3_client
+from tessera_clients import AwsCli, error_code, form_post, http_status, md5_b64, md5_hex, rclone, rclone_env, s3_client
 from tessera_procs import HarnessError, start_server
 
 PACKAGE = 64 * 1024
@@ -571,3 +572,32 @@ def test_kms_multipart_copies_and_bucket_default(server, s3, bucket):
     plain = s3.put_object(Bucket=bucket, Key="defaulted", Body=b"by default")
     assert plain["ServerSideEncryption"] == "aws:kms" and plain["SSEKMSKeyId"].endswith(key_id)
     assert s3.get_object(Bucket=bucket, Key="defaulted")["Body"].read() == b"by default"
+
+
+@pytest.mark.skipif(shutil.which("rclone") is None, reason="rclone is not installed (apt-get install rclone)")
+def test_rclone_writes_and_reads_sse_s3_and_sse_kms(keys_over_http, tmp_path):
+    """(rclone sends SSE-C keys over HTTPS only: test_tls.py has that case.)"""
+    own, s3, _ = keys_over_http
+    source = tmp_path / "source"
+    source.mkdir()
+    files = {"small.bin": os.urandom(1000), "big.bin": os.urandom(6 * MiB + 5)}
+    for name, data in files.items():
+        (source / name).write_bytes(data)
+    key_id, _ = new_kms_key(own, "rclone")
+    modes = {
+        "sse-s3": (["--s3-server-side-encryption", "AES256"], {}),
+        "sse-kms": (["--s3-server-side-encryption", "aws:kms", "--s3-sse-kms-key-id", key_id], {}),
+    }
+    env = rclone_env(own.endpoint, own.access_key, own.secret_key, tmp_path)
+    for mode, (flags, read_with) in modes.items():
+        # Small chunks so the big file goes up as a multipart upload.
+        target = f"tessera:ssec/rclone-{mode}"
+        rclone(env, "copy", "--s3-upload-cutoff", "1M", "--s3-chunk-size", "5M", *flags, str(source), target)
+        head = s3.head_object(Bucket="ssec", Key=f"rclone-{mode}/big.bin", **read_with)
+        expected = {"sse-s3": "AES256", "sse-kms": "aws:kms"}.get(mode)
+        assert head.get("ServerSideEncryption") == expected, (mode, head)
+        assert (head.get("SSECustomerAlgorithm") == "AES256") == (mode == "sse-c")
+        back = tmp_path / f"back-{mode}"
+        rclone(env, "copy", *flags, target, str(back))
+        for name, data in files.items():
+            assert (back / name).read_bytes() == data, (mode, name)

@@ -5,7 +5,9 @@ puts a renewed certificate in place for new connections without a restart."""
 
 from __future__ import annotations
 
+import base64
 import os
+import shutil
 import signal
 import socket
 import ssl
@@ -16,7 +18,7 @@ import pytest
 import requests
 from botocore.exceptions import SSLError
 
-from tessera_clients import AwsCli, s3_client
+from tessera_clients import AwsCli, rclone, rclone_env, s3_client
 from tessera_procs import start_server
 
 pytestmark = pytest.mark.tessera
@@ -79,14 +81,25 @@ def test_boto3_and_aws_cli_round_trip_over_https(https_server):
 
     # Customer keys (SSE-C) travel over HTTPS without any setting.
     key = os.urandom(32)
-    sse_c = {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": key}
-    client.put_object(Bucket="secure", Key="sse-c", Body=body, **sse_c)
-    assert client.get_object(Bucket="secure", Key="sse-c", **sse_c)["Body"].read() == body
+    sse_c_params = {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": key}
+    client.put_object(Bucket="secure", Key="sse-c", Body=body, **sse_c_params)
+    assert client.get_object(Bucket="secure", Key="sse-c", **sse_c_params)["Body"].read() == body
     (tmp_path / "key.bin").write_bytes(key)
     fileb = f"fileb://{tmp_path / 'key.bin'}"
     cli("s3", "cp", str(source), "s3://secure/cli-sse-c.bin", "--sse-c", "AES256", "--sse-c-key", fileb)
     cli("s3", "cp", "s3://secure/cli-sse-c.bin", str(tmp_path / "sse-c.bin"), "--sse-c", "AES256", "--sse-c-key", fileb)
     assert (tmp_path / "sse-c.bin").read_bytes() == source.read_bytes()
+
+    # rclone too, which refuses to send SSE-C keys over plain HTTP.
+    if shutil.which("rclone"):
+        env = rclone_env(server.endpoint, server.access_key, server.secret_key, tmp_path)
+        sse_c = ["--ca-cert", ca, "--s3-sse-customer-algorithm", "AES256"]
+        sse_c += ["--s3-sse-customer-key-base64", base64.b64encode(key).decode()]
+        multipart = ["--s3-upload-cutoff", "1M", "--s3-chunk-size", "5M"]
+        rclone(env, "copyto", *sse_c, *multipart, str(source), "tessera:secure/rclone.bin")
+        assert client.head_object(Bucket="secure", Key="rclone.bin", **sse_c_params)["SSECustomerAlgorithm"] == "AES256"
+        rclone(env, "copyto", *sse_c, "tessera:secure/rclone.bin", str(tmp_path / "rclone.bin"))
+        assert (tmp_path / "rclone.bin").read_bytes() == source.read_bytes()
 
 
 def test_untrusted_and_plain_http_clients_get_nothing(https_server):

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tessera_clients import REGION, empty_and_delete, new_bucket_name
+from tessera_clients import REGION, empty_and_delete, new_bucket_name, rclone, rclone_env
 
 
 def make_tree(root: Path) -> list[str]:
@@ -57,27 +57,14 @@ def tree_bucket(s3):
 def test_rclone_copies_a_tree_up_and_back(server, s3, tree_bucket, tmp_path):
     source, back = tmp_path / "source", tmp_path / "back"
     names = make_tree(source)
-    # rclone's S3 backend fails on AWS_CA_BUNDLE with its own HTTP transport,
-    # and the endpoint is plain HTTP anyway.
-    env = {k: v for k, v in os.environ.items() if k != "AWS_CA_BUNDLE"}
-    env.update(
-        RCLONE_CONFIG_TESSERA_TYPE="s3",
-        RCLONE_CONFIG_TESSERA_PROVIDER="Other",
-        RCLONE_CONFIG_TESSERA_ACCESS_KEY_ID=server.access_key,
-        RCLONE_CONFIG_TESSERA_SECRET_ACCESS_KEY=server.secret_key,
-        RCLONE_CONFIG_TESSERA_ENDPOINT=server.endpoint,
-        RCLONE_CONFIG_TESSERA_REGION=REGION,
-        RCLONE_CONFIG_TESSERA_FORCE_PATH_STYLE="true",
-        RCLONE_CONFIG=str(tmp_path / "rclone.conf"),
-    )
+    env = rclone_env(server.endpoint, server.access_key, server.secret_key, tmp_path)
     # Small chunks so the 3 MiB file goes up as a multipart upload.
-    run(["rclone", "copy", "--s3-upload-cutoff", "1M", "--s3-chunk-size", "5M", str(source),
-         f"tessera:{tree_bucket}/tree"], env)
+    rclone(env, "copy", "--s3-upload-cutoff", "1M", "--s3-chunk-size", "5M", str(source), f"tessera:{tree_bucket}/tree")
     listed = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=tree_bucket)["Contents"])
     assert listed == [f"tree/{n}" for n in names]
-    run(["rclone", "copy", f"tessera:{tree_bucket}/tree", str(back)], env)
+    rclone(env, "copy", f"tessera:{tree_bucket}/tree", str(back))
     assert_same_tree(source, back, names)
-    run(["rclone", "check", str(source), f"tessera:{tree_bucket}/tree"], env)
+    rclone(env, "check", str(source), f"tessera:{tree_bucket}/tree")
 
 
 @pytest.mark.skipif(shutil.which("s3cmd") is None, reason="s3cmd is not installed (apt-get install s3cmd)")
