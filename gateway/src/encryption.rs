@@ -383,10 +383,29 @@ impl NewEncryption {
         upload: &ObjectAttributes,
         headers: &HeaderMap,
     ) -> Result<Option<Self>, S3Error> {
-        let (Some(upload_key), Some(encryption)) = (
-            upload_key(upload, headers, KeyFor::Object)?,
-            upload.encryption.as_ref(),
-        ) else {
+        let customer_upload = upload
+            .encryption
+            .as_ref()
+            .is_some_and(|e| e.mode == EncryptionMode::Customer);
+        if customer_upload && !has_prefixed(headers, CUSTOMER_PREFIX) {
+            return Err(S3Error::with_message(
+                S3Code::InvalidRequest,
+                "The multipart upload initiate requested encryption. Subsequent part requests \
+                 must include the appropriate encryption parameters.",
+            ));
+        }
+        // S3 answers a part's other key 400, where a read's is 403.
+        let upload_key = upload_key(upload, headers, KeyFor::Object).map_err(|e| {
+            if e.code() == S3Code::AccessDenied {
+                S3Error::with_message(
+                    S3Code::InvalidRequest,
+                    "The provided encryption parameters did not match the ones used originally.",
+                )
+            } else {
+                e
+            }
+        })?;
+        let (Some(upload_key), Some(encryption)) = (upload_key, upload.encryption.as_ref()) else {
             return Ok(None);
         };
         let mut salt = [0u8; SALT_LEN];
@@ -543,11 +562,11 @@ impl BodyKey {
                             part.number
                         ))
                     })?;
-                Ok((part.size, key.derive(&salt)))
+                Ok((part.size, salt))
             })
             .collect::<Result<_, S3Error>>()?;
         Ok(Some(Self {
-            body: SealedBody::pieces(pieces),
+            body: SealedBody::parts(key, pieces),
         }))
     }
 

@@ -8,24 +8,37 @@ use bytes::Bytes;
 use std::collections::VecDeque;
 use std::ops::Range;
 
-/// The layout of a stored body: its pieces' plaintext sizes and keys, in
-/// order. Each piece's stored bytes follow the previous piece's.
+/// The layout of a stored body: its pieces' plaintext sizes, in order, and
+/// the key each is sealed under. Each piece's stored bytes follow the
+/// previous piece's.
 #[derive(Clone, Debug)]
 pub struct SealedBody {
-    pieces: Vec<(u64, DataKey)>,
+    /// The body's key, or for parts the upload's key they derive from.
+    key: DataKey,
+    /// Each piece's plaintext size, and its salt when its key is derived.
+    pieces: Vec<(u64, Option<Vec<u8>>)>,
 }
 
 impl SealedBody {
     /// A body sealed as one piece of `size` plaintext bytes.
     pub fn single(size: u64, key: DataKey) -> Self {
         Self {
-            pieces: vec![(size, key)],
+            key,
+            pieces: vec![(size, None)],
         }
     }
 
-    /// A body of several pieces (plaintext size and key each), in order.
-    pub fn pieces(pieces: Vec<(u64, DataKey)>) -> Self {
-        Self { pieces }
+    /// A multipart body: parts of these plaintext sizes, each sealed under
+    /// `upload.derive(salt)`. Only the parts a range touches get their key
+    /// derived.
+    pub fn parts(upload: DataKey, parts: Vec<(u64, Vec<u8>)>) -> Self {
+        Self {
+            key: upload,
+            pieces: parts
+                .into_iter()
+                .map(|(size, salt)| (size, Some(salt)))
+                .collect(),
+        }
     }
 
     /// Plaintext bytes of the whole body.
@@ -40,7 +53,7 @@ impl SealedBody {
         let mut segments = VecDeque::new();
         let mut sealed: Option<Range<u64>> = None;
         let (mut plain_start, mut sealed_start) = (0u64, 0u64);
-        for (size, key) in &self.pieces {
+        for (size, salt) in &self.pieces {
             let piece = plain_start..plain_start + size;
             let within = plain.start.max(piece.start)..plain.end.min(piece.end);
             if within.start < within.end {
@@ -51,9 +64,13 @@ impl SealedBody {
                     None => stored.clone(),
                     Some(so_far) => so_far.start..stored.end,
                 });
+                let opener = match salt {
+                    None => range.opener(&self.key),
+                    Some(salt) => range.opener(&self.key.derive(salt)),
+                };
                 segments.push_back(Segment {
                     stored: stored.end - stored.start,
-                    opener: range.opener(key),
+                    opener,
                 });
             }
             plain_start = piece.end;
@@ -126,12 +143,12 @@ mod tests {
         let (mut plain, mut stored, mut pieces) = (Vec::new(), Vec::new(), Vec::new());
         for (n, size) in sizes.iter().enumerate() {
             let part: Vec<u8> = (0..*size).map(|i| (i * 13 + n * 101) as u8).collect();
-            let key = upload.derive(&[n as u8; 16]);
-            stored.extend(sealed(&key, &part));
+            let salt = vec![n as u8; 16];
+            stored.extend(sealed(&upload.derive(&salt), &part));
             plain.extend(part);
-            pieces.push((*size as u64, key));
+            pieces.push((*size as u64, salt));
         }
-        (SealedBody::pieces(pieces), plain, stored)
+        (SealedBody::parts(upload, pieces), plain, stored)
     }
 
     fn open(body: &SealedBody, stored: &[u8], range: Range<u64>, piece: usize) -> Vec<u8> {

@@ -479,7 +479,7 @@ pub(crate) fn verify_signature(
             return Ok(computed);
         }
         tracing::debug!(
-            canonical_request = %String::from_utf8_lossy(&canonical_request),
+            canonical_request = %super::loggable(&canonical_request),
             string_to_sign,
             "SigV4 signature does not match"
         );

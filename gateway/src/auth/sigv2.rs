@@ -220,7 +220,7 @@ impl V2Auth {
                 return Ok(VerifiedRequest::unsigned_body(identity));
             }
             tracing::debug!(
-                string_to_sign = %String::from_utf8_lossy(&string_to_sign),
+                string_to_sign = %super::loggable(&string_to_sign),
                 "SigV2 signature does not match"
             );
         }

@@ -277,6 +277,9 @@ pub async fn copy_object(
     let requested_encryption = encryption::requested(headers)?;
     let copy_encryption = encryption::for_write(headers, bucket)?;
     let (source, record) = source_object(ctx).await?;
+    // The source's key, if it needs one, is checked on every path (the
+    // in-place one reads nothing).
+    BodyKey::of(&record, headers, KeyFor::CopySource)?;
     let onto_itself = source.bucket == bucket.name && source.key == key;
     // Copying a named version onto its key restores it, as S3 allows.
     if onto_itself

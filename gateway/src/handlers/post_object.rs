@@ -124,16 +124,23 @@ async fn store_file(
     Ok(size)
 }
 
-/// The form's encryption fields, as the headers of a PUT would carry them.
-fn encryption_fields(fields: &BTreeMap<String, String>) -> HeaderMap {
+/// The form's encryption fields, as the headers of a PUT would carry them;
+/// a value no header could carry is refused, never dropped.
+fn encryption_fields(fields: &BTreeMap<String, String>) -> Result<HeaderMap, S3Error> {
     fields
         .iter()
         .filter(|(name, _)| name.starts_with(encryption::SSE_HEADER))
-        .filter_map(|(name, value)| {
-            Some((
-                HeaderName::from_bytes(name.as_bytes()).ok()?,
-                HeaderValue::from_str(value).ok()?,
-            ))
+        .map(|(name, value)| {
+            match (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) {
+                (Ok(name), Ok(value)) => Ok((name, value)),
+                _ => Err(
+                    S3Error::invalid_argument("The encryption field is not valid.")
+                        .detail("ArgumentName", name.clone()),
+                ),
+            }
         })
         .collect()
 }
@@ -267,7 +274,7 @@ pub async fn post_object(
         return Err(S3Error::new(S3Code::AccessDenied));
     }
     let metadata = metadata_of(&fields)?;
-    let encryption_fields = encryption_fields(&fields);
+    let encryption_fields = encryption_fields(&fields)?;
     encryption::refuse_keys_in_clear(
         &encryption_fields,
         &ctx.parts.extensions,
@@ -371,6 +378,19 @@ mod tests {
             redirect.headers()[LOCATION],
             "http://h/done?x=1&bucket=b&key=a%20b&etag=%22e%22"
         );
+    }
+
+    #[test]
+    fn encryption_fields_are_taken_whole_or_refused() {
+        let taken = encryption_fields(&fields(&[
+            ("x-amz-server-side-encryption", "AES256"),
+            ("key", "k"),
+        ]))
+        .unwrap();
+        assert_eq!(taken.len(), 1);
+        assert_eq!(taken["x-amz-server-side-encryption"], "AES256");
+        let refused = encryption_fields(&fields(&[("x-amz-server-side-encryption", "AES256\n")]));
+        assert_eq!(refused.unwrap_err().code(), S3Code::InvalidArgument);
     }
 
     #[test]

@@ -17,7 +17,7 @@ use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 use sse::{DataKey, KeyEncryptionKey};
 use std::collections::BTreeMap;
-use std::sync::RwLock;
+use std::sync::{Mutex, RwLock};
 
 /// The alias of the key writes get when they name none.
 pub(crate) const DEFAULT_ALIAS: &str = "aws/s3";
@@ -95,6 +95,8 @@ fn checked_alias(name: &str) -> Result<&str, MetaError> {
 /// The keys of the built-in key service, opened.
 pub(crate) struct KmsKeys {
     keys: RwLock<BTreeMap<String, (KmsKeyRecord, KeyEncryptionKey)>>,
+    /// Held while the default key is made, so that racing writes make one.
+    making_default: Mutex<()>,
 }
 
 impl KmsKeys {
@@ -116,6 +118,7 @@ impl KmsKeys {
         }
         Ok(Self {
             keys: RwLock::new(keys),
+            making_default: Mutex::new(()),
         })
     }
 
@@ -190,31 +193,33 @@ impl KmsKeys {
         now: UnixMillis,
     ) -> Result<String, MetaError> {
         let name = named.map_or(KeyName::Alias(DEFAULT_ALIAS), key_name);
-        let found = {
-            let keys = self.keys.read().unwrap_or_else(|e| e.into_inner());
-            keys.values()
-                .find(|(record, _)| match name {
-                    KeyName::Id(id) => record.id == id,
-                    KeyName::Alias(alias) => record.alias == alias,
-                })
-                .map(|(record, _)| record.id.clone())
-        };
-        match (found, name) {
-            (Some(id), _) => Ok(id),
-            (None, KeyName::Alias(DEFAULT_ALIAS)) => {
-                match self.add(store, master, DEFAULT_ALIAS, now) {
-                    Ok(record) => Ok(record.id),
-                    // Made meanwhile by another write.
-                    Err(MetaError::InvalidRequest(_)) => {
-                        self.resolve(store, master, Some("alias/aws/s3"), now)
-                    }
-                    Err(e) => Err(e),
-                }
-            }
-            (None, _) => Err(MetaError::KmsKeyNotFound(
-                named.unwrap_or(DEFAULT_ALIAS).to_string(),
-            )),
+        if let Some(id) = self.find(&name) {
+            return Ok(id);
         }
+        if name != KeyName::Alias(DEFAULT_ALIAS) {
+            return Err(MetaError::KmsKeyNotFound(
+                named.unwrap_or(DEFAULT_ALIAS).to_string(),
+            ));
+        }
+        let _making = self
+            .making_default
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        match self.find(&name) {
+            Some(id) => Ok(id),
+            None => Ok(self.add(store, master, DEFAULT_ALIAS, now)?.id),
+        }
+    }
+
+    /// The id of the key `name` names, if there is one.
+    fn find(&self, name: &KeyName<'_>) -> Option<String> {
+        let keys = self.keys.read().unwrap_or_else(|e| e.into_inner());
+        keys.values()
+            .find(|(record, _)| match *name {
+                KeyName::Id(id) => record.id == id,
+                KeyName::Alias(alias) => record.alias == alias,
+            })
+            .map(|(record, _)| record.id.clone())
     }
 
     /// The key a record names by id or key ARN, and its id.

@@ -11,8 +11,9 @@
 use crate::credentials::saved_secret;
 use crate::kms::KmsKeys;
 use crate::store::db::{Store, StoreError};
-use crate::store::tables::KEY_CHECKS;
+use crate::store::tables::{KEY_CHECKS, OBJECTS, UPLOADS, VERSIONS};
 use meta_api::{Encryption, EncryptionMode, MetaError, ObjectAttributes};
+use redb::ReadableTable;
 use sse::{DataKey, KeyEncryptionKey};
 use std::path::Path;
 
@@ -36,7 +37,9 @@ pub(crate) fn load_master_key(dir: &Path, store: &Store) -> Result<KeyEncryption
         let value = table.get(MASTER_CHECK)?.map(|v| v.value().to_vec());
         Ok(value)
     })?;
-    if check.is_some() && !file.exists() {
+    // A store from before the check value existed has none: it is refused
+    // too when its key file is gone and it holds encrypted records.
+    if !file.exists() && (check.is_some() || holds_encrypted_records(store)?) {
         return Err(StoreError::Corrupt(format!(
             "the encryption master key {} is missing, and this store's data keys are sealed \
              under it: restore the file from a backup (a new key would open no encrypted body)",
@@ -76,6 +79,28 @@ pub(crate) fn load_master_key(dir: &Path, store: &Store) -> Result<KeyEncryption
         }
     }
     Ok(key)
+}
+
+/// Whether any object, version or upload record is encrypted (read once,
+/// only when a store without a check value has lost its key file).
+fn holds_encrypted_records(store: &Store) -> Result<bool, MetaError> {
+    const MARK: &[u8] = b"\"encryption\":";
+    store.read(|txn| {
+        let encrypted = |value: &[u8]| value.windows(MARK.len()).any(|w| w == MARK);
+        for table in [OBJECTS, VERSIONS] {
+            for entry in txn.open_table(table)?.iter()? {
+                if encrypted(entry?.1.value()) {
+                    return Ok(true);
+                }
+            }
+        }
+        for entry in txn.open_table(UPLOADS)?.iter()? {
+            if encrypted(entry?.1.value()) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    })
 }
 
 fn data_key(encryption: &Encryption) -> Result<DataKey, MetaError> {
@@ -306,6 +331,38 @@ mod tests {
             load_master_key(dir.path(), &store).unwrap().to_hex(),
             master.to_hex(),
             "the right key is taken back"
+        );
+        // A store from before the check value: refused only when it holds
+        // encrypted records.
+        let older = tempfile::tempdir().unwrap();
+        let store = crate::store::open(&older.path().join("meta.redb")).unwrap();
+        store
+            .write(|txn| {
+                let mut objects = txn.open_table(OBJECTS)?;
+                objects.insert(b"b/clear".as_slice(), br#"{"key":"clear"}"#.as_slice())?;
+                Ok(())
+            })
+            .unwrap();
+        let clear = tempfile::tempdir().unwrap();
+        std::fs::copy(
+            older.path().join("meta.redb"),
+            clear.path().join("meta.redb"),
+        )
+        .unwrap();
+        store
+            .write(|txn| {
+                let mut objects = txn.open_table(OBJECTS)?;
+                let record = br#"{"key":"k","attributes":{"encryption":{"mode":"S3"}}}"#;
+                objects.insert(b"b/k".as_slice(), record.as_slice())?;
+                Ok(())
+            })
+            .unwrap();
+        let refused = load_master_key(older.path(), &store).unwrap_err();
+        assert!(refused.to_string().contains("missing"), "{refused}");
+        let clear_store = crate::store::open(&clear.path().join("meta.redb")).unwrap();
+        assert!(
+            load_master_key(clear.path(), &clear_store).is_ok(),
+            "nothing encrypted"
         );
     }
 }
