@@ -27,6 +27,7 @@ cd "$TESSERA_ROOT"
 declare -A MODULES=(
     [proto]="blockstore/proto/src/wire/*.rs blockstore/proto/src/layout.rs blockstore/proto/src/checksum.rs"
     [codec]="blockstore/codec/src/lib.rs"
+    [sse]="sse/src/body.rs sse/src/keys.rs sse/src/packages.rs"
     [access]="access/src/decide.rs access/src/acl.rs access/src/action.rs access/src/policy/mod.rs access/src/policy/condition.rs access/src/policy/pattern.rs"
     [gateway]="gateway/src/auth/sigv4.rs gateway/src/auth/sigv2.rs gateway/src/auth/canonical.rs gateway/src/auth/presign.rs gateway/src/auth/chunked.rs gateway/src/auth/body.rs gateway/src/auth/payload.rs gateway/src/auth/checksum.rs gateway/src/auth/post_policy.rs gateway/src/auth/mod.rs"
     [meta]="meta/service/src/ops/objects.rs meta/service/src/ops/uploads.rs meta/service/src/ops/object_lock.rs meta/service/src/ops/version_listing.rs meta/service/src/store/db.rs meta/service/src/store/deletions.rs meta/service/src/store/versions.rs meta/service/src/decoded.rs"
@@ -39,7 +40,7 @@ declare -A TEST_ARGS=(
     [gateway]="--lib"
     [datanode]="--lib"
 )
-ORDER=(proto codec access gateway meta datanode)
+ORDER=(proto codec sse access gateway meta datanode)
 # CI's sample: this many shards of proto's mutants, one a run.
 SAMPLE_SHARDS=8
 

@@ -213,6 +213,12 @@ mod tests {
         );
         let (sealed, _) = body.range(0..4 * p);
         assert_eq!(sealed, 0..stored.len() as u64);
+        // A range starting where a part ends (mid-package) reads nothing
+        // of that part.
+        let (body, _, _) = parted(&[p as usize + 5, p as usize]);
+        let (sealed, _) = body.range(p + 5..p + 6);
+        let first = sealed_len(p + 5);
+        assert_eq!(sealed, first..first + sealed_len(p));
     }
 
     #[test]

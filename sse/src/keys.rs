@@ -215,6 +215,9 @@ mod tests {
             KeyError::Length
         );
         assert!(!format!("{kek:?}").contains(&kek.to_hex()[..8]));
+        assert_eq!(format!("{kek:?}"), "KeyEncryptionKey(<redacted>)");
+        let key = DataKey::random().unwrap();
+        assert_eq!(format!("{key:?}"), "DataKey(<redacted>)");
         assert_eq!(DataKey::from_bytes(&[0; 31]).unwrap_err(), KeyError::Length);
     }
 }

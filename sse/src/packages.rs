@@ -329,6 +329,20 @@ mod tests {
     }
 
     #[test]
+    fn bytes_past_the_range_are_ignored_unopened() {
+        let key = DataKey::random().unwrap();
+        let plain = body(2 * PACKAGE);
+        let stored = seal(&key, &plain, PACKAGE);
+        let mut opener = SealedRange::of(0..10, 2 * PACKAGE as u64).opener(&key);
+        // The first package, then bytes that are no package at all.
+        let mut pushed = stored[..SEALED_PACKAGE].to_vec();
+        pushed.extend(std::iter::repeat_n(0u8, SEALED_PACKAGE));
+        let opened: Vec<u8> = opener.push_bytes(Bytes::from(pushed)).unwrap().concat();
+        assert_eq!(opened, &plain[..10]);
+        assert_eq!(opener.finish(), Ok(None));
+    }
+
+    #[test]
     fn ranges_read_only_the_packages_they_touch() {
         let p = PACKAGE as u64;
         let s = SEALED_PACKAGE as u64;
@@ -348,6 +362,9 @@ mod tests {
         );
         assert_eq!(SealedRange::of(0..0, 0).sealed, 0..0);
         assert_eq!(sealed_len(0), 0);
+        // The stored format: bodies already stored are read with these.
+        assert_eq!((PACKAGE, TAG, SEALED_PACKAGE), (65_536, 16, 65_552));
+        assert_eq!(sealed_len(65_537), 65_552 + 1 + 16);
         assert_eq!(sealed_len(p), s);
         assert_eq!(sealed_len(p + 1), s + 1 + TAG as u64);
     }
