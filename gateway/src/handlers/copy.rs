@@ -129,8 +129,18 @@ fn directive(headers: &HeaderMap, name: &'static str) -> Result<bool, S3Error> {
     }
 }
 
-/// Finds, authorizes and checks the source object.
-async fn source_object(ctx: &RequestContext<'_>) -> Result<(CopySource, ObjectRecord), S3Error> {
+/// A copy's source: where the request named it, its record, and the key
+/// that opens its body when it is encrypted.
+struct Source {
+    at: CopySource,
+    record: ObjectRecord,
+    key: Option<BodyKey>,
+}
+
+/// Finds, authorizes and checks the source object, and its key (an SSE-C
+/// source opens only with the key in the copy-source headers): every copy
+/// path checks them here, the in-place one that reads nothing too.
+async fn source_object(ctx: &RequestContext<'_>) -> Result<Source, S3Error> {
     let headers = &ctx.parts.headers;
     let raw = headers
         .get(COPY_SOURCE_HEADER)
@@ -151,7 +161,12 @@ async fn source_object(ctx: &RequestContext<'_>) -> Result<(CopySource, ObjectRe
     if evaluate_copy_source(headers, &record.etag, record.created) != Precondition::Proceed {
         return Err(S3Error::new(S3Code::PreconditionFailed));
     }
-    Ok((source, Arc::unwrap_or_clone(record)))
+    let key = BodyKey::of(&record, headers, KeyFor::CopySource)?;
+    Ok(Source {
+        at: source,
+        record: Arc::unwrap_or_clone(record),
+        key,
+    })
 }
 
 /// What a copied range left behind: durable blocks, not yet visible.
@@ -163,19 +178,19 @@ struct Copied {
     checksum: Option<StoredChecksum>,
 }
 
-/// Streams `range` of `record` (opened, when it is encrypted) into a new key
+/// Streams `range` of `source` (opened, when it is encrypted) into a new key
 /// of `replication`, sealed when `encryption` is given, computing the MD5
 /// (and the checksum of `algorithm`) of the plaintext as bytes pass.
 async fn copy_range(
     ctx: &RequestContext<'_>,
-    record: &ObjectRecord,
+    source: &Source,
     range: ByteRange,
     replication: ReplicationConfig,
     algorithm: Option<ChecksumAlgorithm>,
     encryption: Option<&NewEncryption>,
 ) -> Result<Copied, S3Error> {
-    let reader = Arc::new(ctx.state.store.reader(record));
-    let source_key = Arc::new(BodyKey::of(record, &ctx.parts.headers, KeyFor::CopySource)?);
+    let reader = Arc::new(ctx.state.store.reader(&source.record));
+    let source_key = Arc::new(source.key.clone());
     let mut writer = ctx.state.store.writer(replication);
     let mut sealer = encryption.map(NewEncryption::sealer);
     let mut md5 = Md5::new();
@@ -276,17 +291,11 @@ pub async fn copy_object(
     // Nor its encryption: the copy is encrypted as its request asks.
     let requested_encryption = encryption::requested(headers)?;
     let copy_encryption = encryption::for_write(headers, bucket)?;
-    let (source, record) = source_object(ctx).await?;
-    // The source's key, if it needs one, is checked on every path (the
-    // in-place one reads nothing).
-    BodyKey::of(&record, headers, KeyFor::CopySource)?;
-    let onto_itself = source.bucket == bucket.name && source.key == key;
+    let source = source_object(ctx).await?;
+    let (at, record) = (&source.at, &source.record);
+    let onto_itself = at.bucket == bucket.name && at.key == key;
     // Copying a named version onto its key restores it, as S3 allows.
-    if onto_itself
-        && source.version.is_none()
-        && !replace_metadata
-        && requested_encryption.is_none()
-    {
+    if onto_itself && at.version.is_none() && !replace_metadata && requested_encryption.is_none() {
         return Err(S3Error::with_message(
             S3Code::InvalidRequest,
             "This copy request is illegal because it is trying to copy an object to itself \
@@ -352,7 +361,7 @@ pub async fn copy_object(
             ),
             e => e.into(),
         })?;
-        let checksum = object_checksum(&record).map(|(c, _)| c);
+        let checksum = object_checksum(record).map(|(c, _)| c);
         let mut response = xml_response(object_documents::copy_object_result(
             &record.etag,
             now,
@@ -362,12 +371,12 @@ pub async fn copy_object(
         return Ok(response);
     }
     let replication = chosen_replication(ctx, bucket).await?;
-    let algorithm = copy_checksum_algorithm(headers, &record)?;
+    let algorithm = copy_checksum_algorithm(headers, record)?;
     let new_encryption =
         NewEncryption::prepare(copy_encryption, &ctx.state.meta, &ctx.state.config.region).await?;
     let copied = copy_range(
         ctx,
-        &record,
+        &source,
         ByteRange::whole(record.size),
         replication,
         algorithm,
@@ -449,7 +458,8 @@ pub async fn upload_part_copy(
         })
         .await?
         .ok_or_else(|| S3Error::no_such_upload(upload_id))?;
-    let (_, record) = source_object(ctx).await?;
+    let source = source_object(ctx).await?;
+    let record = &source.record;
     let range = match ctx
         .parts
         .headers
@@ -470,7 +480,7 @@ pub async fn upload_part_copy(
     let part_encryption = NewEncryption::for_part(&upload.attributes, &ctx.parts.headers)?;
     let copied = copy_range(
         ctx,
-        &record,
+        &source,
         range,
         upload.replication,
         algorithm,

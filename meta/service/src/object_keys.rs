@@ -10,9 +10,11 @@
 
 use crate::credentials::saved_secret;
 use crate::kms::KmsKeys;
-use crate::store::db::{Store, StoreError};
+use crate::store::db::{decode, Store, StoreError};
 use crate::store::tables::{KEY_CHECKS, OBJECTS, UPLOADS, VERSIONS};
-use meta_api::{Encryption, EncryptionMode, MetaError, ObjectAttributes};
+use meta_api::{
+    Encryption, EncryptionMode, MetaError, ObjectAttributes, ObjectRecord, UploadRecord,
+};
 use redb::ReadableTable;
 use sse::{DataKey, KeyEncryptionKey};
 use std::path::Path;
@@ -84,18 +86,18 @@ pub(crate) fn load_master_key(dir: &Path, store: &Store) -> Result<KeyEncryption
 /// Whether any object, version or upload record is encrypted (read once,
 /// only when a store without a check value has lost its key file).
 fn holds_encrypted_records(store: &Store) -> Result<bool, MetaError> {
-    const MARK: &[u8] = b"\"encryption\":";
     store.read(|txn| {
-        let encrypted = |value: &[u8]| value.windows(MARK.len()).any(|w| w == MARK);
         for table in [OBJECTS, VERSIONS] {
             for entry in txn.open_table(table)?.iter()? {
-                if encrypted(entry?.1.value()) {
+                let record: ObjectRecord = decode(entry?.1.value())?;
+                if record.attributes.encryption.is_some() {
                     return Ok(true);
                 }
             }
         }
         for entry in txn.open_table(UPLOADS)?.iter()? {
-            if encrypted(entry?.1.value()) {
+            let upload: UploadRecord = decode(entry?.1.value())?;
+            if upload.attributes.encryption.is_some() {
                 return Ok(true);
             }
         }
@@ -336,27 +338,48 @@ mod tests {
         // encrypted records.
         let older = tempfile::tempdir().unwrap();
         let store = crate::store::open(&older.path().join("meta.redb")).unwrap();
-        store
-            .write(|txn| {
-                let mut objects = txn.open_table(OBJECTS)?;
-                objects.insert(b"b/clear".as_slice(), br#"{"key":"clear"}"#.as_slice())?;
-                Ok(())
-            })
-            .unwrap();
+        let put = |key: &str, encryption: Option<Encryption>| {
+            let mut record = ObjectRecord::new(
+                "b",
+                key,
+                "e",
+                proto::ReplicationConfig::Replicated { replicas: 1 },
+                Vec::new(),
+            );
+            // A tag and user metadata named like the field prove nothing.
+            record
+                .attributes
+                .tags
+                .insert("encryption".into(), "x".into());
+            record.user_metadata.insert("encryption".into(), "x".into());
+            record.attributes.encryption = encryption;
+            store
+                .write(|txn| {
+                    let mut objects = txn.open_table(OBJECTS)?;
+                    let bytes = crate::store::db::encode(&record)?;
+                    objects.insert(format!("b/{key}").as_bytes(), bytes.as_slice())?;
+                    Ok(())
+                })
+                .unwrap();
+        };
+        put("clear", None);
         let clear = tempfile::tempdir().unwrap();
         std::fs::copy(
             older.path().join("meta.redb"),
             clear.path().join("meta.redb"),
         )
         .unwrap();
-        store
-            .write(|txn| {
-                let mut objects = txn.open_table(OBJECTS)?;
-                let record = br#"{"key":"k","attributes":{"encryption":{"mode":"S3"}}}"#;
-                objects.insert(b"b/k".as_slice(), record.as_slice())?;
-                Ok(())
-            })
-            .unwrap();
+        put(
+            "k",
+            Some(Encryption {
+                mode: EncryptionMode::S3,
+                sealed_key: "00".into(),
+                customer_key_md5: None,
+                kms_key_id: None,
+                kms_context: None,
+                data_key: None,
+            }),
+        );
         let refused = load_master_key(older.path(), &store).unwrap_err();
         assert!(refused.to_string().contains("missing"), "{refused}");
         let clear_store = crate::store::open(&clear.path().join("meta.redb")).unwrap();
