@@ -208,6 +208,7 @@ class Server:
     ops: str
     creds: Credentials
     data_dir: Path
+    console: str = ""
 
     @property
     def access_key(self) -> str:
@@ -255,6 +256,10 @@ def start_server(
         "127.0.0.1:0",
         "--ops-listen",
         "127.0.0.1:0",
+        "--console-listen",
+        "127.0.0.1:0",
+        "--console-sample-interval",
+        "1s",
         *extra_args,
     ]
     proc = Proc(name, argv, process_env({} if generated_secrets else creds.env()), work_dir)
@@ -262,16 +267,14 @@ def start_server(
     require(fields, proc, "s3", "meta", "ops")
     if generated_secrets:
         creds = saved_credentials(proc.log_path, data_dir / "meta")
-    return Server(proc, fields["s3"], fields["meta"], fields["ops"], creds, data_dir)
+    return Server(proc, fields["s3"], fields["meta"], fields["ops"], creds, data_dir, fields.get("console", ""))
 
 
 def saved_credentials(log_path: Path, meta_dir: Path) -> Credentials:
     """The credentials a server generated: the root keys it printed, the
     tokens it saved in its meta folder."""
     printed = dict(
-        line.strip().split("=", 1)
-        for line in log_path.read_text().splitlines()
-        if line.strip().startswith("AWS_")
+        line.strip().split("=", 1) for line in log_path.read_text().splitlines() if line.strip().startswith("AWS_")
     )
     return Credentials(
         printed["AWS_ACCESS_KEY_ID"],

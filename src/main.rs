@@ -40,6 +40,8 @@ enum Command {
     Datanode(Box<roles::datanode::DatanodeArgs>),
     /// The S3 gateway.
     Gateway(Box<roles::gateway::GatewayArgs>),
+    /// The web console, in front of a cluster's gateway.
+    Console(Box<roles::console::ConsoleArgs>),
     /// Users, keys, buckets, credentials, certificates and cluster status.
     Admin(Box<admin::AdminArgs>),
     /// Load generators: positioned reads, S3 GETs, key writes.
@@ -71,6 +73,7 @@ fn main() -> Result<()> {
             Command::Meta(a) => roles::meta::run(*a).await,
             Command::Datanode(a) => roles::datanode::run(*a).await,
             Command::Gateway(a) => roles::gateway::run(*a).await,
+            Command::Console(a) => roles::console::run(*a).await,
             Command::Admin(a) => admin::run(*a).await,
             Command::Bench(a) => bench::run(*a).await,
             Command::Probe { url } => probe::probe(&url).await,

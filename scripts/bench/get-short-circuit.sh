@@ -4,6 +4,8 @@
 # alternated RUNS times; one summary line per run.
 #   scripts/bench/get-short-circuit.sh [RUNS]
 set -u
+# Benchmarks need no web console (and two servers would share its port).
+export TESSERA_CONSOLE_LISTEN=off
 HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$HERE/../..
 B=${TESSERA_BIN:-$ROOT/target/release/tessera}
 RUNS=${1:-2}

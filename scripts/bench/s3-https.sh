@@ -7,6 +7,8 @@
 # repo's .venv has it).
 #   scripts/bench/s3-https.sh [RUNS] [SCENARIOS] [SECONDS]
 set -u
+# Benchmarks need no web console (and two servers would share its port).
+export TESSERA_CONSOLE_LISTEN=off
 HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$HERE/../..
 B=${TESSERA_BIN:-$ROOT/target/release/tessera}
 RUNS=${1:-3}; ONLY=${2:-range64k-c64,get1k-c64,put16m-c16}; DUR=${3:-5}

@@ -7,6 +7,8 @@
 # ratios to plain.
 #   scripts/bench/sse.sh [RUNS] [SECONDS] [WRITERS]
 set -u
+# Benchmarks need no web console (and two servers would share its port).
+export TESSERA_CONSOLE_LISTEN=off
 HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$HERE/../..
 B=${TESSERA_BIN:-$ROOT/target/release/tessera}
 RUNS=${1:-3}; SECONDS_EACH=${2:-8}; WRITERS=${3:-4}

@@ -2,6 +2,7 @@
 //! Each role module builds its parts from these settings, prints one `READY`
 //! line once every listener is bound, and stops cleanly on SIGTERM.
 
+pub mod console;
 pub mod datanode;
 pub mod gateway;
 pub mod meta;

@@ -50,6 +50,9 @@ pub struct ServerArgs {
     /// Gateway settings.
     #[command(flatten)]
     pub gateway: GatewaySettings,
+    /// The web console.
+    #[command(flatten)]
+    pub console: super::console::ConsoleListenArgs,
     /// Mutual TLS on the meta RPC and datanode ports (and the server's own
     /// links to them); clear text by default, for loopback.
     #[command(flatten)]
@@ -73,6 +76,36 @@ async fn wait_for_datanodes(service: &Arc<MetaService>, count: usize) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     tracing::warn!("not every datanode registered in time; continuing");
+}
+
+/// Serves the web console in front of this server's gateway, unless
+/// `--console-listen off` or the gateway speaks TLS (the console reaches
+/// its gateway over plain HTTP only).
+async fn start_console(
+    args: &ServerArgs,
+    service: &Arc<MetaService>,
+    endpoint: &str,
+    metrics: &metrics_exporter_prometheus::PrometheusHandle,
+    shutdown: &Shutdown,
+) -> Result<Option<(String, tokio::task::JoinHandle<()>)>> {
+    if !args.console.enabled() {
+        return Ok(None);
+    }
+    if !endpoint.starts_with("http://") {
+        tracing::warn!("no web console: it reaches the gateway over plain HTTP only");
+        return Ok(None);
+    }
+    let config = ::web_console::ConsoleConfig {
+        gateway: endpoint.to_string(),
+        public_endpoint: args.console.console_public_endpoint.clone(),
+        region: args.gateway.region.clone(),
+        meta: service.client(Principal::Admin),
+        admin_token: Some(service.admin_token().to_string()),
+        metrics: super::console::own_metrics(metrics.clone()),
+        sample_every: args.console.console_sample_interval,
+    };
+    let served = super::console::serve(&args.console.console_listen, config, shutdown).await?;
+    Ok(Some(served))
 }
 
 /// Runs the whole cluster in this process until SIGTERM.
@@ -113,18 +146,26 @@ pub async fn run(args: ServerArgs) -> Result<()> {
         &shutdown,
     )
     .await?;
+    let console = start_console(&args, &service, &endpoint, &metrics, &shutdown).await?;
     let health = ops::meta_health(service.clone());
     let ops_addr = ops::serve(&args.ops_listen, metrics, health, &shutdown).await?;
     eprintln!(
         "tessera server: S3 endpoint {endpoint}, data in {}",
         args.data.display()
     );
-    print_ready(&[
+    let mut ready = vec![
         ("s3", endpoint),
         ("meta", meta_addr.to_string()),
         ("ops", format!("http://{ops_addr}")),
-    ]);
+    ];
+    if let Some((url, _)) = &console {
+        ready.push(("console", url.clone()));
+    }
+    print_ready(&ready);
     gateway.await?;
+    if let Some((_, task)) = console {
+        task.await?;
+    }
     for node in nodes {
         node.shutdown().await;
     }

@@ -1,0 +1,132 @@
+//! Signing in (an access key and its secret, or the admin token) and out.
+
+use crate::csrf;
+use crate::document;
+use crate::error::ConsoleError;
+use crate::gateway::{Keys, S3Request};
+use crate::session::{SignedIn, SESSION_COOKIE};
+use crate::Console;
+use axum::extract::{Form, State};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum_extra::extract::cookie::{Cookie, SignedCookieJar};
+use http::{HeaderMap, Method, StatusCode};
+use maud::html;
+use meta_api::{GetAccessKey, GetUser};
+use serde::Deserialize;
+use std::sync::Arc;
+use subtle::ConstantTimeEq;
+
+/// The sign-in form's fields.
+#[derive(Deserialize)]
+pub(crate) struct SignInForm {
+    #[serde(default)]
+    access_key: String,
+    secret_key: String,
+}
+
+/// GET /login: the form, with a fresh token in a cookie beside it.
+pub(crate) async fn form(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
+    let jar = console.jar(&headers);
+    if console.sessions.of_jar(&jar).is_some() {
+        return Redirect::to("/buckets").into_response();
+    }
+    sign_in_page(jar, StatusCode::OK, None)
+}
+
+fn sign_in_page(jar: SignedCookieJar, status: StatusCode, error: Option<&str>) -> Response {
+    let (cookie, token) = csrf::login_cookie();
+    let page = document::bare(
+        "Sign in",
+        html! {
+            h1 { "Tessera console" }
+            @if let Some(error) = error {
+                p.error role="alert" { (error) }
+            }
+            form.card method="post" action=(csrf::LOGIN_PATH) {
+                input type="hidden" name=(csrf::FIELD) value=(token);
+                label for="access_key" { "Access key" }
+                input #access_key type="text" name="access_key" autocomplete="username"
+                    autocapitalize="off" spellcheck="false";
+                label for="secret_key" { "Secret key" }
+                input #secret_key type="password" name="secret_key" required
+                    autocomplete="current-password";
+                p.muted { "To reach only the admin pages with the admin token, leave the access key empty and give the token as the secret." }
+                button type="submit" { "Sign in" }
+            }
+        },
+    );
+    (status, jar.add(cookie), page).into_response()
+}
+
+/// POST /login: checks the keys with a signed ListBuckets through the
+/// gateway (the same check any S3 client meets), or the admin token.
+pub(crate) async fn sign_in(
+    State(console): State<Arc<Console>>,
+    headers: HeaderMap,
+    Form(form): Form<SignInForm>,
+) -> Result<Response, ConsoleError> {
+    let jar = console.jar(&headers);
+    let access_key = form.access_key.trim().to_string();
+    let (keys, name, admin) = if access_key.is_empty() {
+        let token_matches = console
+            .admin_token
+            .as_deref()
+            .is_some_and(|token| bool::from(token.as_bytes().ct_eq(form.secret_key.as_bytes())));
+        if !token_matches {
+            return Ok(refused(jar));
+        }
+        (None, "admin token".to_string(), true)
+    } else {
+        let keys = Keys::new(access_key.clone(), form.secret_key);
+        match console
+            .gateway
+            .call(&keys, S3Request::service(Method::GET))
+            .await
+        {
+            Ok(_) => {}
+            Err(ConsoleError::S3 { status, .. }) if status == StatusCode::FORBIDDEN => {
+                return Ok(refused(jar));
+            }
+            Err(e) => return Err(e),
+        }
+        let user = console
+            .meta
+            .call(GetAccessKey { access_key })
+            .await?
+            .map(|key| key.user)
+            .ok_or_else(|| ConsoleError::BadInput("the access key was deleted".into()))?;
+        let is_root = console
+            .meta
+            .call(GetUser { name: user.clone() })
+            .await?
+            .is_some_and(|u| u.is_root);
+        (Some(keys), user, is_root)
+    };
+    let session = console.sessions.start(keys, name, admin);
+    let jar = jar
+        .remove(Cookie::build(csrf::LOGIN_COOKIE).path(csrf::LOGIN_PATH))
+        .add(session);
+    Ok((jar, Redirect::to("/buckets")).into_response())
+}
+
+fn refused(jar: SignedCookieJar) -> Response {
+    sign_in_page(
+        jar,
+        StatusCode::FORBIDDEN,
+        Some("Wrong access key or secret key."),
+    )
+}
+
+/// POST /logout: ends the session here and forgets the cookie.
+pub(crate) async fn sign_out(
+    State(console): State<Arc<Console>>,
+    _: SignedIn,
+    headers: HeaderMap,
+) -> Response {
+    let jar = console.jar(&headers);
+    if let Some(cookie) = jar.get(SESSION_COOKIE) {
+        console.sessions.end(cookie.value());
+    }
+    let jar = jar.remove(Cookie::build(SESSION_COOKIE).path("/"));
+    (jar, Redirect::to("/login")).into_response()
+}

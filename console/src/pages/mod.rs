@@ -1,0 +1,10 @@
+//! The console's pages, one module per family: signing in, buckets and
+//! their settings, the object browser, uploads, and the admin pages.
+
+pub(crate) mod buckets;
+pub(crate) mod cluster;
+pub(crate) mod login;
+pub(crate) mod objects;
+pub(crate) mod settings;
+pub(crate) mod uploads;
+pub(crate) mod users;

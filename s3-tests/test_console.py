@@ -1,0 +1,445 @@
+"""The web console in a real browser: headless Chromium driven by Selenium
+against the console of the session's `tessera server`.
+
+What the browser does is checked from outside it: objects with boto3, bucket
+settings with boto3, downloads byte for byte, share links with a plain
+HTTP client. Forged forms are sent with `requests`, as another site's page
+would send them. Each page is saved as a screenshot under
+target/console-screenshots (or $CONSOLE_SCREENSHOTS).
+
+Needs Debian's chromium and chromium-driver; under CI a missing one fails
+the tests instead of skipping them."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+import requests
+from botocore.exceptions import ClientError
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ready
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+from tessera_clients import MIB, empty_and_delete, new_bucket_name, s3_client
+from tessera_procs import Proc, process_env
+
+pytestmark = pytest.mark.tessera
+
+ROOT = Path(__file__).resolve().parent.parent
+SCREENSHOTS = Path(os.environ.get("CONSOLE_SCREENSHOTS", ROOT / "target" / "console-screenshots"))
+WAIT_S = 60
+
+
+def browser_binaries() -> tuple[str, str]:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    if chromium and driver:
+        return chromium, driver
+    reason = "the console tests need chromium and chromium-driver (apt-get install chromium chromium-driver)"
+    if os.environ.get("CI"):
+        pytest.fail(reason, pytrace=False)
+    pytest.skip(reason)
+
+
+class Browser:
+    """One headless Chromium with its own download folder."""
+
+    def __init__(self, console: str, downloads: Path):
+        chromium, driver = browser_binaries()
+        options = Options()
+        options.binary_location = chromium
+        for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000"):
+            options.add_argument(arg)
+        options.add_experimental_option(
+            "prefs", {"download.default_directory": str(downloads), "download.prompt_for_download": False}
+        )
+        self.driver = webdriver.Chrome(service=Service(driver), options=options)
+        self.console = console
+        self.downloads = downloads
+
+    def open(self, path: str) -> None:
+        self.driver.get(self.console + path)
+
+    def find(self, css: str):
+        return WebDriverWait(self.driver, WAIT_S).until(ready.presence_of_element_located((By.CSS_SELECTOR, css)))
+
+    def text(self) -> str:
+        return self.driver.find_element(By.TAG_NAME, "body").text
+
+    def path(self) -> str:
+        return "/" + self.driver.current_url.split("/", 3)[3]
+
+    def shot(self, name: str) -> None:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        self.driver.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+
+    def sign_in(self, access_key: str, secret_key: str, *, refused: bool = False) -> None:
+        """Signs in through the form and waits for the page it leads to."""
+        self.driver.delete_all_cookies()
+        self.open("/login")
+        form = self.find("form.card")
+        self.find("#access_key").send_keys(access_key)
+        self.find("#secret_key").send_keys(secret_key)
+        self.find("form.card button[type=submit]").click()
+        WebDriverWait(self.driver, WAIT_S).until(ready.staleness_of(form))
+        self.find("p.error" if refused else "form.signout")
+
+    def submit(self, form_css: str) -> None:
+        self.find(f"{form_css} button[type=submit]").click()
+
+    def quit(self) -> None:
+        self.driver.quit()
+
+
+@pytest.fixture(scope="module")
+def browser(server, tmp_path_factory):
+    assert server.console, "the server printed no console address"
+    b = Browser(server.console, tmp_path_factory.mktemp("downloads"))
+    yield b
+    b.quit()
+
+
+@pytest.fixture
+def console_bucket(s3):
+    name = new_bucket_name("console")
+    yield name
+    try:
+        empty_and_delete(s3, name)
+    except ClientError:
+        pass
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def wait_for(what: str, check, timeout: float = WAIT_S):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_wrong_secret_is_refused(server, browser):
+    browser.sign_in(server.access_key, server.secret_key + "x", refused=True)
+    alert = browser.find("p.error")
+    assert "Wrong access key or secret key" in alert.text
+    assert browser.path() == "/login"
+    browser.shot("login-refused")
+    # No session was made: the bucket list sends the browser back to sign in.
+    browser.open("/buckets")
+    browser.find("#secret_key")
+    assert browser.path() == "/login"
+
+
+def test_buckets_and_objects_end_to_end(server, browser, s3, console_bucket, tmp_path):
+    browser.sign_in(server.access_key, server.secret_key)
+    assert browser.path() == "/buckets"
+    browser.shot("buckets")
+
+    # A bucket with versioning and SSE-S3 by default, from the form.
+    browser.find("#name").send_keys(console_bucket)
+    browser.find("input[name=versioning]").click()
+    Select(browser.find("#encryption")).select_by_value("AES256")
+    browser.submit("form[action='/buckets']")
+    browser.find("form.upload")
+    assert browser.path() == f"/buckets/{console_bucket}"
+    assert s3.get_bucket_versioning(Bucket=console_bucket)["Status"] == "Enabled"
+    rule = s3.get_bucket_encryption(Bucket=console_bucket)["ServerSideEncryptionConfiguration"]["Rules"][0]
+    assert rule["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] == "AES256"
+
+    # Uploads: a small file in one PUT, a 20 MiB one in 8 MiB parts.
+    small = tmp_path / "notes & plans.txt"
+    small.write_bytes(os.urandom(3000))
+    big = tmp_path / "big.bin"
+    big.write_bytes(os.urandom(20 * MIB + 123))
+    browser.find("#files").send_keys(f"{small}\n{big}")
+    listed = browser.driver.find_elements
+    wait_for("both objects listed", lambda: listed(By.LINK_TEXT, "big.bin") and listed(By.LINK_TEXT, small.name))
+    browser.shot("objects")
+    stored_small = s3.get_object(Bucket=console_bucket, Key=small.name)
+    assert stored_small["Body"].read() == small.read_bytes()
+    assert stored_small["ServerSideEncryption"] == "AES256"
+    stored_big = s3.get_object(Bucket=console_bucket, Key="big.bin")
+    assert stored_big["ETag"].endswith('-3"'), "20 MiB in 8 MiB parts is a three-part upload"
+    assert sha256(stored_big["Body"].read()) == sha256(big.read_bytes())
+
+    # Folders and breadcrumbs.
+    s3.put_object(Bucket=console_bucket, Key="docs/2026/report.txt", Body=b"report")
+    browser.open(f"/buckets/{console_bucket}")
+    browser.find("a[href*='prefix=docs%2F']").click()
+    browser.find("a[href*='prefix=docs%2F2026%2F']").click()
+    browser.find("a[href*='key=docs%2F2026%2Freport.txt']")
+    crumbs = browser.find("ol.breadcrumbs").text
+    assert "docs" in crumbs and "2026" in crumbs
+
+    # Details of the big object, its download and a share link.
+    browser.open(f"/buckets/{console_bucket}/object?key=big.bin")
+    assert browser.find("#object-etag").text == stored_big["ETag"]
+    browser.shot("object")
+    browser.find("a.button[href*='/download']").click()
+    downloaded = browser.downloads / "big.bin"
+    wait_for("the download", lambda: downloaded.exists() and downloaded.stat().st_size == big.stat().st_size)
+    assert sha256(downloaded.read_bytes()) == sha256(big.read_bytes())
+
+    Select(browser.find("#expires")).select_by_value("900")
+    browser.submit("form[action$='/share']")
+    link = browser.find("#share-link").get_attribute("value")
+    assert "X-Amz-Expires=900" in link and server.secret_key not in link
+    browser.shot("share")
+    shared = requests.get(link, timeout=30)
+    assert shared.status_code == 200
+    assert sha256(shared.content) == sha256(big.read_bytes())
+    tampered = requests.get(link.replace("X-Amz-Expires=900", "X-Amz-Expires=901"), timeout=30)
+    assert tampered.status_code == 403
+
+    # Delete two objects at once from the listing.
+    browser.open(f"/buckets/{console_bucket}")
+    for key in (small.name, "big.bin"):
+        browser.find(f"input[name=key][value='{key}']").click()
+    delete = browser.find("form[action$='/delete-objects'] button.danger")
+    delete.click()
+    WebDriverWait(browser.driver, WAIT_S).until(ready.staleness_of(delete))
+    browser.find("form.upload")
+    assert "big.bin" not in browser.text()
+    for key in (small.name, "big.bin"):
+        with pytest.raises(ClientError) as err:
+            s3.head_object(Bucket=console_bucket, Key=key)
+        assert err.value.response["Error"]["Code"] == "404"
+    # Versioning keeps the deleted objects as versions, which the details list.
+    versions = s3.list_object_versions(Bucket=console_bucket, Prefix="big.bin")
+    assert len(versions["Versions"]) == 1 and len(versions["DeleteMarkers"]) == 1
+
+
+def test_bucket_settings_change_what_s3_answers(server, browser, s3, console_bucket):
+    s3.create_bucket(Bucket=console_bucket)
+    browser.sign_in(server.access_key, server.secret_key)
+    browser.open(f"/buckets/{console_bucket}/settings")
+    assert browser.find("#versioning-status").text == "Off"
+    browser.submit("form[action$='/settings/versioning']")
+    wait_for("versioning on", lambda: browser.find("#versioning-status").text == "Enabled")
+    assert s3.get_bucket_versioning(Bucket=console_bucket)["Status"] == "Enabled"
+
+    cors = (
+        "<CORSConfiguration><CORSRule><AllowedOrigin>https://app.example</AllowedOrigin>"
+        "<AllowedMethod>GET</AllowedMethod></CORSRule></CORSConfiguration>"
+    )
+    browser.find("#doc-cors").send_keys(cors)
+    browser.find("#doc-cors").submit()
+    browser.find("#versioning-status")
+    rules = s3.get_bucket_cors(Bucket=console_bucket)["CORSRules"]
+    assert rules[0]["AllowedOrigins"] == ["https://app.example"]
+    browser.shot("settings")
+
+    # A malformed document is refused with S3's own error, shown on the page.
+    browser.find("#doc-lifecycle").send_keys("<LifecycleConfiguration><Rule>")
+    browser.find("#doc-lifecycle").submit()
+    assert "MalformedXML" in browser.find("p.error").text
+    with pytest.raises(ClientError):
+        s3.get_bucket_lifecycle_configuration(Bucket=console_bucket)
+
+
+def test_a_user_sees_only_what_s3_lets_them(server, browser, make_user, s3, console_bucket):
+    s3.create_bucket(Bucket=console_bucket)
+    user = make_user("console")
+    own = new_bucket_name("own")
+    user.client.create_bucket(Bucket=own)
+    try:
+        browser.sign_in(user.access_key, user.secret_key)
+        listed = browser.text()
+        assert own in listed and console_bucket not in listed
+        assert "Cluster" not in browser.find("header.top nav").text
+        browser.open(f"/buckets/{console_bucket}")
+        assert "AccessDenied" in browser.find("p.error").text
+        browser.open("/cluster")
+        assert "root user and the admin token" in browser.find("p.error").text
+        status = requests.get(server.console + "/cluster", cookies=session_cookies(browser), timeout=30).status_code
+        assert status == 403
+    finally:
+        empty_and_delete(user.client, own)
+
+
+def session_cookies(browser: Browser) -> dict[str, str]:
+    return {c["name"]: c["value"] for c in browser.driver.get_cookies()}
+
+
+def test_the_cluster_and_users_pages(server, browser):
+    browser.sign_in(server.access_key, server.secret_key)
+    browser.open("/cluster")
+    rows = browser.find("#datanodes").find_elements(By.CSS_SELECTOR, "tbody tr")
+    assert len(rows) == 5
+    assert all("Healthy" in row.text for row in rows)
+
+    # The charts draw the server's own metrics (sampled every second here):
+    # requests made now show in the request rate.
+    s3 = s3_client(server.endpoint, server.access_key, server.secret_key)
+
+    def drawn() -> bool:
+        for _ in range(20):
+            s3.list_buckets()
+        browser.open("/cluster")
+        line = browser.find("figure polyline").get_attribute("points")
+        label = browser.find("figure svg").get_attribute("aria-label")
+        return line.count(",") >= 2 and "all no data" not in label and "all 0.0/s" not in label
+
+    wait_for("a drawn request rate", drawn)
+    browser.shot("cluster")
+    browser.driver.execute_script("document.querySelector('.charts').scrollIntoView()")
+    browser.shot("cluster-charts")
+
+    name = new_bucket_name("user")
+    browser.open("/users")
+    browser.find("#user-name").send_keys(name)
+    browser.submit("form[action='/users']")
+    access_key = browser.find("#new-access-key").text
+    secret_key = browser.find("#new-secret-key").text
+    browser.shot("users")
+    made = s3_client(server.endpoint, access_key, secret_key)
+    assert made.list_buckets()["Buckets"] == []
+    users = server.admin("user", "list")
+    assert name in str(users)
+
+
+def test_the_admin_token_reaches_the_admin_pages_only(server, browser):
+    browser.sign_in("", server.admin_token)
+    assert "no S3 keys" in browser.text()
+    browser.open("/cluster")
+    assert len(browser.find("#datanodes").find_elements(By.CSS_SELECTOR, "tbody tr")) == 5
+
+
+def signed_in_session(server) -> tuple[requests.Session, str]:
+    """A plain HTTP client signed in as root, and its page's CSRF token."""
+    http = requests.Session()
+    form = http.get(server.console + "/login", timeout=30)
+    token = re.search(r'name="csrf" value="([0-9a-f]+)"', form.text).group(1)
+    answer = http.post(
+        server.console + "/login",
+        data={"csrf": token, "access_key": server.access_key, "secret_key": server.secret_key},
+        timeout=30,
+    )
+    assert answer.status_code == 200 and "/buckets" in answer.url
+    csrf = re.search(r'<meta name="csrf-token" content="([0-9a-f]+)"', answer.text).group(1)
+    return http, csrf
+
+
+def test_forged_forms_are_refused(server, s3):
+    http, csrf = signed_in_session(server)
+    _other, other_csrf = signed_in_session(server)
+    url = server.console + "/buckets"
+    attempts = {
+        "no token": {"name": new_bucket_name("forged")},
+        "another session's token": {"name": new_bucket_name("forged"), "csrf": other_csrf},
+    }
+    for why, form in attempts.items():
+        answer = http.post(url, data=form, timeout=30, allow_redirects=False)
+        assert answer.status_code == 403, why
+        assert "was not sent by this console" in answer.text, why
+        with pytest.raises(ClientError):
+            s3.head_bucket(Bucket=form["name"])
+    # The right token from another origin: a page elsewhere posting to us.
+    name = new_bucket_name("forged")
+    answer = http.post(url, data={"name": name, "csrf": csrf}, headers={"Origin": "http://evil.example"}, timeout=30)
+    assert answer.status_code == 403
+    with pytest.raises(ClientError):
+        s3.head_bucket(Bucket=name)
+    # An upload without the header token.
+    answer = http.post(server.console + f"/buckets/{name}/upload?key=x", data=b"abc", timeout=30)
+    assert answer.status_code == 403
+    # Sign-in without the form's cookie (a login forced from elsewhere).
+    answer = requests.post(
+        server.console + "/login",
+        data={"csrf": csrf, "access_key": server.access_key, "secret_key": server.secret_key},
+        timeout=30,
+    )
+    assert answer.status_code == 403
+    # The session's own token goes through.
+    answer = http.post(url, data={"name": name, "csrf": csrf}, timeout=30)
+    assert answer.status_code == 200
+    s3.head_bucket(Bucket=name)
+    s3.delete_bucket(Bucket=name)
+    # Signing out ends the session on the server: its cookie is worth nothing.
+    cookies = http.cookies.copy()
+    http.post(server.console + "/logout", data={"csrf": csrf}, timeout=30)
+    answer = requests.get(server.console + "/buckets", cookies=cookies, allow_redirects=False, timeout=30)
+    assert answer.status_code == 303 and answer.headers["location"] == "/login"
+
+
+def test_the_session_cookie_is_http_only_and_same_site(server):
+    http, _ = signed_in_session(server)
+    cookie = next(c for c in http.cookies if c.name == "tessera_console")
+    assert cookie.has_nonstandard_attr("HttpOnly")
+    assert cookie.get_nonstandard_attr("SameSite") == "Strict"
+    # The cookie is signed: another value is not a session.
+    forged = requests.get(
+        server.console + "/buckets", cookies={"tessera_console": "0" * 64}, allow_redirects=False, timeout=30
+    )
+    assert forged.status_code == 303
+    page = http.get(server.console + "/buckets", timeout=30)
+    assert "default-src 'none'" in page.headers["content-security-policy"]
+    assert page.headers["x-frame-options"] == "DENY"
+    assert page.headers["cache-control"] == "no-store"
+
+
+def test_pages_fit_a_phone(server, browser):
+    browser.sign_in(server.access_key, server.secret_key)
+    browser.driver.set_window_size(390, 844)
+    try:
+        for path, name in (("/buckets", "phone-buckets"), ("/cluster", "phone-cluster")):
+            browser.open(path)
+            browser.find("main h1")
+            overflow = browser.driver.execute_script(
+                "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
+            )
+            assert overflow <= 0, f"{path} is {overflow} px wider than a phone (tables must scroll inside)"
+            browser.shot(name)
+    finally:
+        browser.driver.set_window_size(1280, 1000)
+
+
+def test_the_console_role_in_front_of_a_gateway(server, s3, bucket, tessera_bin, tmp_path):
+    """`tessera console` as its own process: the gateway, meta and metrics
+    of the session's server, reached over TCP."""
+    s3.put_object(Bucket=bucket, Key="seen-by-the-role.txt", Body=b"x")
+    argv = [
+        str(tessera_bin),
+        "console",
+        "--console-listen",
+        "127.0.0.1:0",
+        "--console-sample-interval",
+        "1s",
+        "--gateway",
+        server.endpoint,
+        "--meta",
+        server.meta,
+        "--metrics",
+        server.ops + "/metrics",
+    ]
+    proc = Proc("console", argv, process_env({"TESSERA_ADMIN_TOKEN": server.admin_token}), tmp_path)
+    try:
+        console = proc.wait_ready()["console"]
+        role = type(server)(**{**server.__dict__, "console": console})
+        http, _ = signed_in_session(role)
+        assert bucket in http.get(console + "/buckets", timeout=30).text
+        listing = http.get(console + f"/buckets/{bucket}", timeout=30).text
+        assert "seen-by-the-role.txt" in listing
+
+        def charted() -> bool:
+            s3.list_buckets()
+            page = http.get(console + "/cluster", timeout=30).text
+            return page.count("<tr>") >= 6 and "all no data" not in page
+
+        wait_for("the cluster page with a drawn request rate", charted)
+    finally:
+        proc.terminate()
