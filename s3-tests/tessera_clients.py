@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -342,3 +343,19 @@ def rclone(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     result = subprocess.run(["rclone", *args], capture_output=True, text=True, timeout=300, env=env, check=False)
     assert result.returncode == 0, f"rclone failed ({result.returncode}):\n{result.stdout}\n{result.stderr}"
     return result
+
+
+def console_session(console: str, access_key: str, secret_key: str) -> tuple[requests.Session, str]:
+    """A plain HTTP client signed in to the web console at `console`, and
+    the CSRF token of its pages."""
+    http = requests.Session()
+    form = http.get(console + "/login", timeout=30)
+    token = re.search(r'name="csrf" value="([0-9a-f]+)"', form.text).group(1)
+    answer = http.post(
+        console + "/login",
+        data={"csrf": token, "access_key": access_key, "secret_key": secret_key},
+        timeout=30,
+    )
+    assert answer.status_code == 200 and answer.url.endswith("/buckets"), answer.text[:500]
+    csrf = re.search(r'<meta name="csrf-token" content="([0-9a-f]+)"', answer.text).group(1)
+    return http, csrf

@@ -29,7 +29,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ready
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from tessera_clients import MIB, empty_and_delete, new_bucket_name, s3_client
+from tessera_clients import MIB, console_session, empty_and_delete, new_bucket_name, s3_client
 from tessera_procs import Proc, process_env
 
 pytestmark = pytest.mark.tessera
@@ -320,18 +320,7 @@ def test_the_admin_token_reaches_the_admin_pages_only(server, browser):
 
 
 def signed_in_session(server) -> tuple[requests.Session, str]:
-    """A plain HTTP client signed in as root, and its page's CSRF token."""
-    http = requests.Session()
-    form = http.get(server.console + "/login", timeout=30)
-    token = re.search(r'name="csrf" value="([0-9a-f]+)"', form.text).group(1)
-    answer = http.post(
-        server.console + "/login",
-        data={"csrf": token, "access_key": server.access_key, "secret_key": server.secret_key},
-        timeout=30,
-    )
-    assert answer.status_code == 200 and "/buckets" in answer.url
-    csrf = re.search(r'<meta name="csrf-token" content="([0-9a-f]+)"', answer.text).group(1)
-    return http, csrf
+    return console_session(server.console, server.access_key, server.secret_key)
 
 
 def test_forged_forms_are_refused(server, s3):
@@ -386,6 +375,7 @@ def test_the_session_cookie_is_http_only_and_same_site(server):
         server.console + "/buckets", cookies={"tessera_console": "0" * 64}, allow_redirects=False, timeout=30
     )
     assert forged.status_code == 303
+    assert not cookie.secure
     page = http.get(server.console + "/buckets", timeout=30)
     assert "default-src 'none'" in page.headers["content-security-policy"]
     assert page.headers["x-frame-options"] == "DENY"
@@ -429,8 +419,7 @@ def test_the_console_role_in_front_of_a_gateway(server, s3, bucket, tessera_bin,
     proc = Proc("console", argv, process_env({"TESSERA_ADMIN_TOKEN": server.admin_token}), tmp_path)
     try:
         console = proc.wait_ready()["console"]
-        role = type(server)(**{**server.__dict__, "console": console})
-        http, _ = signed_in_session(role)
+        http, _ = console_session(console, server.access_key, server.secret_key)
         assert bucket in http.get(console + "/buckets", timeout=30).text
         listing = http.get(console + f"/buckets/{bucket}", timeout=30).text
         assert "seen-by-the-role.txt" in listing
@@ -443,3 +432,23 @@ def test_the_console_role_in_front_of_a_gateway(server, s3, bucket, tessera_bin,
         wait_for("the cluster page with a drawn request rate", charted)
     finally:
         proc.terminate()
+
+
+def test_cookies_are_secure_behind_a_tls_proxy(server):
+    """A TLS proxy in front of the console says so in X-Forwarded-Proto:
+    the cookies are then sent over HTTPS only."""
+    proxied = {"X-Forwarded-Proto": "https"}
+    form = requests.get(server.console + "/login", headers=proxied, timeout=30)
+    assert "Secure" in form.headers["set-cookie"]
+    token = re.search(r'name="csrf" value="([0-9a-f]+)"', form.text).group(1)
+    answer = requests.post(
+        server.console + "/login",
+        data={"csrf": token, "access_key": server.access_key, "secret_key": server.secret_key},
+        cookies={c.name: c.value for c in form.cookies},
+        headers=proxied,
+        allow_redirects=False,
+        timeout=30,
+    )
+    assert answer.status_code == 303
+    session = [c for c in answer.headers["set-cookie"].split(", ") if c.startswith("tessera_console=")]
+    assert session and "Secure" in session[0] and "HttpOnly" in session[0], answer.headers["set-cookie"]

@@ -6,7 +6,9 @@ puts a renewed certificate in place for new connections without a restart."""
 from __future__ import annotations
 
 import base64
+import html
 import os
+import re
 import shutil
 import signal
 import socket
@@ -18,7 +20,7 @@ import pytest
 import requests
 from botocore.exceptions import SSLError
 
-from tessera_clients import AwsCli, rclone, rclone_env, s3_client
+from tessera_clients import AwsCli, console_session, rclone, rclone_env, s3_client
 from tessera_procs import start_server
 
 pytestmark = pytest.mark.tessera
@@ -100,6 +102,36 @@ def test_boto3_and_aws_cli_round_trip_over_https(https_server):
         assert client.head_object(Bucket="secure", Key="rclone.bin", **sse_c_params)["SSECustomerAlgorithm"] == "AES256"
         rclone(env, "copyto", *sse_c, "tessera:secure/rclone.bin", str(tmp_path / "rclone.bin"))
         assert (tmp_path / "rclone.bin").read_bytes() == source.read_bytes()
+
+
+def test_the_console_acts_through_the_https_gateway(https_server):
+    """`tessera server --tls-cert` serves its console too, which reaches the
+    gateway over HTTPS trusting the gateway's own certificate."""
+    server, ca, _key, _tmp = https_server
+    client = s3_client(server.endpoint, server.access_key, server.secret_key, verify=ca)
+    client.create_bucket(Bucket="console-tls")
+    http, csrf = console_session(server.console, server.access_key, server.secret_key)
+    assert "console-tls" in http.get(server.console + "/buckets", timeout=30).text
+    body = os.urandom(100_000)
+    put = http.post(
+        server.console + "/buckets/console-tls/upload?key=via-console",
+        data=body,
+        headers={"x-csrf-token": csrf, "content-type": "application/octet-stream"},
+        timeout=30,
+    )
+    assert put.status_code == 200, put.text
+    assert client.get_object(Bucket="console-tls", Key="via-console")["Body"].read() == body
+    got = http.get(server.console + "/buckets/console-tls/download?key=via-console", timeout=30)
+    assert got.content == body
+    # Share links name the HTTPS endpoint.
+    page = http.post(
+        server.console + "/buckets/console-tls/share",
+        data={"csrf": csrf, "key": "via-console", "expires": "900"},
+        timeout=30,
+    ).text
+    link = html.unescape(re.search(r'id="share-link" type="text" readonly value="([^"]+)"', page).group(1))
+    assert link.startswith(server.endpoint + "/console-tls/via-console?"), link
+    assert requests.get(link, verify=ca, timeout=30).content == body
 
 
 def test_untrusted_and_plain_http_clients_get_nothing(https_server):

@@ -32,11 +32,12 @@ pub(crate) const LOGIN_PATH: &str = "/login";
 const MAX_FORM: usize = 1 << 20;
 
 /// A cookie with a fresh token for the sign-in form, and the token.
-pub(crate) fn login_cookie() -> (Cookie<'static>, String) {
+pub(crate) fn login_cookie(https: bool) -> (Cookie<'static>, String) {
     let token = random_token();
     let cookie = Cookie::build((LOGIN_COOKIE, token.clone()))
         .http_only(true)
         .same_site(SameSite::Strict)
+        .secure(https)
         .path(LOGIN_PATH)
         .build();
     (cookie, token)

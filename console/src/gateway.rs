@@ -17,10 +17,12 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderName, Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 use md5::{Digest, Md5};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 /// What SigV4 leaves unencoded in a query component: the unreserved characters.
@@ -171,7 +173,7 @@ pub(crate) struct Answer {
 
 /// The gateway and how to reach it.
 pub(crate) struct Gateway {
-    http: Client<HttpConnector, Body>,
+    http: Client<HttpsConnector<HttpConnector>, Body>,
     endpoint: String,
     public: String,
     region: String,
@@ -192,21 +194,51 @@ fn endpoint(url: &str, schemes: &[&str]) -> Result<String, ConsoleStartError> {
     Ok(url.to_string())
 }
 
+/// TLS settings that trust the certificates in `trust` (PEM) alone (as
+/// roots, or pinned: see [`tls::trust`]), or nothing without it.
+fn tls_config(trust: Option<&Path>) -> Result<rustls::ClientConfig, ConsoleStartError> {
+    let config = match trust {
+        Some(trust) => tls::trust::client_config_trusting(trust),
+        None => rustls::ClientConfig::builder_with_provider(tls::provider())
+            .with_safe_default_protocol_versions()
+            .map(|builder| {
+                builder
+                    .with_root_certificates(rustls::RootCertStore::empty())
+                    .with_no_client_auth()
+            })
+            .map_err(tls::TlsError::from),
+    };
+    config.map_err(|e| ConsoleStartError::Tls(e.to_string()))
+}
+
 impl Gateway {
-    /// A client of the gateway at `endpoint` (`http://host:port`); share
-    /// links name `public` (http or https) when given.
+    /// A client of the gateway at `gateway` (`http://host:port`, or
+    /// `https://` with the certificates to trust in `trust`); share links
+    /// name `public` (http or https) when given.
     pub(crate) fn new(
         gateway: &str,
+        trust: Option<&Path>,
         public: Option<&str>,
         region: &str,
     ) -> Result<Self, ConsoleStartError> {
-        let private = endpoint(gateway, &["http"])?;
+        let private = endpoint(gateway, &["http", "https"])?;
         let public = match public {
             Some(public) => endpoint(public, &["http", "https"])?,
             None => private.clone(),
         };
+        if private.starts_with("https://") && trust.is_none() {
+            return Err(ConsoleStartError::Tls(
+                "an https gateway needs the certificates to trust".into(),
+            ));
+        }
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
+        connector.enforce_http(false);
+        let connector = HttpsConnectorBuilder::new()
+            .with_tls_config(tls_config(trust)?)
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(connector);
         Ok(Self {
             http: Client::builder(TokioExecutor::new()).build(connector),
             endpoint: private,
@@ -291,7 +323,7 @@ impl Gateway {
         self.http
             .request(http_request.map(|()| body))
             .await
-            .map_err(|e| ConsoleError::Gateway(e.to_string()))
+            .map_err(|e| ConsoleError::Gateway(with_causes(&e)))
     }
 
     /// Signs and sends `request` and reads the answer whole; an S3 error
@@ -349,6 +381,19 @@ impl Gateway {
     }
 }
 
+/// An error and what caused it ("client error (Connect): ...: invalid
+/// peer certificate"), since hyper's own text stops at the first.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        cause = e.source();
+    }
+    text
+}
+
 /// The error an S3 answer carries (HEAD answers have no body: their status
 /// names it).
 pub(crate) fn s3_error(status: StatusCode, body: &[u8]) -> ConsoleError {
@@ -398,6 +443,8 @@ mod tests {
             "http://127.0.0.1:9878"
         );
         assert!(endpoint("https://s3.example.com", &["http"]).is_err());
+        assert!(Gateway::new("https://127.0.0.1:1", None, None, "r").is_err());
+        assert!(Gateway::new("ftp://127.0.0.1:1", None, None, "r").is_err());
         assert!(endpoint("https://s3.example.com", &["http", "https"]).is_ok());
         assert!(endpoint("http://host/path", &["http"]).is_err());
         assert!(endpoint("http://", &["http"]).is_err());
@@ -406,8 +453,13 @@ mod tests {
 
     #[test]
     fn links_are_presigned_for_the_public_endpoint_and_capped_at_seven_days() {
-        let gateway =
-            Gateway::new("http://127.0.0.1:1", Some("https://s3.example.com"), "eu-1").unwrap();
+        let gateway = Gateway::new(
+            "http://127.0.0.1:1",
+            None,
+            Some("https://s3.example.com"),
+            "eu-1",
+        )
+        .unwrap();
         let keys = Keys::new("AKID".into(), "secret".into());
         let week = MAX_LINK_LIFETIME.as_secs();
         let link = gateway

@@ -40,8 +40,10 @@ pub const SAMPLE_EVERY: Duration = Duration::from_secs(10);
 /// What the console needs to know about the cluster.
 pub struct ConsoleConfig {
     /// The S3 gateway every bucket and object request goes to
-    /// (`http://host:port`).
+    /// (`http://host:port` or `https://host:port`).
     pub gateway: String,
+    /// The certificates (PEM) an `https` gateway is trusted by.
+    pub gateway_ca: Option<std::path::PathBuf>,
     /// The gateway's address as browsers reach it, named by share links;
     /// the gateway's own when None.
     pub public_endpoint: Option<String>,
@@ -61,8 +63,11 @@ pub struct ConsoleConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum ConsoleStartError {
     /// The gateway or public endpoint is not an `http://host:port` URL.
-    #[error("bad endpoint {0:?}: expected http://host:port")]
+    #[error("bad endpoint {0:?}: expected http://host:port or https://host:port")]
     BadEndpoint(String),
+    /// The gateway's certificates to trust could not be read or used.
+    #[error("TLS to the gateway: {0}")]
+    Tls(String),
     /// The charts cannot be sampled every zero seconds.
     #[error("the metrics sample interval must be above zero")]
     NoSampleInterval,
@@ -100,6 +105,7 @@ impl ConsoleApp {
         }
         let gateway = gateway::Gateway::new(
             &config.gateway,
+            config.gateway_ca.as_deref(),
             config.public_endpoint.as_deref(),
             &config.region,
         )?;

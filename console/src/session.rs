@@ -57,8 +57,15 @@ pub(crate) fn random_token() -> String {
 }
 
 impl Sessions {
-    /// Starts a session and returns the cookie that names it.
-    pub(crate) fn start(&self, keys: Option<Keys>, name: String, admin: bool) -> Cookie<'static> {
+    /// Starts a session and returns the cookie that names it (`Secure` when
+    /// the browser reached the console over HTTPS).
+    pub(crate) fn start(
+        &self,
+        keys: Option<Keys>,
+        name: String,
+        admin: bool,
+        https: bool,
+    ) -> Cookie<'static> {
         let id = random_token();
         let now = Instant::now();
         let session = Session {
@@ -72,7 +79,7 @@ impl Sessions {
         let mut by_id = self.by_id.lock();
         by_id.retain(|_, s| s.live(now));
         by_id.insert(id.clone(), Arc::new(session));
-        session_cookie(id)
+        session_cookie(id, https)
     }
 
     /// The live session `id` names, marked as seen now.
@@ -107,13 +114,25 @@ impl Session {
 }
 
 /// The session cookie: signed by the jar, never readable by scripts, never
-/// sent with a request another site starts.
-fn session_cookie(id: String) -> Cookie<'static> {
+/// sent with a request another site starts, and over HTTPS only when the
+/// browser came that way.
+fn session_cookie(id: String, https: bool) -> Cookie<'static> {
     Cookie::build((SESSION_COOKIE, id))
         .http_only(true)
         .same_site(SameSite::Strict)
+        .secure(https)
         .path("/")
         .build()
+}
+
+/// Whether the browser reached the console over HTTPS: a TLS proxy in front
+/// of it says so in `X-Forwarded-Proto`. (Anyone may send the header; it only
+/// makes the cookies stricter.)
+pub(crate) fn over_https(headers: &http::HeaderMap) -> bool {
+    headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|proto| proto.eq_ignore_ascii_case("https"))
 }
 
 /// A request from a signed-in browser; others are sent to the sign-in page.
@@ -159,7 +178,7 @@ mod tests {
     #[test]
     fn sessions_are_found_by_their_id_until_they_end() {
         let sessions = Sessions::default();
-        let cookie = sessions.start(None, "admin".into(), true);
+        let cookie = sessions.start(None, "admin".into(), true, false);
         let id = cookie.value().to_string();
         assert_eq!(id.len(), 64);
         let found = sessions.find(&id).expect("a live session");
@@ -173,10 +192,18 @@ mod tests {
 
     #[test]
     fn the_cookie_is_http_only_and_same_site_strict() {
-        let cookie = session_cookie("x".into());
+        let cookie = session_cookie("x".into(), false);
         assert_eq!(cookie.http_only(), Some(true));
         assert_eq!(cookie.same_site(), Some(SameSite::Strict));
         assert_eq!(cookie.path(), Some("/"));
+        assert_eq!(cookie.secure(), Some(false));
+        assert_eq!(session_cookie("x".into(), true).secure(), Some(true));
+        let mut headers = http::HeaderMap::new();
+        assert!(!over_https(&headers));
+        headers.insert("x-forwarded-proto", "HTTPS".parse().unwrap());
+        assert!(over_https(&headers));
+        headers.insert("x-forwarded-proto", "http".parse().unwrap());
+        assert!(!over_https(&headers));
     }
 
     #[test]

@@ -44,9 +44,14 @@ pub struct ConsoleArgs {
     /// Where to listen, and the address share links name.
     #[command(flatten)]
     pub listen: ConsoleListenArgs,
-    /// The S3 gateway the console acts through (http://host:port).
+    /// The S3 gateway the console acts through (http://host:port or
+    /// https://host:port).
     #[arg(long, env = "TESSERA_GATEWAY")]
     pub gateway: String,
+    /// The certificates (PEM) that an https gateway's certificate must
+    /// chain to: its CA, or its own self-signed certificate.
+    #[arg(long, env = "TESSERA_GATEWAY_CA")]
+    pub gateway_ca: Option<PathBuf>,
     /// The region requests are signed for (the gateway's --region).
     #[arg(long, env = "TESSERA_REGION", default_value = "us-east-1")]
     pub region: String,
@@ -135,6 +140,7 @@ pub async fn run(args: ConsoleArgs) -> Result<()> {
     };
     let config = web_console::ConsoleConfig {
         gateway: args.gateway,
+        gateway_ca: args.gateway_ca,
         public_endpoint: args.listen.console_public_endpoint,
         region: args.region,
         meta,

@@ -78,9 +78,9 @@ async fn wait_for_datanodes(service: &Arc<MetaService>, count: usize) {
     tracing::warn!("not every datanode registered in time; continuing");
 }
 
-/// Serves the web console in front of this server's gateway, unless
-/// `--console-listen off` or the gateway speaks TLS (the console reaches
-/// its gateway over plain HTTP only).
+/// Serves the web console in front of this server's gateway (over HTTPS
+/// trusting the gateway's own certificate when it has one), unless
+/// `--console-listen off`.
 async fn start_console(
     args: &ServerArgs,
     service: &Arc<MetaService>,
@@ -91,12 +91,14 @@ async fn start_console(
     if !args.console.enabled() {
         return Ok(None);
     }
-    if !endpoint.starts_with("http://") {
-        tracing::warn!("no web console: it reaches the gateway over plain HTTP only");
-        return Ok(None);
-    }
+    // A gateway on every address is reached on loopback (its certificate
+    // is pinned, so the name it holds does not matter).
+    let gateway = endpoint
+        .replace("://0.0.0.0:", "://127.0.0.1:")
+        .replace("://[::]:", "://[::1]:");
     let config = ::web_console::ConsoleConfig {
-        gateway: endpoint.to_string(),
+        gateway,
+        gateway_ca: args.gateway.tls_cert.clone(),
         public_endpoint: args.console.console_public_endpoint.clone(),
         region: args.gateway.region.clone(),
         meta: service.client(Principal::Admin),

@@ -13,6 +13,7 @@ pub mod certs;
 pub mod cluster;
 pub mod link;
 pub mod pem;
+pub mod trust;
 
 pub use cluster::{AcceptedTls, ClusterTls, ClusterTlsFiles};
 pub use link::Link;

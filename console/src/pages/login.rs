@@ -4,7 +4,7 @@ use crate::csrf;
 use crate::document;
 use crate::error::ConsoleError;
 use crate::gateway::{Keys, S3Request};
-use crate::session::{SignedIn, SESSION_COOKIE};
+use crate::session::{over_https, SignedIn, SESSION_COOKIE};
 use crate::Console;
 use axum::extract::{Form, State};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -30,11 +30,16 @@ pub(crate) async fn form(State(console): State<Arc<Console>>, headers: HeaderMap
     if console.sessions.of_jar(&jar).is_some() {
         return Redirect::to("/buckets").into_response();
     }
-    sign_in_page(jar, StatusCode::OK, None)
+    sign_in_page(jar, over_https(&headers), StatusCode::OK, None)
 }
 
-fn sign_in_page(jar: SignedCookieJar, status: StatusCode, error: Option<&str>) -> Response {
-    let (cookie, token) = csrf::login_cookie();
+fn sign_in_page(
+    jar: SignedCookieJar,
+    https: bool,
+    status: StatusCode,
+    error: Option<&str>,
+) -> Response {
+    let (cookie, token) = csrf::login_cookie(https);
     let page = document::bare(
         "Sign in",
         html! {
@@ -66,6 +71,7 @@ pub(crate) async fn sign_in(
     Form(form): Form<SignInForm>,
 ) -> Result<Response, ConsoleError> {
     let jar = console.jar(&headers);
+    let https = over_https(&headers);
     let access_key = form.access_key.trim().to_string();
     let (keys, name, admin) = if access_key.is_empty() {
         let token_matches = console
@@ -73,7 +79,7 @@ pub(crate) async fn sign_in(
             .as_deref()
             .is_some_and(|token| bool::from(token.as_bytes().ct_eq(form.secret_key.as_bytes())));
         if !token_matches {
-            return Ok(refused(jar));
+            return Ok(refused(jar, https));
         }
         (None, "admin token".to_string(), true)
     } else {
@@ -85,7 +91,7 @@ pub(crate) async fn sign_in(
         {
             Ok(_) => {}
             Err(ConsoleError::S3 { status, .. }) if status == StatusCode::FORBIDDEN => {
-                return Ok(refused(jar));
+                return Ok(refused(jar, https));
             }
             Err(e) => return Err(e),
         }
@@ -102,16 +108,17 @@ pub(crate) async fn sign_in(
             .is_some_and(|u| u.is_root);
         (Some(keys), user, is_root)
     };
-    let session = console.sessions.start(keys, name, admin);
+    let session = console.sessions.start(keys, name, admin, https);
     let jar = jar
         .remove(Cookie::build(csrf::LOGIN_COOKIE).path(csrf::LOGIN_PATH))
         .add(session);
     Ok((jar, Redirect::to("/buckets")).into_response())
 }
 
-fn refused(jar: SignedCookieJar) -> Response {
+fn refused(jar: SignedCookieJar, https: bool) -> Response {
     sign_in_page(
         jar,
+        https,
         StatusCode::FORBIDDEN,
         Some("Wrong access key or secret key."),
     )
