@@ -88,6 +88,12 @@ pub fn count_bytes_out(n: usize) {
     metrics::counter!("tessera_s3_bytes_out_total").increment(n as u64);
 }
 
+/// Counts an object written with cells fitted to it (smaller than its
+/// layout's stripe).
+pub fn count_fitted_object() {
+    metrics::counter!("tessera_s3_fitted_cell_objects_total").increment(1);
+}
+
 /// Registers the descriptions of the S3 metrics with the installed recorder.
 pub fn describe_metrics() {
     metrics::describe_counter!(
@@ -112,6 +118,10 @@ pub fn describe_metrics() {
         "tessera_s3_bytes_out_total",
         metrics::Unit::Bytes,
         "Response body bytes"
+    );
+    metrics::describe_counter!(
+        "tessera_s3_fitted_cell_objects_total",
+        "EC objects smaller than a stripe, written with cells fitted to them"
     );
 }
 

@@ -166,6 +166,14 @@ impl StoreClient {
         KeyWriter::new(self.clone(), replication)
     }
 
+    /// The layout of a new object of `size` bytes (as stored: sealed, when
+    /// encrypted): an EC cell fitted to it when a stripe of `replication` is
+    /// wider than the object ([`ReplicationConfig::fitted_to`]). A writer of
+    /// it still takes a longer body whole, in more stripes.
+    pub fn fitted(&self, replication: ReplicationConfig, size: u64) -> ReplicationConfig {
+        replication.fitted_to(size, self.config.bytes_per_checksum)
+    }
+
     /// A reader over a committed object's blocks.
     pub fn reader(&self, record: &ObjectRecord) -> KeyReader {
         KeyReader::new(self.clone(), record)

@@ -20,6 +20,11 @@ pub enum ReplicationConfig {
     },
 }
 
+/// Cells fitted to a small object ([`ReplicationConfig::fitted_to`]) are
+/// multiples of this: few enough sizes for write buffers to be reused across
+/// objects, and whole pages for direct writes.
+pub const FITTED_CELL_GRANULE: u64 = 64 * 1024;
+
 /// Why a replication config string was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("unknown replication config {0:?}: use rs-3-2-1024k, rs-6-3-1024k, replicated-3 or replicated-1")]
@@ -86,6 +91,30 @@ impl ReplicationConfig {
                 stripes * l.stripe_width()
             }
             Self::Replicated { .. } => block_size,
+        }
+    }
+
+    /// The config a new object of `size` bytes is written with. An EC stripe
+    /// wider than the object would store a whole cell of parity per parity
+    /// block for a few bytes of data (a 1 MiB object in rs-3-2-1024k: 1 MiB
+    /// of data, 2 MiB of parity); its cell shrinks instead to the object's
+    /// share of a stripe, rounded up to [`FITTED_CELL_GRANULE`] and to a
+    /// multiple of `bytes_per_checksum` (stripes start on checksum chunks).
+    /// The same object then stores about `size * width / data` bytes.
+    pub fn fitted_to(self, size: u64, bytes_per_checksum: u32) -> Self {
+        match self {
+            Self::Ec(layout) if size < layout.stripe_width() => {
+                let chunk = u64::from(bytes_per_checksum.max(1));
+                let granule = FITTED_CELL_GRANULE.div_ceil(chunk) * chunk;
+                let share = size.div_ceil(u64::from(layout.data)).max(1);
+                let cell = (share.div_ceil(granule) * granule).min(u64::from(layout.cell_size));
+                Self::Ec(EcLayout {
+                    // At most the layout's own cell size, which is a u32.
+                    cell_size: cell as u32,
+                    ..layout
+                })
+            }
+            other => other,
         }
     }
 
@@ -208,6 +237,37 @@ impl EcLayout {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn cell_of(config: ReplicationConfig) -> u32 {
+        match config {
+            ReplicationConfig::Ec(layout) => layout.cell_size,
+            ReplicationConfig::Replicated { .. } => panic!("not EC"),
+        }
+    }
+
+    #[test]
+    fn a_small_object_gets_a_cell_fitted_to_it() {
+        const KIB: u64 = 1024;
+        let rs = ReplicationConfig::RS_3_2;
+        // 1 MiB over three data cells: 341.4 KiB each, rounded up to 384 KiB.
+        assert_eq!(cell_of(rs.fitted_to(1024 * KIB, 16 * 1024)), 384 * 1024);
+        assert_eq!(cell_of(rs.fitted_to(1, 16 * 1024)), 64 * 1024);
+        assert_eq!(cell_of(rs.fitted_to(0, 16 * 1024)), 64 * 1024);
+        assert_eq!(cell_of(rs.fitted_to(192 * KIB, 16 * 1024)), 64 * 1024);
+        assert_eq!(cell_of(rs.fitted_to(192 * KIB + 1, 16 * 1024)), 128 * 1024);
+        // A stripe the object fills, or more, keeps the layout as it is.
+        assert_eq!(rs.fitted_to(3 * 1024 * KIB, 16 * 1024), rs);
+        assert_eq!(rs.fitted_to(3 * 1024 * KIB - 1, 16 * 1024), rs);
+        assert_eq!(rs.fitted_to(1 << 40, 16 * 1024), rs);
+        // Cells stay multiples of the checksum chunk, whatever it is.
+        assert_eq!(cell_of(rs.fitted_to(KIB, 48 * 1024)), 96 * 1024);
+        assert_eq!(cell_of(rs.fitted_to(KIB, 1024 * 1024)), 1024 * 1024);
+        // Replication has no cells.
+        let copies = ReplicationConfig::REPLICATED_3;
+        assert_eq!(copies.fitted_to(1, 16 * 1024), copies);
+        let wide = ReplicationConfig::RS_6_3.fitted_to(1024 * KIB, 16 * 1024);
+        assert_eq!(cell_of(wide), 192 * 1024);
+    }
 
     #[test]
     fn parses_and_prints_every_config() {

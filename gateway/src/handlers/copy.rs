@@ -5,7 +5,7 @@
 
 use super::acl::{canned_acl, written_access};
 use super::lifecycle::insert_expiration;
-use super::object::{chosen_replication, requested_write_condition};
+use super::object::{chosen_replication, requested_write_condition, BodyLayout};
 use super::object_lock::requested_lock;
 use super::versions::insert_version_id;
 use super::{xml_response, AuthorizedBucket, RequestContext};
@@ -28,7 +28,7 @@ use meta_api::naming::{parse_version_id, VersionRef};
 use meta_api::{now_millis, MetaError};
 use meta_api::{ObjectAttributes, ObjectRecord, PartRecord, StoredChecksum, WriteCondition};
 use percent_encoding::percent_decode_str;
-use proto::{ObjectId, ReplicationConfig};
+use proto::ObjectId;
 use sse::Sealer;
 use std::sync::Arc;
 
@@ -179,19 +179,19 @@ struct Copied {
 }
 
 /// Streams `range` of `source` (opened, when it is encrypted) into a new key
-/// of `replication`, sealed when `encryption` is given, computing the MD5
+/// laid out as `layout` says, sealed when `encryption` is given, computing the MD5
 /// (and the checksum of `algorithm`) of the plaintext as bytes pass.
 async fn copy_range(
     ctx: &RequestContext<'_>,
     source: &Source,
     range: ByteRange,
-    replication: ReplicationConfig,
+    layout: BodyLayout,
     algorithm: Option<ChecksumAlgorithm>,
     encryption: Option<&NewEncryption>,
 ) -> Result<Copied, S3Error> {
     let reader = Arc::new(ctx.state.store.reader(&source.record));
     let source_key = Arc::new(source.key.clone());
-    let mut writer = ctx.state.store.writer(replication);
+    let mut writer = layout.writer(ctx, range.len(), encryption.is_some());
     let mut sealer = encryption.map(NewEncryption::sealer);
     let mut md5 = Md5::new();
     let mut checksummer = algorithm.map(Checksummer::new);
@@ -378,7 +378,7 @@ pub async fn copy_object(
         ctx,
         &source,
         ByteRange::whole(record.size),
-        replication,
+        BodyLayout::Object(replication),
         algorithm,
         new_encryption.as_ref(),
     )
@@ -482,7 +482,7 @@ pub async fn upload_part_copy(
         ctx,
         &source,
         range,
-        upload.replication,
+        BodyLayout::Part(upload.replication),
         algorithm,
         part_encryption.as_ref(),
     )

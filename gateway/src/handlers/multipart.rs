@@ -5,7 +5,7 @@
 use super::acl::{canned_acl, written_access};
 use super::lifecycle::{insert_abort_date, insert_expiration};
 use super::object::{
-    chosen_replication, requested_write_condition, store_request_body, stored_checksum,
+    chosen_replication, requested_write_condition, store_request_body, stored_checksum, BodyLayout,
 };
 use super::object_lock::requested_lock;
 use super::versions::insert_new_version_id;
@@ -182,8 +182,8 @@ pub async fn upload_part(
     encryption::refuse_on_read(&ctx.parts.headers)?;
     let upload = existing_upload(ctx, bucket, key, upload_id).await?;
     let part_encryption = NewEncryption::for_part(&upload.attributes, &ctx.parts.headers)?;
-    let stored =
-        store_request_body(ctx, upload.replication, body, part_encryption.as_ref()).await?;
+    let layout = BodyLayout::Part(upload.replication);
+    let stored = store_request_body(ctx, layout, body, part_encryption.as_ref()).await?;
     let checksum = stored_checksum(&stored);
     let groups = stored.written.groups.clone();
     let etag = etag_value(&stored.etag);

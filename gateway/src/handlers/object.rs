@@ -24,6 +24,7 @@ use crate::xml::documents::{self, DeleteOutcome};
 use crate::xml::parse::{parse_delete_objects, DELETE_OBJECTS_BODY_LIMIT};
 use axum::body::Body;
 use axum::response::Response;
+use block_client::KeyWriter;
 use futures::{stream, StreamExt};
 use http::header::{HeaderValue, CONTENT_LENGTH, CONTENT_RANGE, ETAG, LAST_MODIFIED, RANGE};
 use http::StatusCode;
@@ -52,28 +53,61 @@ pub(super) async fn chosen_replication(
     }
 }
 
-/// Streams the request body into a new key of `replication`, checking
-/// Content-MD5 before anything is committed; the ETag is the body's MD5,
-/// except under a customer key (see [`NewEncryption::etag`]).
+/// How a stored body's bytes are laid out.
+pub(super) enum BodyLayout {
+    /// A whole object: an EC stripe wider than the body gets a cell fitted
+    /// to it (see `ReplicationConfig::fitted_to`).
+    Object(ReplicationConfig),
+    /// A part: every part of an upload keeps the upload's layout, which the
+    /// completed object records once for all of them.
+    Part(ReplicationConfig),
+}
+
+impl BodyLayout {
+    /// The writer of a body of `plain_len` bytes, sealed when `encrypted`.
+    pub(super) fn writer(
+        self,
+        ctx: &RequestContext<'_>,
+        plain_len: u64,
+        encrypted: bool,
+    ) -> KeyWriter {
+        match self {
+            BodyLayout::Object(replication) => {
+                let stored = if encrypted {
+                    sse::sealed_len(plain_len)
+                } else {
+                    plain_len
+                };
+                let fitted = ctx.state.store.fitted(replication, stored);
+                if fitted != replication {
+                    crate::telemetry::count_fitted_object();
+                }
+                ctx.state.store.writer(fitted)
+            }
+            BodyLayout::Part(replication) => ctx.state.store.writer(replication),
+        }
+    }
+}
+
+/// Streams the request body into a new key laid out as `layout` says,
+/// checking Content-MD5 before anything is committed; the ETag is the
+/// body's MD5, except under a customer key (see [`NewEncryption::etag`]).
 pub(super) async fn store_request_body(
     ctx: &RequestContext<'_>,
-    replication: ReplicationConfig,
+    layout: BodyLayout,
     body: Body,
     encryption: Option<&NewEncryption>,
 ) -> Result<StoredBody, S3Error> {
     let headers = &ctx.parts.headers;
     let expected_md5 = headers::content_md5(headers)?;
     let stream = open_object_body(&ctx.request, headers, body)?;
+    // Declared and checked by open_object_body.
+    let plain_len = stream.declared_length().unwrap_or(0);
+    let writer = layout.writer(ctx, plain_len, encryption.is_some());
     // Held until the body is stored; nothing of it is read before.
     let _slot = ctx.state.uploads.acquire().await?;
     let sealer = encryption.map(NewEncryption::sealer);
-    let mut stored = store_body(
-        stream,
-        ctx.state.store.writer(replication),
-        expected_md5,
-        sealer,
-    )
-    .await?;
+    let mut stored = store_body(stream, writer, expected_md5, sealer).await?;
     if let Some(encryption) = encryption {
         stored.etag = encryption.etag(&stored.etag);
     }
@@ -127,7 +161,8 @@ pub async fn put_object(
     )
     .await?;
     let replication = chosen_replication(ctx, bucket).await?;
-    let stored = store_request_body(ctx, replication, body, encryption.as_ref()).await?;
+    let layout = BodyLayout::Object(replication);
+    let stored = store_request_body(ctx, layout, body, encryption.as_ref()).await?;
     let checksum = stored_checksum(&stored);
     let groups = stored.written.groups.clone();
     let record = ObjectRecord {
