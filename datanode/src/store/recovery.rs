@@ -31,6 +31,16 @@ fn create_dir(dir: &Path) -> Result<(), StoreError> {
         .map_err(|e| StoreError::io(format!("create {}", dir.display()), e))
 }
 
+/// Creates `dir` in its existing parent, unless it is there already.
+pub(super) fn create_if_missing(dir: &Path) -> Result<(), StoreError> {
+    match fs::create_dir(dir) {
+        Err(e) if e.kind() != ErrorKind::AlreadyExists => {
+            Err(StoreError::io(format!("create {}", dir.display()), e))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The identity kept in a data folder, if it has one yet.
 pub(super) fn read_identity(paths: &Paths) -> Result<Option<DatanodeId>, StoreError> {
     match fs::read_to_string(&paths.identity) {
@@ -95,13 +105,7 @@ pub(super) fn prepare_folders(paths: &Paths) -> Result<(), StoreError> {
     create_dir(&paths.blocks)?;
     create_dir(&paths.tmp)?;
     for shard in 0..=u8::MAX {
-        let dir = paths.shard(shard);
-        match fs::create_dir(&dir) {
-            Err(e) if e.kind() != ErrorKind::AlreadyExists => {
-                return Err(StoreError::io(format!("create {}", dir.display()), e));
-            }
-            _ => {}
-        }
+        create_if_missing(&paths.shard(shard))?;
     }
     sync_dir(&paths.blocks)?;
     let entries = fs::read_dir(&paths.tmp)

@@ -566,3 +566,26 @@ async fn the_local_socket_and_open_uploads_are_reported() {
     write(&store, key(32), 0, &data(10, 1)).await.unwrap();
     assert_eq!(store.open_uploads(), 1);
 }
+
+#[test]
+fn an_identity_that_cannot_be_read_is_an_error_not_a_new_datanode() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = Paths::new(dir.path().to_path_buf());
+    assert_eq!(recovery::read_identity(&paths).unwrap(), None);
+    // A folder where the file should be: reading it fails (EISDIR), which
+    // must not pass for "no identity yet" and make the datanode a new one.
+    std::fs::create_dir_all(&paths.identity).unwrap();
+    assert!(recovery::read_identity(&paths).is_err());
+}
+
+#[test]
+fn folders_are_made_once_and_failures_to_make_or_sync_them_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let made = dir.path().join("made");
+    recovery::create_if_missing(&made).unwrap();
+    assert!(made.is_dir());
+    recovery::create_if_missing(&made).unwrap();
+    assert!(recovery::create_if_missing(&dir.path().join("missing").join("child")).is_err());
+    recovery::sync_dir(&made).unwrap();
+    assert!(recovery::sync_dir(&dir.path().join("missing")).is_err());
+}
