@@ -31,7 +31,7 @@ from selenium.webdriver.support import expected_conditions as ready
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from tessera_clients import MIB, console_session, empty_and_delete, new_bucket_name, s3_client
-from tessera_procs import Proc, process_env
+from tessera_procs import Proc, process_env, start_server
 
 pytestmark = pytest.mark.tessera
 
@@ -95,7 +95,19 @@ class Browser:
         self.find("p.error" if refused else "form.signout")
 
     def submit(self, form_css: str) -> None:
-        self.find(f"{form_css} button[type=submit]").click()
+        """Submits the form and waits until the page it leads to replaced
+        this one."""
+        button = self.find(f"{form_css} button[type=submit]")
+        button.click()
+        WebDriverWait(self.driver, WAIT_S).until(ready.staleness_of(button))
+
+    def submit_text(self, css: str, text: str) -> None:
+        """Types `text` into the field and submits its form, waiting for the
+        next page."""
+        field = self.find(css)
+        field.send_keys(text)
+        field.submit()
+        WebDriverWait(self.driver, WAIT_S).until(ready.staleness_of(field))
 
     def quit(self) -> None:
         self.driver.quit()
@@ -230,23 +242,20 @@ def test_bucket_settings_change_what_s3_answers(server, browser, s3, console_buc
     browser.open(f"/buckets/{console_bucket}/settings")
     assert browser.find("#versioning-status").text == "Off"
     browser.submit("form[action$='/settings/versioning']")
-    wait_for("versioning on", lambda: browser.find("#versioning-status").text == "Enabled")
+    assert browser.find("#versioning-status").text == "Enabled"
     assert s3.get_bucket_versioning(Bucket=console_bucket)["Status"] == "Enabled"
 
     cors = (
         "<CORSConfiguration><CORSRule><AllowedOrigin>https://app.example</AllowedOrigin>"
         "<AllowedMethod>GET</AllowedMethod></CORSRule></CORSConfiguration>"
     )
-    browser.find("#doc-cors").send_keys(cors)
-    browser.find("#doc-cors").submit()
-    browser.find("#versioning-status")
+    browser.submit_text("#doc-cors", cors)
     rules = s3.get_bucket_cors(Bucket=console_bucket)["CORSRules"]
     assert rules[0]["AllowedOrigins"] == ["https://app.example"]
     browser.shot("settings")
 
     # A malformed document is refused with S3's own error, shown on the page.
-    browser.find("#doc-lifecycle").send_keys("<LifecycleConfiguration><Rule>")
-    browser.find("#doc-lifecycle").submit()
+    browser.submit_text("#doc-lifecycle", "<LifecycleConfiguration><Rule>")
     assert "MalformedXML" in browser.find("p.error").text
     with pytest.raises(ClientError):
         s3.get_bucket_lifecycle_configuration(Bucket=console_bucket)
@@ -496,3 +505,31 @@ def test_cookies_are_secure_behind_a_tls_proxy(server):
     assert answer.status_code == 303
     session = [c for c in answer.headers["set-cookie"].split(", ") if c.startswith("tessera_console=")]
     assert session and "Secure" in session[0] and "HttpOnly" in session[0], answer.headers["set-cookie"]
+
+
+def test_guessing_secrets_is_slowed_down(tessera_bin, tmp_path):
+    """Five failed sign-ins from one address within a minute: the next
+    attempt from it, even with the right secret, waits (429). A server of
+    its own, so that the session server's console still takes sign-ins."""
+    server = start_server(tessera_bin, tmp_path, name="guessed")
+    try:
+
+        def attempt(secret: str) -> requests.Response:
+            http = requests.Session()
+            form = http.get(server.console + "/login", timeout=30)
+            token = re.search(r'name="csrf" value="([0-9a-f]+)"', form.text).group(1)
+            return http.post(
+                server.console + "/login",
+                data={"csrf": token, "access_key": server.access_key, "secret_key": secret},
+                timeout=30,
+            )
+
+        for i in range(5):
+            assert attempt(f"guess-{i}").status_code == 403
+        refused = attempt(server.secret_key)
+        assert refused.status_code == 429
+        assert "too many failed sign-ins" in refused.text
+        # The admin token is counted in the same way.
+        assert attempt("").status_code == 429
+    finally:
+        server.proc.terminate()

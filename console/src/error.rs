@@ -38,6 +38,9 @@ pub(crate) enum ConsoleError {
     /// A bucket or object page asked for by the admin token, which has no keys.
     #[error("the admin token has no S3 keys: sign in with an access key to see buckets")]
     NoKeys,
+    /// Too many failed sign-ins from this address: the seconds to wait.
+    #[error("too many failed sign-ins from this address: try again in {0} seconds")]
+    TooManySignIns(u64),
     /// A form without this session's token, or sent from another site.
     #[error("this form was not sent by this console's page (or the page is stale): reload it and try again")]
     Forged,
@@ -49,6 +52,7 @@ impl ConsoleError {
             ConsoleError::S3 { status, .. } => *status,
             ConsoleError::Gateway(_) | ConsoleError::Meta(_) => StatusCode::BAD_GATEWAY,
             ConsoleError::BadInput(_) => StatusCode::BAD_REQUEST,
+            ConsoleError::TooManySignIns(_) => StatusCode::TOO_MANY_REQUESTS,
             ConsoleError::NotAdmin | ConsoleError::NoKeys | ConsoleError::Forged => {
                 StatusCode::FORBIDDEN
             }

@@ -21,6 +21,7 @@ mod document;
 mod error;
 mod gateway;
 mod layout;
+mod limiter;
 mod pages;
 mod routes;
 mod session;
@@ -82,6 +83,7 @@ pub(crate) struct Console {
     meta: MetaClient,
     admin_token: Option<String>,
     charts: charts::Samples,
+    sign_ins: limiter::SignInLimiter,
 }
 
 impl Console {
@@ -116,6 +118,7 @@ impl ConsoleApp {
             meta: config.meta,
             admin_token: config.admin_token,
             charts: charts::Samples::new(config.sample_every),
+            sign_ins: limiter::SignInLimiter::default(),
         });
         Ok(Self {
             console,
@@ -131,7 +134,9 @@ impl ConsoleApp {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let sampler = tokio::spawn(charts::sample_forever(self.console.clone(), self.metrics));
-        let served = axum::serve(listener, routes::router(self.console))
+        let app = routes::router(self.console)
+            .into_make_service_with_connect_info::<std::net::SocketAddr>();
+        let served = axum::serve(listener, app)
             .with_graceful_shutdown(shutdown)
             .await;
         sampler.abort();

@@ -6,14 +6,16 @@ use crate::error::ConsoleError;
 use crate::gateway::{Keys, S3Request};
 use crate::session::{over_https, SignedIn, SESSION_COOKIE};
 use crate::Console;
-use axum::extract::{Form, State};
+use axum::extract::{ConnectInfo, Form, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum_extra::extract::cookie::{Cookie, SignedCookieJar};
 use http::{HeaderMap, Method, StatusCode};
 use maud::html;
 use meta_api::{GetAccessKey, GetUser};
 use serde::Deserialize;
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 use subtle::ConstantTimeEq;
 
 /// The sign-in form's fields.
@@ -67,9 +69,13 @@ fn sign_in_page(
 /// gateway (the same check any S3 client meets), or the admin token.
 pub(crate) async fn sign_in(
     State(console): State<Arc<Console>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     Form(form): Form<SignInForm>,
 ) -> Result<Response, ConsoleError> {
+    if let Some(wait) = console.sign_ins.wait(peer.ip(), Instant::now()) {
+        return Err(ConsoleError::TooManySignIns(wait.as_secs().max(1)));
+    }
     let jar = console.jar(&headers);
     let https = over_https(&headers);
     let access_key = form.access_key.trim().to_string();
@@ -79,7 +85,7 @@ pub(crate) async fn sign_in(
             .as_deref()
             .is_some_and(|token| bool::from(token.as_bytes().ct_eq(form.secret_key.as_bytes())));
         if !token_matches {
-            return Ok(refused(jar, https));
+            return Ok(refused(&console, peer, jar, https));
         }
         (None, "admin token".to_string(), true)
     } else {
@@ -91,7 +97,7 @@ pub(crate) async fn sign_in(
         {
             Ok(_) => {}
             Err(ConsoleError::S3 { status, .. }) if status == StatusCode::FORBIDDEN => {
-                return Ok(refused(jar, https));
+                return Ok(refused(&console, peer, jar, https));
             }
             Err(e) => return Err(e),
         }
@@ -108,6 +114,7 @@ pub(crate) async fn sign_in(
             .is_some_and(|u| u.is_root);
         (Some(keys), user, is_root)
     };
+    console.sign_ins.succeeded(peer.ip());
     let session = console.sessions.start(keys, name, admin, https);
     let jar = jar
         .remove(Cookie::build(csrf::LOGIN_COOKIE).path(csrf::LOGIN_PATH))
@@ -115,7 +122,8 @@ pub(crate) async fn sign_in(
     Ok((jar, Redirect::to("/buckets")).into_response())
 }
 
-fn refused(jar: SignedCookieJar, https: bool) -> Response {
+fn refused(console: &Console, peer: SocketAddr, jar: SignedCookieJar, https: bool) -> Response {
+    console.sign_ins.failed(peer.ip(), Instant::now());
     sign_in_page(
         jar,
         https,

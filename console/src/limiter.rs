@@ -1,0 +1,85 @@
+//! Failed sign-ins per client address: after [`MAX_FAILURES`] within
+//! [`WINDOW`], that address may not try again until the window ends, so a
+//! secret cannot be guessed through the console at the speed of the network.
+//! (Behind a proxy every browser shares the proxy's address, and the bound
+//! applies to all of them together.)
+
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+/// Failed sign-ins an address may make within [`WINDOW`].
+pub(crate) const MAX_FAILURES: u32 = 5;
+/// How long failures count, from the first of them.
+pub(crate) const WINDOW: Duration = Duration::from_secs(60);
+
+/// The failures of each address whose window is open.
+#[derive(Default)]
+pub(crate) struct SignInLimiter {
+    failures: Mutex<HashMap<IpAddr, (u32, Instant)>>,
+}
+
+impl SignInLimiter {
+    /// None when `address` may try to sign in now, else how long it waits.
+    pub(crate) fn wait(&self, address: IpAddr, now: Instant) -> Option<Duration> {
+        let failures = self.failures.lock();
+        let (count, since) = failures.get(&address)?;
+        let ends = *since + WINDOW;
+        (*count >= MAX_FAILURES && now < ends).then(|| ends - now)
+    }
+
+    /// Counts a failed sign-in of `address`.
+    pub(crate) fn failed(&self, address: IpAddr, now: Instant) {
+        let mut failures = self.failures.lock();
+        failures.retain(|_, (_, since)| now < *since + WINDOW);
+        let entry = failures.entry(address).or_insert((0, now));
+        entry.0 += 1;
+    }
+
+    /// Forgets the failures of `address`, which signed in.
+    pub(crate) fn succeeded(&self, address: IpAddr) {
+        self.failures.lock().remove(&address);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_address_waits_after_too_many_failures_and_others_do_not() {
+        let limiter = SignInLimiter::default();
+        let (guesser, other): (IpAddr, IpAddr) =
+            ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+        let start = Instant::now();
+        for i in 0..MAX_FAILURES {
+            assert_eq!(limiter.wait(guesser, start), None, "after {i} failures");
+            limiter.failed(guesser, start + Duration::from_secs(u64::from(i)));
+        }
+        let later = start + Duration::from_secs(10);
+        assert_eq!(
+            limiter.wait(guesser, later),
+            Some(WINDOW - Duration::from_secs(10))
+        );
+        assert_eq!(limiter.wait(other, later), None);
+        // The window ends a minute after the first failure.
+        assert_eq!(limiter.wait(guesser, start + WINDOW), None);
+        // A new failure after it starts a new count.
+        limiter.failed(guesser, start + WINDOW);
+        assert_eq!(limiter.wait(guesser, start + WINDOW), None);
+    }
+
+    #[test]
+    fn signing_in_forgets_the_failures() {
+        let limiter = SignInLimiter::default();
+        let address: IpAddr = "::1".parse().unwrap();
+        let now = Instant::now();
+        for _ in 0..MAX_FAILURES - 1 {
+            limiter.failed(address, now);
+        }
+        limiter.succeeded(address);
+        limiter.failed(address, now);
+        assert_eq!(limiter.wait(address, now), None);
+    }
+}
