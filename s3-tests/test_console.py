@@ -31,7 +31,7 @@ from selenium.webdriver.support import expected_conditions as ready
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from tessera_clients import MIB, console_session, empty_and_delete, new_bucket_name, s3_client
-from tessera_procs import Proc, process_env, start_server
+from tessera_procs import Proc, find_key, process_env, start_server
 
 pytestmark = pytest.mark.tessera
 
@@ -234,6 +234,12 @@ def test_buckets_and_objects_end_to_end(server, browser, s3, console_bucket, tmp
     # Versioning keeps the deleted objects as versions, which the details list.
     versions = s3.list_object_versions(Bucket=console_bucket, Prefix="big.bin")
     assert len(versions["Versions"]) == 1 and len(versions["DeleteMarkers"]) == 1
+    # A version's own page deletes that version for good.
+    version = versions["Versions"][0]["VersionId"]
+    browser.open(f"/buckets/{console_bucket}/object?key=big.bin&version={version}")
+    browser.submit("form[action$='/delete-objects']")
+    versions = s3.list_object_versions(Bucket=console_bucket, Prefix="big.bin")
+    assert "Versions" not in versions and len(versions["DeleteMarkers"]) == 1
 
 
 def test_bucket_settings_change_what_s3_answers(server, browser, s3, console_bucket):
@@ -320,6 +326,37 @@ def test_the_cluster_and_users_pages(server, browser):
     assert made.list_buckets()["Buckets"] == []
     users = server.admin("user", "list")
     assert name in str(users)
+
+
+def test_a_limited_root_key_is_no_admin(server, browser, console_bucket, s3):
+    """A root key limited to one bucket does not open the admin pages, which
+    could make it an unlimited key."""
+    s3.create_bucket(Bucket=console_bucket)
+    created = server.admin("key", "create", "root")
+    access_key, secret_key = find_key(created, "access_key"), find_key(created, "secret_key")
+    server.admin("key", "limit", access_key, "--bucket", f"{console_bucket}:read")
+    browser.sign_in(access_key, secret_key)
+    assert "Cluster" not in browser.find("header.top nav").text
+    cookies = session_cookies(browser)
+    assert requests.get(server.console + "/users", cookies=cookies, timeout=30).status_code == 403
+    server.admin("key", "delete", access_key)
+
+
+def test_odd_names_and_hosts_are_refused(server):
+    http, csrf = signed_in_session(server)
+    # An empty key would name the bucket itself.
+    assert http.get(server.console + "/buckets/b/download?key=", timeout=30).status_code == 400
+    answer = http.post(server.console + "/buckets/b/delete-objects", data={"csrf": csrf, "key": ""}, timeout=30)
+    assert answer.status_code == 400
+    # Names in paths are checked before any link or redirect is made of them.
+    answer = http.post(server.console + "/buckets/a%0Ab/delete-objects", data={"csrf": csrf}, timeout=30)
+    assert answer.status_code == 400
+    # A name rebound to this address by another site is not the console.
+    answer = requests.get(server.console + "/login", headers={"Host": "evil.example"}, timeout=30)
+    assert answer.status_code == 421
+    # A change without a session is refused as such, not sent to the sign-in page.
+    answer = requests.post(server.console + "/buckets/b/upload?key=k", data=b"x", timeout=30, allow_redirects=False)
+    assert answer.status_code == 401
 
 
 def test_the_admin_token_reaches_the_admin_pages_only(server, browser):

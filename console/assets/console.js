@@ -4,8 +4,12 @@
 // Everything else works without script.
 "use strict";
 
-const PART_SIZE = 8 * 1024 * 1024;
-const MULTIPART_FROM = 16 * 1024 * 1024;
+const MIB = 1024 * 1024;
+const MULTIPART_FROM = 16 * MIB;
+// S3 takes at most 10,000 parts: bigger files get bigger parts.
+function partSize(size) {
+  return Math.max(8 * MIB, Math.ceil(size / 10000 / MIB) * MIB);
+}
 
 function csrfToken() {
   const meta = document.querySelector('meta[name="csrf-token"]');
@@ -23,7 +27,11 @@ function post(url, body, contentType, onProgress) {
     if (onProgress) xhr.upload.onprogress = (e) => onProgress(e.loaded);
     xhr.onload = () => {
       if (xhr.status >= 200 && xhr.status < 300) {
-        resolve(xhr.responseText ? JSON.parse(xhr.responseText) : {});
+        try {
+          resolve(xhr.responseText ? JSON.parse(xhr.responseText) : {});
+        } catch (e) {
+          reject(new Error("unexpected answer from the console"));
+        }
       } else {
         reject(new Error(xhr.getResponseHeader("x-console-error") || ("status " + xhr.status)));
       }
@@ -49,9 +57,10 @@ async function uploadOne(base, key, file, progress) {
   const started = await post(base + "/multipart/start?" + query({ key, type: file.type || "" }), null);
   const upload = started.upload_id;
   const parts = [];
+  const PART = partSize(file.size);
   try {
-    for (let offset = 0, part = 1; offset < file.size; offset += PART_SIZE, part++) {
-      const slice = file.slice(offset, Math.min(offset + PART_SIZE, file.size));
+    for (let offset = 0, part = 1; offset < file.size; offset += PART, part++) {
+      const slice = file.slice(offset, Math.min(offset + PART, file.size));
       const answer = await post(
         base + "/upload?" + query({ key, upload_id: upload, part }),
         slice, "application/octet-stream", (sent) => report(offset + sent));

@@ -47,22 +47,51 @@ fn same(a: &str, b: &str) -> bool {
     !a.is_empty() && a.as_bytes().ct_eq(b.as_bytes()).into()
 }
 
-/// Whether the request's `Origin`, when it has one, is this console (the
-/// `Host` it was sent to).
+fn header_text<'a>(request: &'a Request, name: &str) -> Option<&'a str> {
+    request.headers().get(name).and_then(|h| h.to_str().ok())
+}
+
+/// Whether the request's `Origin`, when it has one, is this console: the
+/// `Host` it was sent to, or the one a proxy in front says the browser used
+/// (`X-Forwarded-Host`, which no page of another site can set).
 fn same_origin(request: &Request) -> bool {
-    let Some(origin) = request.headers().get(header::ORIGIN) else {
-        return true;
+    let Some(origin) = header_text(request, "origin") else {
+        return request.headers().get(header::ORIGIN).is_none();
     };
-    let host = request
-        .headers()
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok());
-    let origin_host = origin
-        .to_str()
-        .ok()
-        .and_then(|o| o.split_once("://"))
-        .map(|(_, authority)| authority);
-    matches!((origin_host, host), (Some(a), Some(b)) if a.eq_ignore_ascii_case(b))
+    let Some((_, origin_host)) = origin.split_once("://") else {
+        return false;
+    };
+    ["host", "x-forwarded-host"]
+        .iter()
+        .filter_map(|name| header_text(request, name))
+        .any(|host| host.eq_ignore_ascii_case(origin_host))
+}
+
+/// Whether `host` (a Host header) names the console: an IP address or
+/// localhost, with any port, or one of the names it was told. A page of
+/// another site that rebinds its own name to this address is refused, so it
+/// cannot reach even the sign-in form.
+fn known_host(host: &str, names: &[String]) -> bool {
+    let name = match host.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    };
+    let bare = name.trim_start_matches('[').trim_end_matches(']');
+    bare.parse::<std::net::IpAddr>().is_ok()
+        || bare.eq_ignore_ascii_case("localhost")
+        || names.iter().any(|n| n.eq_ignore_ascii_case(bare))
+}
+
+/// Refuses a request whose `Host` is not the console's (421).
+pub(crate) async fn check_host(
+    State(console): State<Arc<Console>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match header_text(&request, "host") {
+        Some(host) if known_host(host, &console.host_names) => next.run(request).await,
+        _ => ConsoleError::UnknownHost.into_response(),
+    }
 }
 
 /// The token a form body carries.
@@ -157,6 +186,45 @@ mod tests {
             ("host", "127.0.0.1:9881"),
             ("origin", "null")
         ])));
+    }
+
+    #[test]
+    fn a_proxy_may_name_the_host_the_browser_used() {
+        assert!(same_origin(&request(&[
+            ("host", "127.0.0.1:9882"),
+            ("x-forwarded-host", "console.example.com"),
+            ("origin", "https://console.example.com")
+        ])));
+        assert!(!same_origin(&request(&[
+            ("host", "127.0.0.1:9882"),
+            ("x-forwarded-host", "console.example.com"),
+            ("origin", "https://evil.example")
+        ])));
+    }
+
+    #[test]
+    fn only_addresses_localhost_and_named_hosts_are_the_console() {
+        let names = vec!["console.example.com".to_string()];
+        for host in [
+            "127.0.0.1:9882",
+            "127.0.0.1",
+            "[::1]:9882",
+            "10.1.2.3:80",
+            "localhost:9882",
+            "LOCALHOST",
+            "console.example.com",
+            "Console.Example.com:443",
+        ] {
+            assert!(known_host(host, &names), "{host}");
+        }
+        for host in [
+            "evil.example:9882",
+            "127.0.0.1.evil.example",
+            "",
+            "console.example.com.evil",
+        ] {
+            assert!(!known_host(host, &names), "{host}");
+        }
     }
 
     #[test]

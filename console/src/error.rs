@@ -41,6 +41,12 @@ pub(crate) enum ConsoleError {
     /// Too many failed sign-ins from this address: the seconds to wait.
     #[error("too many failed sign-ins from this address: try again in {0} seconds")]
     TooManySignIns(u64),
+    /// A request whose Host is not one of the console's names.
+    #[error("this console does not answer to that host name (see --console-host)")]
+    UnknownHost,
+    /// A change asked for by a browser whose session ended.
+    #[error("your session has ended: sign in again")]
+    SignedOut,
     /// A form without this session's token, or sent from another site.
     #[error("this form was not sent by this console's page (or the page is stale): reload it and try again")]
     Forged,
@@ -49,7 +55,16 @@ pub(crate) enum ConsoleError {
 impl ConsoleError {
     fn status(&self) -> StatusCode {
         match self {
-            ConsoleError::S3 { status, .. } => *status,
+            // Anything but an error status from the gateway is no answer
+            // the console can pass on.
+            ConsoleError::S3 { status, .. }
+                if status.is_client_error() || status.is_server_error() =>
+            {
+                *status
+            }
+            ConsoleError::S3 { .. } => StatusCode::BAD_GATEWAY,
+            ConsoleError::UnknownHost => StatusCode::MISDIRECTED_REQUEST,
+            ConsoleError::SignedOut => StatusCode::UNAUTHORIZED,
             ConsoleError::Gateway(_) | ConsoleError::Meta(_) => StatusCode::BAD_GATEWAY,
             ConsoleError::BadInput(_) => StatusCode::BAD_REQUEST,
             ConsoleError::TooManySignIns(_) => StatusCode::TOO_MANY_REQUESTS,

@@ -22,6 +22,7 @@ mod error;
 mod gateway;
 mod layout;
 mod limiter;
+mod named;
 mod pages;
 mod routes;
 mod session;
@@ -58,6 +59,9 @@ pub struct ConsoleConfig {
     pub metrics: MetricsSource,
     /// How often to sample them ([`SAMPLE_EVERY`] in production).
     pub sample_every: Duration,
+    /// Host names browsers reach the console by, beside IP addresses and
+    /// localhost (a proxy in front that passes its Host on).
+    pub host_names: Vec<String>,
 }
 
 /// Why the console could not start.
@@ -84,6 +88,7 @@ pub(crate) struct Console {
     admin_token: Option<String>,
     charts: charts::Samples,
     sign_ins: limiter::SignInLimiter,
+    host_names: Vec<String>,
 }
 
 impl Console {
@@ -119,6 +124,7 @@ impl ConsoleApp {
             admin_token: config.admin_token,
             charts: charts::Samples::new(config.sample_every),
             sign_ins: limiter::SignInLimiter::default(),
+            host_names: config.host_names,
         });
         Ok(Self {
             console,

@@ -1,6 +1,7 @@
 //! Failed sign-ins per client address: after [`MAX_FAILURES`] within
 //! [`WINDOW`], that address may not try again until the window ends, so a
 //! secret cannot be guessed through the console at the speed of the network.
+//! An IPv6 client counts by its /64, which one host can fill with addresses.
 //! (Behind a proxy every browser shares the proxy's address, and the bound
 //! applies to all of them together.)
 
@@ -20,11 +21,23 @@ pub(crate) struct SignInLimiter {
     failures: Mutex<HashMap<IpAddr, (u32, Instant)>>,
 }
 
+/// The address failures are counted by: the client's own for IPv4, its /64
+/// for IPv6.
+fn counted_as(address: IpAddr) -> IpAddr {
+    match address {
+        IpAddr::V6(v6) => {
+            let prefix = u128::from(v6) & !((1u128 << 64) - 1);
+            IpAddr::V6(prefix.into())
+        }
+        v4 => v4,
+    }
+}
+
 impl SignInLimiter {
     /// None when `address` may try to sign in now, else how long it waits.
     pub(crate) fn wait(&self, address: IpAddr, now: Instant) -> Option<Duration> {
         let failures = self.failures.lock();
-        let (count, since) = failures.get(&address)?;
+        let (count, since) = failures.get(&counted_as(address))?;
         let ends = *since + WINDOW;
         (*count >= MAX_FAILURES && now < ends).then(|| ends - now)
     }
@@ -33,13 +46,13 @@ impl SignInLimiter {
     pub(crate) fn failed(&self, address: IpAddr, now: Instant) {
         let mut failures = self.failures.lock();
         failures.retain(|_, (_, since)| now < *since + WINDOW);
-        let entry = failures.entry(address).or_insert((0, now));
+        let entry = failures.entry(counted_as(address)).or_insert((0, now));
         entry.0 += 1;
     }
 
     /// Forgets the failures of `address`, which signed in.
     pub(crate) fn succeeded(&self, address: IpAddr) {
-        self.failures.lock().remove(&address);
+        self.failures.lock().remove(&counted_as(address));
     }
 }
 
@@ -68,6 +81,22 @@ mod tests {
         // A new failure after it starts a new count.
         limiter.failed(guesser, start + WINDOW);
         assert_eq!(limiter.wait(guesser, start + WINDOW), None);
+    }
+
+    #[test]
+    fn an_ipv6_host_counts_by_its_64() {
+        let limiter = SignInLimiter::default();
+        let now = Instant::now();
+        for i in 0..MAX_FAILURES {
+            let address: IpAddr = format!("2001:db8:1:2::{i:x}").parse().unwrap();
+            limiter.failed(address, now);
+        }
+        assert!(limiter
+            .wait("2001:db8:1:2::ffff".parse().unwrap(), now)
+            .is_some());
+        assert!(limiter
+            .wait("2001:db8:1:3::1".parse().unwrap(), now)
+            .is_none());
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Every page and action of the console, in one table, and the checks every
-//! request passes first (the CSRF token, the security headers).
+//! request passes first (the Host, the CSRF token, the security headers).
+//! Forms and JSON bodies keep axum's 2 MB bound; uploads stream their body
+//! to the gateway as it arrives and hold none of it.
 
 use crate::pages::{buckets, cluster, login, objects, settings, uploads, users};
 use crate::{assets, csrf, Console};
@@ -9,10 +11,6 @@ use axum::routing::{get, post};
 use axum::Router;
 use http::{header, HeaderValue};
 use std::sync::Arc;
-
-/// The largest upload the console passes on in one request: the script
-/// sends bigger files in 8 MiB parts, and S3 takes 5 GiB in one PUT.
-const MAX_UPLOAD: usize = 5 << 30;
 
 /// Scripts, styles and forms only from this console; no framing.
 const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
@@ -58,8 +56,11 @@ pub(crate) fn router(console: Arc<Console>) -> Router {
         .route("/keys/{key}/delete", post(users::delete_key))
         .route("/static/console.css", get(assets::stylesheet))
         .route("/static/console.js", get(assets::script))
-        .layer(axum::extract::DefaultBodyLimit::max(MAX_UPLOAD))
         .layer(middleware::from_fn_with_state(console.clone(), csrf::check))
+        .layer(middleware::from_fn_with_state(
+            console.clone(),
+            csrf::check_host,
+        ))
         .layer(middleware::map_response(security_headers))
         .with_state(console)
 }

@@ -148,7 +148,13 @@ impl FromRequestParts<Arc<Console>> for SignedIn {
         let jar = console.jar(&parts.headers);
         match console.sessions.of_jar(&jar) {
             Some(session) => Ok(SignedIn(session)),
-            None => Err(Redirect::to("/login").into_response()),
+            // A page goes to the sign-in form; a change (a form, an upload
+            // from the script) is refused as it is, so nothing takes the
+            // sign-in page for its answer.
+            None if parts.method == http::Method::GET => {
+                Err(Redirect::to("/login").into_response())
+            }
+            None => Err(ConsoleError::SignedOut.into_response()),
         }
     }
 }
@@ -166,6 +172,20 @@ impl FromRequestParts<Arc<Console>> for Admin {
         let SignedIn(session) = SignedIn::from_request_parts(parts, console).await?;
         if !session.admin {
             return Err(ConsoleError::NotAdmin.into_response());
+        }
+        // The key must still be there, unlimited: a root key deleted or
+        // limited since sign-in no longer opens the admin pages.
+        if let Some(keys) = &session.keys {
+            let key = console
+                .meta
+                .call(meta_api::GetAccessKey {
+                    access_key: keys.access_key.clone(),
+                })
+                .await
+                .map_err(|e| ConsoleError::from(e).into_response())?;
+            if key.is_none_or(|k| k.bucket_grants.is_some()) {
+                return Err(ConsoleError::NotAdmin.into_response());
+            }
         }
         Ok(Admin(session))
     }

@@ -26,6 +26,15 @@ pub struct ConsoleListenArgs {
     /// (http[s]://host[:port]); the gateway's own address when unset.
     #[arg(long, env = "TESSERA_CONSOLE_PUBLIC_ENDPOINT")]
     pub console_public_endpoint: Option<String>,
+    /// A host name browsers reach the console by (repeatable), when a proxy
+    /// in front passes its Host on; IP addresses and localhost are always
+    /// taken, and any other name is refused (DNS rebinding).
+    #[arg(
+        long = "console-host",
+        env = "TESSERA_CONSOLE_HOSTS",
+        value_delimiter = ','
+    )]
+    pub console_hosts: Vec<String>,
     /// How often the console samples the metrics for its charts.
     #[arg(long, env = "TESSERA_CONSOLE_SAMPLE_INTERVAL", default_value = "10s", value_parser = super::parse_duration)]
     pub console_sample_interval: std::time::Duration,
@@ -147,6 +156,7 @@ pub async fn run(args: ConsoleArgs) -> Result<()> {
         admin_token: Some(token),
         metrics,
         sample_every: args.listen.console_sample_interval,
+        host_names: args.listen.console_hosts,
     };
     let (url, task) = serve(&args.listen.console_listen, config, &shutdown).await?;
     print_ready(&[("console", url)]);

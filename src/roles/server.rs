@@ -105,6 +105,7 @@ async fn start_console(
         admin_token: Some(service.admin_token().to_string()),
         metrics: super::console::own_metrics(metrics.clone()),
         sample_every: args.console.console_sample_interval,
+        host_names: args.console.console_hosts.clone(),
     };
     let served = super::console::serve(&args.console.console_listen, config, shutdown).await?;
     Ok(Some(served))

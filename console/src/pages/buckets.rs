@@ -4,11 +4,12 @@
 use crate::error::ConsoleError;
 use crate::gateway::S3Request;
 use crate::layout::{self, csrf_field};
+use crate::named::Named;
 use crate::pages::settings::{self, DefaultEncryption};
 use crate::session::SignedIn;
 use crate::xml;
 use crate::Console;
-use axum::extract::{Form, Path, State};
+use axum::extract::{Form, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use http::{HeaderName, Method};
 use maud::{html, Markup};
@@ -116,6 +117,9 @@ pub(crate) async fn create(
 ) -> Result<Response, ConsoleError> {
     let keys = session.keys()?;
     let name = form.name.trim();
+    // Checked before the bucket is made, so a bad choice leaves no bucket
+    // half set up.
+    let encryption = form.encryption.parse()?;
     let mut request = S3Request::bucket(Method::PUT, name);
     if form.object_lock.is_some() {
         request = request.header(HeaderName::from_static(OBJECT_LOCK_HEADER), "true");
@@ -124,7 +128,6 @@ pub(crate) async fn create(
     if form.versioning.is_some() && form.object_lock.is_none() {
         settings::put_versioning(&console, keys, name, true).await?;
     }
-    let encryption = form.encryption.parse()?;
     if encryption != DefaultEncryption::None {
         settings::put_encryption(&console, keys, name, &encryption).await?;
     }
@@ -136,7 +139,7 @@ pub(crate) async fn create(
 pub(crate) async fn delete(
     State(console): State<Arc<Console>>,
     SignedIn(session): SignedIn,
-    Path(bucket): Path<String>,
+    Named(bucket): Named,
 ) -> Result<Response, ConsoleError> {
     let keys = session.keys()?;
     console

@@ -73,9 +73,13 @@ pub(crate) async fn sign_in(
     headers: HeaderMap,
     Form(form): Form<SignInForm>,
 ) -> Result<Response, ConsoleError> {
-    if let Some(wait) = console.sign_ins.wait(peer.ip(), Instant::now()) {
+    // Counted before the check, so that guesses sent at once all count;
+    // forgiven when the keys are right.
+    let now = Instant::now();
+    if let Some(wait) = console.sign_ins.wait(peer.ip(), now) {
         return Err(ConsoleError::TooManySignIns(wait.as_secs().max(1)));
     }
+    console.sign_ins.failed(peer.ip(), now);
     let jar = console.jar(&headers);
     let https = over_https(&headers);
     let access_key = form.access_key.trim().to_string();
@@ -85,34 +89,44 @@ pub(crate) async fn sign_in(
             .as_deref()
             .is_some_and(|token| bool::from(token.as_bytes().ct_eq(form.secret_key.as_bytes())));
         if !token_matches {
-            return Ok(refused(&console, peer, jar, https));
+            return Ok(refused(jar, https));
         }
         (None, "admin token".to_string(), true)
     } else {
+        if !plausible_access_key(&access_key) {
+            return Ok(refused(jar, https));
+        }
         let keys = Keys::new(access_key.clone(), form.secret_key);
         match console
             .gateway
             .call(&keys, S3Request::service(Method::GET))
             .await
         {
+            // A user whose policy does not allow ListAllMyBuckets has
+            // keys that are right all the same.
             Ok(_) => {}
+            Err(ConsoleError::S3 { code, .. }) if code == "AccessDenied" => {}
             Err(ConsoleError::S3 { status, .. }) if status == StatusCode::FORBIDDEN => {
-                return Ok(refused(&console, peer, jar, https));
+                return Ok(refused(jar, https));
             }
             Err(e) => return Err(e),
         }
-        let user = console
+        let key = console
             .meta
             .call(GetAccessKey { access_key })
             .await?
-            .map(|key| key.user)
             .ok_or_else(|| ConsoleError::BadInput("the access key was deleted".into()))?;
         let is_root = console
             .meta
-            .call(GetUser { name: user.clone() })
+            .call(GetUser {
+                name: key.user.clone(),
+            })
             .await?
             .is_some_and(|u| u.is_root);
-        (Some(keys), user, is_root)
+        // A root key limited to some buckets is not the root user's whole
+        // power: it gets no admin page (which could mint unlimited keys).
+        let admin = is_root && key.bucket_grants.is_none();
+        (Some(keys), key.user, admin)
     };
     console.sign_ins.succeeded(peer.ip());
     let session = console.sessions.start(keys, name, admin, https);
@@ -122,8 +136,13 @@ pub(crate) async fn sign_in(
     Ok((jar, Redirect::to("/buckets")).into_response())
 }
 
-fn refused(console: &Console, peer: SocketAddr, jar: SignedCookieJar, https: bool) -> Response {
-    console.sign_ins.failed(peer.ip(), Instant::now());
+/// Whether `key` can be an access key: letters and digits, as every S3
+/// access key is (anything else could not even go in a header).
+fn plausible_access_key(key: &str) -> bool {
+    (1..=128).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_alphanumeric())
+}
+
+fn refused(jar: SignedCookieJar, https: bool) -> Response {
     sign_in_page(
         jar,
         https,
@@ -144,4 +163,18 @@ pub(crate) async fn sign_out(
     }
     let jar = jar.remove(Cookie::build(SESSION_COOKIE).path("/"));
     (jar, Redirect::to("/login")).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn access_keys_are_letters_and_digits() {
+        assert!(plausible_access_key("AKIAIOSFODNN7EXAMPLE"));
+        assert!(!plausible_access_key(""));
+        assert!(!plausible_access_key("a\u{1}b"));
+        assert!(!plausible_access_key("a b"));
+        assert!(!plausible_access_key(&"a".repeat(129)));
+    }
 }

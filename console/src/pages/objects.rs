@@ -6,11 +6,12 @@ use crate::document::size;
 use crate::error::ConsoleError;
 use crate::gateway::{S3Request, MAX_LINK_LIFETIME};
 use crate::layout::{self, csrf_field};
+use crate::named::Named;
 use crate::session::{Session, SignedIn};
 use crate::xml::{self, Fields};
 use crate::Console;
 use axum::body::Body;
-use axum::extract::{Form, Path, Query, State};
+use axum::extract::{Form, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use http::{header, HeaderMap, HeaderName, Method};
 use maud::{html, Markup};
@@ -72,7 +73,7 @@ fn breadcrumbs(bucket: &str, prefix: &str, last: Option<&str>) -> Markup {
 pub(crate) async fn browse(
     State(console): State<Arc<Console>>,
     SignedIn(session): SignedIn,
-    Path(bucket): Path<String>,
+    Named(bucket): Named,
     Query(query): Query<BrowseQuery>,
 ) -> Result<Markup, ConsoleError> {
     let keys = session.keys()?;
@@ -194,16 +195,49 @@ pub(crate) struct ObjectQuery {
 }
 
 impl ObjectQuery {
+    /// The object key; an empty one would name the bucket itself.
+    fn key(&self) -> Result<&str, ConsoleError> {
+        object_key(&self.key)
+    }
+
     fn version(&self) -> Option<&str> {
         (!self.version.is_empty()).then_some(self.version.as_str())
     }
 }
 
-fn object_request<'a>(method: Method, bucket: &'a str, query: &'a ObjectQuery) -> S3Request<'a> {
-    let request = S3Request::object(method, bucket, &query.key);
-    match query.version() {
+/// `key` when it can name an object: an empty key would make a request on
+/// the bucket itself (a DELETE of it, a listing).
+fn object_key(key: &str) -> Result<&str, ConsoleError> {
+    if key.is_empty() {
+        return Err(ConsoleError::BadInput("no object key given".into()));
+    }
+    Ok(key)
+}
+
+fn object_request<'a>(
+    method: Method,
+    bucket: &'a str,
+    query: &'a ObjectQuery,
+) -> Result<S3Request<'a>, ConsoleError> {
+    let request = S3Request::object(method, bucket, query.key()?);
+    Ok(match query.version() {
         Some(version) => request.query("versionId", version),
         None => request,
+    })
+}
+
+/// The answer to a request the user may not be allowed (a tag set, the
+/// versions), or None when the gateway says AccessDenied: the page shows the
+/// rest.
+async fn if_allowed(
+    console: &Console,
+    keys: &crate::gateway::Keys,
+    request: S3Request<'_>,
+) -> Result<Option<crate::gateway::Answer>, ConsoleError> {
+    match console.gateway.call(keys, request).await {
+        Ok(answer) => Ok(Some(answer)),
+        Err(ConsoleError::S3 { status, .. }) if status == http::StatusCode::FORBIDDEN => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
@@ -218,7 +252,7 @@ fn header_text<'a>(headers: &'a HeaderMap, name: &str) -> &'a str {
 pub(crate) async fn details(
     State(console): State<Arc<Console>>,
     SignedIn(session): SignedIn,
-    Path(bucket): Path<String>,
+    Named(bucket): Named,
     Query(query): Query<ObjectQuery>,
 ) -> Result<Markup, ConsoleError> {
     details_page(&console, &session, &bucket, &query, None).await
@@ -232,33 +266,26 @@ async fn details_page(
     shared: Option<(String, Duration)>,
 ) -> Result<Markup, ConsoleError> {
     let keys = session.keys()?;
-    let head = object_request(Method::HEAD, bucket, query)
+    let head = object_request(Method::HEAD, bucket, query)?
         .header(HeaderName::from_static("x-amz-checksum-mode"), "ENABLED");
     let headers = console.gateway.call(keys, head).await?.headers;
-    let tagging = console
-        .gateway
-        .call(
-            keys,
-            object_request(Method::GET, bucket, query).query("tagging", ""),
-        )
-        .await?;
-    let tags = xml::elements(&tagging.body, &["Tag"]).map_err(ConsoleError::Gateway)?;
-    let versions_answer = console
-        .gateway
-        .call(
-            keys,
-            S3Request::bucket(Method::GET, bucket)
-                .query("versions", "")
-                .query("prefix", query.key.as_str())
-                .query("max-keys", "50"),
-        )
-        .await?;
-    let versions: Vec<(String, Fields)> =
-        xml::elements(&versions_answer.body, &["Version", "DeleteMarker"])
+    let tagging = object_request(Method::GET, bucket, query)?.query("tagging", "");
+    let tags = match if_allowed(console, keys, tagging).await? {
+        Some(answer) => xml::elements(&answer.body, &["Tag"]).map_err(ConsoleError::Gateway)?,
+        None => Vec::new(),
+    };
+    let listing = S3Request::bucket(Method::GET, bucket)
+        .query("versions", "")
+        .query("prefix", query.key.as_str())
+        .query("max-keys", "50");
+    let versions: Vec<(String, Fields)> = match if_allowed(console, keys, listing).await? {
+        Some(answer) => xml::elements(&answer.body, &["Version", "DeleteMarker"])
             .map_err(ConsoleError::Gateway)?
             .into_iter()
             .filter(|(_, fields)| fields.get("Key") == Some(&query.key))
-            .collect();
+            .collect(),
+        None => Vec::new(),
+    };
     let meta: Vec<(&str, &str)> = headers
         .iter()
         .filter_map(|(name, value)| {
@@ -356,11 +383,17 @@ async fn details_page(
             }
             section.card {
                 h2 { "Delete" }
+                @if query.version().is_some() {
+                    p { "Deleting this version removes it for good; the others stay." }
+                }
                 form method="post" action={ (base) "/delete-objects" } {
                     (csrf_field(session))
                     input type="hidden" name="key" value=(query.key);
+                    input type="hidden" name="version" value=(version_param);
                     input type="hidden" name="prefix" value=(folder);
-                    button.danger type="submit" { "Delete " (name) }
+                    button.danger type="submit" {
+                        @if query.version().is_some() { "Delete this version of " (name) } @else { "Delete " (name) }
+                    }
                 }
             }
         },
@@ -387,13 +420,13 @@ fn humanize(lifetime: Duration) -> &'static str {
 pub(crate) async fn download(
     State(console): State<Arc<Console>>,
     SignedIn(session): SignedIn,
-    Path(bucket): Path<String>,
+    Named(bucket): Named,
     Query(query): Query<ObjectQuery>,
 ) -> Result<Response, ConsoleError> {
     let keys = session.keys()?;
     let response = console
         .gateway
-        .send(keys, object_request(Method::GET, &bucket, &query))
+        .send(keys, object_request(Method::GET, &bucket, &query)?)
         .await?;
     let (parts, body) = response.into_parts();
     if !parts.status.is_success() {
@@ -441,7 +474,7 @@ pub(crate) struct ShareForm {
 pub(crate) async fn share(
     State(console): State<Arc<Console>>,
     SignedIn(session): SignedIn,
-    Path(bucket): Path<String>,
+    Named(bucket): Named,
     Form(form): Form<ShareForm>,
 ) -> Result<Markup, ConsoleError> {
     let lifetime = Duration::from_secs(form.expires);
@@ -457,11 +490,22 @@ pub(crate) async fn share(
     let url = console.gateway.presign(
         session.keys()?,
         &bucket,
-        &query.key,
+        query.key()?,
         query.version(),
         lifetime,
     )?;
     details_page(&console, &session, &bucket, &query, Some((url, lifetime))).await
+}
+
+/// The values of the form's fields named `wanted`, in order.
+fn form_values<'a>(
+    fields: &'a [(String, String)],
+    wanted: &'a str,
+) -> impl Iterator<Item = &'a str> + 'a {
+    fields
+        .iter()
+        .filter(move |(name, _)| name == wanted)
+        .map(|(_, value)| value.as_str())
 }
 
 /// POST /buckets/{bucket}/delete-objects: deletes every `key` of the form,
@@ -469,22 +513,24 @@ pub(crate) async fn share(
 pub(crate) async fn delete(
     State(console): State<Arc<Console>>,
     SignedIn(session): SignedIn,
-    Path(bucket): Path<String>,
+    Named(bucket): Named,
     Form(fields): Form<Vec<(String, String)>>,
 ) -> Result<Response, ConsoleError> {
     let keys = session.keys()?;
-    let mut prefix = String::new();
-    for (name, value) in &fields {
-        match name.as_str() {
-            "key" => {
-                let request = S3Request::object(Method::DELETE, &bucket, value);
-                console.gateway.call(keys, request).await?;
-            }
-            "prefix" => prefix = value.clone(),
-            _ => {}
-        }
+    let prefix = form_values(&fields, "prefix").next().unwrap_or("");
+    let version = form_values(&fields, "version").find(|v| !v.is_empty());
+    let objects: Vec<&str> = form_values(&fields, "key").collect();
+    if version.is_some() && objects.len() != 1 {
+        return Err(ConsoleError::BadInput("a version is deleted alone".into()));
     }
-    Ok(Redirect::to(&link(&format!("/buckets/{bucket}"), &[("prefix", &prefix)])).into_response())
+    for key in objects {
+        let mut request = S3Request::object(Method::DELETE, &bucket, object_key(key)?);
+        if let Some(version) = version {
+            request = request.query("versionId", version);
+        }
+        console.gateway.call(keys, request).await?;
+    }
+    Ok(Redirect::to(&link(&format!("/buckets/{bucket}"), &[("prefix", prefix)])).into_response())
 }
 
 #[cfg(test)]

@@ -4,10 +4,11 @@
 use crate::error::ConsoleError;
 use crate::gateway::{Answer, Keys, S3Request};
 use crate::layout::{self, csrf_field};
+use crate::named::Named;
 use crate::session::SignedIn;
 use crate::xml;
 use crate::Console;
-use axum::extract::{Form, Path, State};
+use axum::extract::{Form, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use http::{Method, StatusCode};
 use maud::{html, Markup};
@@ -138,7 +139,7 @@ async fn current_encryption(
 pub(crate) async fn show(
     State(console): State<Arc<Console>>,
     SignedIn(session): SignedIn,
-    Path(bucket): Path<String>,
+    Named(bucket): Named,
 ) -> Result<Markup, ConsoleError> {
     let keys = session.keys()?;
     let versioning = console
@@ -282,7 +283,7 @@ pub(crate) struct VersioningForm {
 pub(crate) async fn versioning(
     State(console): State<Arc<Console>>,
     SignedIn(session): SignedIn,
-    Path(bucket): Path<String>,
+    Named(bucket): Named,
     Form(form): Form<VersioningForm>,
 ) -> Result<Response, ConsoleError> {
     let enabled = match form.status.as_str() {
@@ -302,7 +303,7 @@ pub(crate) async fn versioning(
 pub(crate) async fn encryption(
     State(console): State<Arc<Console>>,
     SignedIn(session): SignedIn,
-    Path(bucket): Path<String>,
+    Named(bucket): Named,
     Form(form): Form<EncryptionForm>,
 ) -> Result<Response, ConsoleError> {
     put_encryption(&console, session.keys()?, &bucket, &form.parse()?).await?;
@@ -322,7 +323,7 @@ pub(crate) struct DocumentForm {
 pub(crate) async fn document(
     State(console): State<Arc<Console>>,
     SignedIn(session): SignedIn,
-    Path(bucket): Path<String>,
+    Named(bucket): Named,
     Form(form): Form<DocumentForm>,
 ) -> Result<Response, ConsoleError> {
     let keys = session.keys()?;

@@ -4,11 +4,12 @@
 
 use crate::error::ConsoleError;
 use crate::gateway::{Payload, S3Request};
+use crate::named::Named;
 use crate::session::SignedIn;
 use crate::xml;
 use crate::Console;
 use axum::body::Body;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::Json;
 use http::{header, HeaderMap, Method};
 use quick_xml::escape::escape;
@@ -58,7 +59,7 @@ fn etag_of(headers: &HeaderMap) -> Value {
 pub(crate) async fn put(
     State(console): State<Arc<Console>>,
     SignedIn(session): SignedIn,
-    Path(bucket): Path<String>,
+    Named(bucket): Named,
     Query(query): Query<UploadQuery>,
     headers: HeaderMap,
     body: Body,
@@ -85,7 +86,7 @@ pub(crate) async fn put(
 pub(crate) async fn start(
     State(console): State<Arc<Console>>,
     SignedIn(session): SignedIn,
-    Path(bucket): Path<String>,
+    Named(bucket): Named,
     Query(query): Query<UploadQuery>,
 ) -> Result<Json<Value>, ConsoleError> {
     let mut request = S3Request::object(Method::POST, &bucket, query.key()?).query("uploads", "");
@@ -131,7 +132,7 @@ fn complete_document(parts: &[Part]) -> String {
 pub(crate) async fn complete(
     State(console): State<Arc<Console>>,
     SignedIn(session): SignedIn,
-    Path(bucket): Path<String>,
+    Named(bucket): Named,
     Query(query): Query<UploadQuery>,
     Json(parts): Json<Parts>,
 ) -> Result<Json<Value>, ConsoleError> {
@@ -159,7 +160,7 @@ pub(crate) async fn complete(
 pub(crate) async fn abort(
     State(console): State<Arc<Console>>,
     SignedIn(session): SignedIn,
-    Path(bucket): Path<String>,
+    Named(bucket): Named,
     Query(query): Query<UploadQuery>,
 ) -> Result<Json<Value>, ConsoleError> {
     let request = S3Request::object(Method::DELETE, &bucket, query.key()?)

@@ -4,9 +4,10 @@
 
 use crate::error::ConsoleError;
 use crate::layout::{self, csrf_field};
+use crate::named::Named;
 use crate::session::{Admin, Session};
 use crate::Console;
-use axum::extract::{Form, Path, State};
+use axum::extract::{Form, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::{html, Markup};
 use meta_api::{
@@ -126,7 +127,7 @@ pub(crate) async fn create(
 pub(crate) async fn create_key(
     State(console): State<Arc<Console>>,
     Admin(session): Admin,
-    Path(user): Path<String>,
+    Named(user): Named,
 ) -> Result<Markup, ConsoleError> {
     let key = console.meta.call(CreateKey { user }).await?;
     users_page(&console, &session, Some(key)).await
@@ -136,7 +137,7 @@ pub(crate) async fn create_key(
 pub(crate) async fn delete(
     State(console): State<Arc<Console>>,
     _: Admin,
-    Path(name): Path<String>,
+    Named(name): Named,
 ) -> Result<Response, ConsoleError> {
     console.meta.call(DeleteUser { name }).await?;
     Ok(Redirect::to("/users").into_response())
@@ -146,7 +147,7 @@ pub(crate) async fn delete(
 pub(crate) async fn delete_key(
     State(console): State<Arc<Console>>,
     _: Admin,
-    Path(access_key): Path<String>,
+    Named(access_key): Named,
 ) -> Result<Response, ConsoleError> {
     console.meta.call(DeleteKey { access_key }).await?;
     Ok(Redirect::to("/users").into_response())
@@ -163,7 +164,7 @@ pub(crate) struct PolicyForm {
 pub(crate) async fn set_policy(
     State(console): State<Arc<Console>>,
     _: Admin,
-    Path(name): Path<String>,
+    Named(name): Named,
     Form(form): Form<PolicyForm>,
 ) -> Result<Response, ConsoleError> {
     let text = form.policy.trim();
