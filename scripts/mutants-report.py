@@ -47,18 +47,36 @@ def mutant_name(outcome: dict) -> str | None:
 def outcomes_of(d: Path) -> list[dict]:
     """The latest outcome of each mutant tested in `d`: over every run kept in
     `d/history/` (a full run and the `--iterate` runs after it, oldest first),
-    else over the last run and the one before it."""
+    else over the last run and the one before it; only mutants of the code as
+    it is now (`d/current.txt`, listed by scripts/mutants.sh) count."""
     runs = sorted((d / "history").glob("*.json"), key=lambda p: int(p.stem))
     if not runs:
         runs = [d / "mutants.out.old" / "outcomes.json", d / "mutants.out" / "outcomes.json"]
-    latest: dict[str, dict] = {}
-    for run in runs:
+    latest: dict[str, tuple[int, dict]] = {}
+    # The last run that tested each mutant by file and description: a mutant
+    # whose line moved since an earlier run is named anew, and its earlier
+    # name must not count as a mutant of its own.
+    last_run: dict[tuple[str, str], int] = {}
+    for index, run in enumerate(runs):
         if run.exists():
             for outcome in json.loads(run.read_text())["outcomes"]:
                 name = mutant_name(outcome)
                 if name is not None:
-                    latest[name] = outcome
-    return list(latest.values())
+                    latest[name] = (index, outcome)
+                    last_run[file_and_what(name)] = index
+    current_list = d / "current.txt"
+    current = set(current_list.read_text().splitlines()) if current_list.exists() else None
+    return [
+        outcome
+        for index, outcome in latest.values()
+        if index == last_run[file_and_what(mutant_name(outcome))]
+        and (current is None or mutant_name(outcome) in current)
+    ]
+
+
+def file_and_what(name: str) -> tuple[str, str]:
+    match = NAME.match(name)
+    return match.group("file"), match.group("what")
 
 def main(argv: list[str]) -> int:
     sample = "--sample" in argv

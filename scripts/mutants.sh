@@ -66,6 +66,9 @@ run_package() {
         args+=("--cargo-arg=$test_arg")
     done
     mkdir -p "target/mutants/$package"
+    # Every mutant of the code as it is now: the report drops results of
+    # mutants an earlier run tested in code that has changed since.
+    cargo mutants "${args[@]}" --list > "target/mutants/$package/current.txt"
     log "==> cargo mutants ${args[*]} $*"
     local status=0
     cargo mutants "${args[@]}" "$@" || status=$?

@@ -589,3 +589,45 @@ fn folders_are_made_once_and_failures_to_make_or_sync_them_are_errors() {
     recovery::sync_dir(&made).unwrap();
     assert!(recovery::sync_dir(&dir.path().join("missing")).is_err());
 }
+
+#[tokio::test]
+async fn a_first_write_past_the_start_is_refused_and_opens_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path()).await;
+    let body = data(BPC as usize, 3);
+    let refused = write(&store, key(7), BPC as u64, &body).await;
+    assert!(matches!(refused, Err(StoreError::BadOffset { got, .. }) if got == BPC as u64));
+    assert_eq!(tmp_files(dir.path()), 0, "no upload was opened for it");
+    // The block starts from its beginning all the same.
+    write(&store, key(7), 0, &body).await.unwrap();
+    store.commit(key(7), body.len() as u64).await.unwrap();
+}
+
+#[tokio::test]
+async fn writing_a_block_leaves_direct_writes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path()).await;
+    assert!(
+        store.direct_writes(),
+        "{} refuses O_DIRECT: point TMPDIR at a disk file system to run this test",
+        dir.path().display()
+    );
+    let body = data(2 * BPC as usize, 4);
+    write(&store, key(8), 0, &body).await.unwrap();
+    store.commit(key(8), body.len() as u64).await.unwrap();
+    assert!(store.direct_writes());
+}
+
+#[tokio::test]
+async fn a_shard_folder_removed_behind_the_store_is_made_again_at_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path()).await;
+    let shard = Paths::new(dir.path().to_path_buf()).shard_dir(key(9));
+    fs::remove_dir(&shard).unwrap();
+    let body = data(1000, 5);
+    write(&store, key(9), 0, &body).await.unwrap();
+    store.commit(key(9), body.len() as u64).await.unwrap();
+    assert!(shard.is_dir());
+    let (_, read) = read_all(&store, key(9), 0, body.len() as u64).await;
+    assert_eq!(read, body.to_vec());
+}

@@ -398,12 +398,7 @@ fn commit_files(
     write_sidecar().map_err(|e| StoreError::io(format!("write {}", tmp_sidecar.display()), e))?;
     let shard = paths.shard_dir(key);
     if !shard.is_dir() {
-        match fs::create_dir(&shard) {
-            Err(e) if e.kind() != ErrorKind::AlreadyExists => {
-                return Err(StoreError::io(format!("create {}", shard.display()), e))
-            }
-            _ => {}
-        }
+        recovery::create_if_missing(&shard)?;
         if fsync {
             recovery::sync_dir(&paths.blocks)?;
         }
