@@ -598,6 +598,7 @@ async fn a_first_write_past_the_start_is_refused_and_opens_nothing() {
     let refused = write(&store, key(7), BPC as u64, &body).await;
     assert!(matches!(refused, Err(StoreError::BadOffset { got, .. }) if got == BPC as u64));
     assert_eq!(tmp_files(dir.path()), 0, "no upload was opened for it");
+    assert_eq!(store.open_uploads(), 0);
     // The block starts from its beginning all the same.
     write(&store, key(7), 0, &body).await.unwrap();
     store.commit(key(7), body.len() as u64).await.unwrap();
