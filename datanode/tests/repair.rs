@@ -263,14 +263,10 @@ async fn damaged_block_files_are_found_by_the_scrubber_and_rebuilt() {
             damaged.push((key, replica.datanode.clone(), holder, bytes));
         }
     }
-    for (key, data, _) in &objects {
-        assert!(
-            read_all(&cluster, key).await == *data,
-            "{key} read wrong bytes"
-        );
-    }
     // Found, quarantined, reported and rebuilt: elsewhere, or in place on
-    // the datanode that held the damaged copy (then as a new file).
+    // the datanode that held the damaged copy (then as a new file). The
+    // objects are read only afterwards: a read that met a damaged copy would
+    // report it itself, and its repair could beat the scrubber to it.
     let mut rebuilt = false;
     for _ in 0..300 {
         let status = cluster.admin.call(GetClusterStatus).await.unwrap();
@@ -313,6 +309,12 @@ async fn damaged_block_files_are_found_by_the_scrubber_and_rebuilt() {
         "{:?}",
         cluster.admin.call(GetClusterStatus).await.unwrap()
     );
+    for (key, data, _) in &objects {
+        assert!(
+            read_all(&cluster, key).await == *data,
+            "{key} read wrong bytes"
+        );
+    }
     for (key, data, _) in &objects {
         assert!(
             read_all(&cluster, key).await == *data,
