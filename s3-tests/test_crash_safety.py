@@ -130,8 +130,13 @@ class PutLog:
         return sum(1 for a in self.snapshot() if a.acked and (key is None or a.key == key))
 
     def kill_with(self, kill) -> None:
-        self.killed_at = time.monotonic()
-        kill()
+        """Runs `kill`. A kill that first waits for its moment (meta
+        stopped until the uploads in flight wait for it) returns the moment
+        it struck, and that is the kill's time: a PUT begun while it waited
+        is cut off all the same. Otherwise the call's start is."""
+        started = time.monotonic()
+        struck = kill()
+        self.killed_at = struck if struck is not None else started
 
 
 def describe_error(exc: Exception) -> str:
@@ -364,7 +369,9 @@ def test_sigkill_of_meta_mid_commit_loses_no_object_and_leaves_no_orphan(tessera
             else:
                 raise AssertionError("no upload was in flight whenever meta was stopped")
             wait_for(lambda: not any(upload_files(dirs)), 30, "the uploads in flight to commit their blocks", 0.05)
+            struck = time.monotonic()
             cluster.meta_proc.kill()
+            return struck
 
         log = put_until_killed(
             cluster.endpoint,
