@@ -30,7 +30,7 @@ declare -A MODULES=(
     [sse]="sse/src/body.rs sse/src/keys.rs sse/src/packages.rs"
     [access]="access/src/decide.rs access/src/acl.rs access/src/action.rs access/src/policy/mod.rs access/src/policy/condition.rs access/src/policy/pattern.rs"
     [gateway]="gateway/src/auth/sigv4.rs gateway/src/auth/sigv2.rs gateway/src/auth/canonical.rs gateway/src/auth/presign.rs gateway/src/auth/chunked.rs gateway/src/auth/body.rs gateway/src/auth/payload.rs gateway/src/auth/checksum.rs gateway/src/auth/post_policy.rs gateway/src/auth/mod.rs"
-    [meta]="meta/service/src/ops/objects.rs meta/service/src/ops/uploads.rs meta/service/src/ops/object_lock.rs meta/service/src/ops/version_listing.rs meta/service/src/store/db.rs meta/service/src/store/deletions.rs meta/service/src/store/versions.rs meta/service/src/decoded.rs"
+    [meta]="meta/service/src/ops/objects.rs meta/service/src/ops/uploads.rs meta/service/src/ops/object_lock.rs meta/service/src/ops/version_listing.rs meta/service/src/store/db.rs meta/service/src/store/group_commit.rs meta/service/src/store/deletions.rs meta/service/src/store/versions.rs meta/service/src/decoded.rs"
     [datanode]="datanode/src/store/mod.rs datanode/src/store/uploads.rs datanode/src/store/recovery.rs datanode/src/store/sidecar.rs datanode/src/store/paths.rs datanode/src/store/direct.rs"
 )
 # package -> the tests its mutants run, when not all of them: the gateway's

@@ -9,7 +9,7 @@ pub mod meta;
 pub mod server;
 
 use crate::shutdown::Shutdown;
-use ::meta::{Clock, LifecycleSettings, MetaConfig, MetaService, RepairSettings};
+use ::meta::{Clock, Commits, LifecycleSettings, MetaConfig, MetaService, RepairSettings};
 use anyhow::{Context, Result};
 use block_client::{ClientConfig, StoreClient};
 use clap::Args;
@@ -363,6 +363,7 @@ pub fn open_meta(dir: &Path, settings: &MetaSettings, block_size: u64) -> Result
         repair: settings.repair(),
         lifecycle: settings.lifecycle(),
         clock: Clock::System,
+        commits: Commits::Grouped,
     })
     .with_context(|| format!("opening metadata in {}", dir.display()))?;
     let root = service.root_credentials();

@@ -97,8 +97,11 @@ pub enum MetaError {
     /// The metadata store failed.
     #[error("metadata store: {0}")]
     Store(String),
-    /// Meta's disk is full (or failing): writes are refused, and nothing of
-    /// this one was applied, until a write succeeds again.
+    /// Meta's disk is full (or failing): writes are refused until one
+    /// succeeds again. This one was refused before it ran, or its commit
+    /// was undone when meta opened its database again before the commit's
+    /// flush; the database, not this answer, tells which, so it counts as
+    /// [`MetaError::may_have_applied`].
     #[error("metadata store out of space, writes refused until space is freed: {0}")]
     OutOfSpace(String),
     /// Meta could not be reached.
@@ -113,11 +116,12 @@ impl MetaError {
     /// True when the request may have been applied although it failed: the
     /// answer was lost in transit or the store failed mid-way. Callers must not
     /// undo such a request (e.g. discard the blocks of a commit that may have
-    /// landed); every other error is a definite refusal.
+    /// landed: the orphan cleaner frees them if it did not); every other
+    /// error is a definite refusal.
     pub fn may_have_applied(&self) -> bool {
         matches!(
             self,
-            Self::Transport(_) | Self::Store(_) | Self::Protocol(_)
+            Self::Transport(_) | Self::Store(_) | Self::Protocol(_) | Self::OutOfSpace(_)
         )
     }
 }
@@ -132,10 +136,11 @@ mod tests {
         assert!(MetaError::Transport("reset".into()).may_have_applied());
         assert!(MetaError::Store("io".into()).may_have_applied());
         assert!(MetaError::Protocol("garbled".into()).may_have_applied());
+        // A full disk's refusal may be a commit a reopen undid.
+        assert!(MetaError::OutOfSpace("full".into()).may_have_applied());
         // Refusals are definite: nothing was stored, so the blocks can go.
         assert!(!MetaError::NoSuchBucket("b".into()).may_have_applied());
         assert!(!MetaError::NoSuchUpload("u".into()).may_have_applied());
         assert!(!MetaError::InvalidRequest("x".into()).may_have_applied());
-        assert!(!MetaError::OutOfSpace("full".into()).may_have_applied());
     }
 }

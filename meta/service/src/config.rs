@@ -1,6 +1,7 @@
 //! Settings of the metadata service, and the clock it reads.
 
 use crate::repair::RepairSettings;
+use crate::store::group_commit::Commits;
 use meta_api::lifecycle::LifecycleDay;
 use meta_api::{now_millis, UnixMillis};
 use proto::DEFAULT_BLOCK_SIZE;
@@ -53,6 +54,8 @@ pub struct MetaConfig {
     pub lifecycle: LifecycleSettings,
     /// Where meta reads the time: the system clock, or one a test moves.
     pub clock: Clock,
+    /// Whether concurrent writes share one fsync (the default).
+    pub commits: Commits,
 }
 
 impl MetaConfig {
@@ -75,6 +78,7 @@ impl MetaConfig {
             repair: RepairSettings::default(),
             lifecycle: LifecycleSettings::default(),
             clock: Clock::System,
+            commits: Commits::Grouped,
         }
     }
 }
@@ -97,6 +101,7 @@ impl std::fmt::Debug for MetaConfig {
             .field("repair", &self.repair)
             .field("lifecycle", &self.lifecycle)
             .field("clock", &self.clock)
+            .field("commits", &self.commits)
             .finish()
     }
 }

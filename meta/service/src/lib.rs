@@ -44,3 +44,4 @@ pub use ops::bad_replicas::BadReplicaReport;
 pub use repair::RepairSettings;
 pub use rpc::serve;
 pub use service::{MetaService, DATABASE_FILE};
+pub use store::group_commit::Commits;

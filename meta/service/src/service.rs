@@ -64,7 +64,7 @@ impl MetaService {
             MetaError::Store(format!("creating {}: {e}", config.data_dir.display()))
         })?;
         let now = config.clock.now();
-        let store = store::open(&config.data_dir.join(DATABASE_FILE))?;
+        let store = store::open_committing(&config.data_dir.join(DATABASE_FILE), config.commits)?;
         // redb syncs the database file; a new file's name needs its folder synced.
         proto::durable::sync_dir(&config.data_dir)
             .map_err(|e| MetaError::Store(format!("syncing {}: {e}", config.data_dir.display())))?;
@@ -210,19 +210,33 @@ impl MetaService {
             metrics::counter!("tessera_meta_unauthorized_total", "kind" => name).increment(1);
             tracing::warn!(kind = name, %principal, "meta request refused: not this principal's");
             Err(MetaError::Unauthorized)
-        } else if request.is_point_read() {
-            let answer = request.dispatch(&*self.state, self.state.config.clock.now());
-            // Served without awaiting anything: let the task yield in turn.
-            tokio::task::consume_budget().await;
-            answer
         } else {
-            let state = self.state.clone();
-            tokio::task::spawn_blocking(move || {
-                let now = state.config.clock.now();
-                request.dispatch(&*state, now)
-            })
-            .await
-            .unwrap_or_else(|e| Err(MetaError::Store(format!("meta request failed: {e}"))))
+            // Writes return once durable; what reads saw may not be yet.
+            let mark = self.state.store.mark();
+            let (answer, horizon) = if request.is_point_read() {
+                let answer = store::take_horizon_of(|| {
+                    request.dispatch(&*self.state, self.state.config.clock.now())
+                });
+                // Served without awaiting anything: let the task yield in turn.
+                tokio::task::consume_budget().await;
+                answer
+            } else {
+                let state = self.state.clone();
+                tokio::task::spawn_blocking(move || {
+                    store::take_horizon_of(|| request.dispatch(&*state, state.config.clock.now()))
+                })
+                .await
+                .unwrap_or_else(|e| {
+                    (
+                        Err(MetaError::Store(format!("meta request failed: {e}"))),
+                        0,
+                    )
+                })
+            };
+            match self.state.store.settled(mark, horizon).await {
+                Ok(()) => answer,
+                Err(lost) => Err(lost),
+            }
         };
         if let Err(e) = &result {
             metrics::counter!("tessera_meta_errors_total", "kind" => name).increment(1);

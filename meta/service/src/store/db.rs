@@ -2,6 +2,9 @@
 //! a read whether anything changed, the JSON encoding of records, and the
 //! way back from a full disk.
 //!
+//! Writes commit in groups ([`super::group_commit`]): a write returns once
+//! it is durable, its sync shared with the writes beside it.
+//!
 //! redb refuses every transaction after one failed with an I/O error (a
 //! full disk, typically) until the database is opened again. So a write
 //! that fails that way marks the store *failed*: the database is opened
@@ -10,9 +13,11 @@
 //! time to find out whether space has come back. Nothing committed is lost:
 //! redb's commit is atomic, and the failed one never happened.
 
+pub(crate) use super::group_commit::take_horizon_of;
+use super::group_commit::{Commits, GroupCommit, Mark};
 use meta_api::MetaError;
 use parking_lot::{Mutex, RwLock};
-use redb::{Database, Key, ReadTransaction, ReadableTable, WriteTransaction};
+use redb::{Database, Durability, Key, ReadTransaction, ReadableTable, WriteTransaction};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::borrow::Borrow;
@@ -117,6 +122,8 @@ pub(crate) struct Store {
     /// stored has changed, which lets a read reuse what it found last time
     /// without opening a transaction (see [`Store::write_epoch`]).
     writes: AtomicU64,
+    /// Commits waiting for their flush.
+    commits: GroupCommit,
 }
 
 /// The last disk failure of a write.
@@ -134,17 +141,24 @@ fn open_file(path: &Path) -> Result<Database, StoreError> {
 impl Store {
     /// Opens (or creates) the database file at `path`; `schema::open` then
     /// makes sure every table exists.
+    #[cfg(test)]
     pub(crate) fn open_database(path: &Path) -> Result<Self, StoreError> {
-        Self::open_with(path, Box::new(open_file))
+        Self::open_committing(path, Commits::default())
     }
 
-    fn open_with(path: &Path, open: Opener) -> Result<Self, StoreError> {
+    /// [`Store::open_database`], with writes committed as `commits` says.
+    pub(crate) fn open_committing(path: &Path, commits: Commits) -> Result<Self, StoreError> {
+        Self::open_with(path, Box::new(open_file), commits)
+    }
+
+    fn open_with(path: &Path, open: Opener, commits: Commits) -> Result<Self, StoreError> {
         Ok(Self {
             path: path.to_path_buf(),
             db: RwLock::new(Some(Arc::new(open(path)?))),
             open,
             failure: Mutex::new(None),
             writes: AtomicU64::new(0),
+            commits: GroupCommit::new(commits),
         })
     }
 
@@ -160,20 +174,25 @@ impl Store {
             .ok_or_else(|| StoreError::Disk("the metadata store is being reopened".into()))
     }
 
-    /// Runs `f` in a read transaction (a consistent snapshot).
+    /// Runs `f` in a read transaction (a consistent snapshot). It may see
+    /// commits not yet flushed: an answer built from it waits for
+    /// [`Store::settled`] before it leaves meta.
     pub(crate) fn read<T>(
         &self,
         f: impl FnOnce(&ReadTransaction) -> Result<T, StoreError>,
     ) -> Result<T, MetaError> {
         let db = self.database()?;
-        let txn = db.begin_read().map_err(StoreError::from)?;
+        let txn = self
+            .commits
+            .snapshot(|| db.begin_read().map_err(StoreError::from))?;
         Ok(f(&txn)?)
     }
 
-    /// Runs `f` in one write transaction and commits (durably) when it succeeds;
-    /// an error aborts every change `f` made. While the disk is failing,
-    /// writes are refused with `OutOfSpace`, except one now and then that
-    /// tries again.
+    /// Runs `f` in one write transaction and commits it when it succeeds,
+    /// returning once the commit is durable; an error aborts every change
+    /// `f` made (and returns once what `f` read is durable). While the disk
+    /// is failing, writes are refused with `OutOfSpace`, except one now and
+    /// then that tries again.
     pub(crate) fn write<T>(
         &self,
         f: impl FnOnce(&WriteTransaction) -> Result<T, StoreError>,
@@ -181,11 +200,23 @@ impl Store {
         if let Some(reason) = self.refusal() {
             return Err(MetaError::OutOfSpace(reason));
         }
+        let mark = self.commits.mark();
         let db = self.database()?;
-        let committed = db
+        let solo = self.commits.begin();
+        let ran = db
             .begin_write()
             .map_err(StoreError::from)
-            .and_then(|txn| f(&txn).and_then(|out| Ok(txn.commit().map(|()| out)?)));
+            .and_then(|mut txn| {
+                if !solo {
+                    // Made durable by the flush this writer waits for.
+                    txn.set_durability(Durability::None);
+                }
+                let out = f(&txn)?;
+                Ok((txn, out))
+            });
+        let committed = self.commits.end(solo, || {
+            ran.and_then(|(txn, out)| Ok(txn.commit().map(|()| out)?))
+        });
         drop(db);
         // Moved after the commit and before the writer hears of it: a read
         // that loads the new value sees the new data, and a read that loaded
@@ -198,12 +229,60 @@ impl Store {
                 self.failed(reason.clone());
                 Err(MetaError::OutOfSpace(reason))
             }
-            Ok(out) => {
+            Ok((out, seq)) => {
+                self.settle(mark, seq, seq)?;
                 self.recovered();
                 Ok(out)
             }
-            Err(other) => Err(other.into()),
+            Err(refused) => {
+                self.settle(mark, 1, self.commits.latest())?;
+                Err(refused.into())
+            }
         }
+    }
+
+    /// Blocks until commits `lo..=hi` are durable, flushing them when no
+    /// other writer is.
+    fn settle(&self, mark: Mark, lo: u64, hi: u64) -> Result<(), MetaError> {
+        self.commits
+            .settle(mark, lo, hi, || self.flush())
+            .map_err(MetaError::OutOfSpace)
+    }
+
+    /// Makes every commit so far durable: an empty transaction committed
+    /// with a sync. Returns the last sequence number it covered.
+    fn flush(&self) -> Result<u64, String> {
+        let flushed = self.database().and_then(|db| {
+            let txn = db.begin_write()?;
+            // Every commit numbered so far ended before this transaction
+            // began (redb has one writer at a time), so the sync covers it.
+            let upto = self.commits.latest();
+            txn.commit()?;
+            Ok(upto)
+        });
+        // Whatever failed, opening the database again undoes the commits
+        // not yet flushed, so that their writers' refusal is the truth: a
+        // refused write must never turn up later.
+        flushed.map_err(|e| {
+            let reason = e.to_string();
+            self.failed(reason.clone());
+            reason
+        })
+    }
+
+    /// Where a read or a write begins to depend on the store.
+    pub(crate) fn mark(&self) -> Mark {
+        self.commits.mark()
+    }
+
+    /// Waits until every commit up to `horizon` (what reads since `mark`
+    /// could have seen: [`take_horizon_of`]) is durable; an error when a disk
+    /// failure undid some of it.
+    pub(crate) async fn settled(&self, mark: Mark, horizon: u64) -> Result<(), MetaError> {
+        self.commits
+            .settled(mark, horizon)
+            .await
+            .map_err(MetaError::OutOfSpace)
     }
 
     /// The reason to refuse a write now, while a failure is recent.
@@ -243,6 +322,14 @@ impl Store {
             return Ok(());
         }
         if let Some(old) = slot.take() {
+            // The commits not yet flushed are undone by opening the file
+            // again; what a read cached from them goes with them.
+            self.commits.lost(
+                &self
+                    .failure()
+                    .unwrap_or_else(|| "the metadata store was reopened".into()),
+            );
+            self.writes.fetch_add(1, Ordering::Release);
             let mut old = old;
             loop {
                 match Arc::try_unwrap(old) {
@@ -268,9 +355,13 @@ impl Store {
 
     /// Changes whenever a write transaction ends. Load it *before* a read
     /// transaction: what that read found is current for as long as the
-    /// epoch still has the loaded value.
+    /// epoch still has the loaded value. A value kept from an earlier read
+    /// may hold any commit so far, so the answer waits for all of them
+    /// ([`take_horizon_of`]).
     pub(crate) fn write_epoch(&self) -> u64 {
-        self.writes.load(Ordering::Acquire)
+        let epoch = self.writes.load(Ordering::Acquire);
+        self.commits.note_latest();
+        epoch
     }
 }
 
@@ -343,11 +434,13 @@ mod tests {
     const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("test");
 
     /// A disk that can fill up: while `full`, the file cannot grow, as on a
-    /// real full disk (pages it already has can still be rewritten).
+    /// real full disk (pages it already has can still be rewritten); while
+    /// `broken`, every write and sync fails.
     #[derive(Debug)]
     struct FillableDisk {
         file: FileBackend,
         full: Arc<AtomicBool>,
+        broken: Arc<AtomicBool>,
         writes: Arc<AtomicU64>,
     }
 
@@ -369,10 +462,16 @@ mod tests {
             self.file.set_len(len)
         }
         fn sync_data(&self, eventual: bool) -> io::Result<()> {
+            if self.broken.load(Ordering::SeqCst) {
+                return Err(io::Error::other("EIO"));
+            }
             self.file.sync_data(eventual)
         }
         fn write(&self, offset: u64, data: &[u8]) -> io::Result<()> {
             self.writes.fetch_add(1, Ordering::SeqCst);
+            if self.broken.load(Ordering::SeqCst) {
+                return Err(io::Error::other("EIO"));
+            }
             if self.full.load(Ordering::SeqCst) && offset + data.len() as u64 > self.file.len()? {
                 return Err(no_space());
             }
@@ -382,9 +481,18 @@ mod tests {
 
     /// A store on a [`FillableDisk`], with the disk's switch and write count.
     fn store_on_fillable_disk(path: &Path) -> (Store, Arc<AtomicBool>, Arc<AtomicU64>) {
+        let (store, full, _, writes) = store_on_breakable_disk(path);
+        (store, full, writes)
+    }
+
+    /// [`store_on_fillable_disk`], with the switch that breaks the disk.
+    fn store_on_breakable_disk(
+        path: &Path,
+    ) -> (Store, Arc<AtomicBool>, Arc<AtomicBool>, Arc<AtomicU64>) {
         let full = Arc::new(AtomicBool::new(false));
+        let broken = Arc::new(AtomicBool::new(false));
         let writes = Arc::new(AtomicU64::new(0));
-        let (disk_full, disk_writes) = (full.clone(), writes.clone());
+        let (disk_full, disk_broken, disk_writes) = (full.clone(), broken.clone(), writes.clone());
         let open: Opener = Box::new(move |path| {
             let file = std::fs::OpenOptions::new()
                 .read(true)
@@ -396,11 +504,17 @@ mod tests {
             let disk = FillableDisk {
                 file: FileBackend::new(file)?,
                 full: disk_full.clone(),
+                broken: disk_broken.clone(),
                 writes: disk_writes.clone(),
             };
             Ok(Database::builder().create_with_backend(disk)?)
         });
-        (Store::open_with(path, open).unwrap(), full, writes)
+        (
+            Store::open_with(path, open, Commits::Grouped).unwrap(),
+            full,
+            broken,
+            writes,
+        )
     }
 
     fn put(store: &Store, key: &str, value: &[u8]) -> Result<(), MetaError> {
@@ -501,6 +615,221 @@ mod tests {
         assert_eq!(refused, Err(MetaError::NoSuchBucket("b".into())));
         put(&store, "a", b"small").unwrap();
         assert_eq!(store.failure(), None);
+    }
+
+    #[test]
+    fn concurrent_writes_are_durable_when_they_return() {
+        const WRITERS: usize = 8;
+        const EACH: usize = 25;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.redb");
+        let store = Arc::new(Store::open_committing(&path, Commits::Grouped).unwrap());
+        let threads: Vec<_> = (0..WRITERS)
+            .map(|writer| {
+                let store = store.clone();
+                std::thread::spawn(move || {
+                    for n in 0..EACH {
+                        put(&store, &format!("{writer}/{n}"), &[writer as u8; 100]).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert_eq!(store.commits.latest(), (WRITERS * EACH) as u64);
+        drop(store);
+        let reopened = Store::open_committing(&path, Commits::Grouped).unwrap();
+        for writer in 0..WRITERS {
+            for n in 0..EACH {
+                assert_eq!(
+                    get(&reopened, &format!("{writer}/{n}")),
+                    Some(vec![writer as u8; 100])
+                );
+            }
+        }
+    }
+
+    /// A disk that keeps only what was synced when the power goes: writes
+    /// land in `written`, a sync copies it to `synced`, and a store opened
+    /// after the cut starts from `synced`.
+    #[derive(Debug)]
+    struct PowerCutDisk {
+        written: Mutex<Vec<u8>>,
+        synced: Arc<Mutex<Vec<u8>>>,
+    }
+
+    impl StorageBackend for PowerCutDisk {
+        fn len(&self) -> io::Result<u64> {
+            Ok(self.written.lock().len() as u64)
+        }
+        fn read(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+            let written = self.written.lock();
+            let start = offset as usize;
+            Ok(written[start..start + len].to_vec())
+        }
+        fn set_len(&self, len: u64) -> io::Result<()> {
+            self.written.lock().resize(len as usize, 0);
+            Ok(())
+        }
+        fn sync_data(&self, _eventual: bool) -> io::Result<()> {
+            *self.synced.lock() = self.written.lock().clone();
+            Ok(())
+        }
+        fn write(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+            let mut written = self.written.lock();
+            let start = offset as usize;
+            if written.len() < start + data.len() {
+                written.resize(start + data.len(), 0);
+            }
+            written[start..start + data.len()].copy_from_slice(data);
+            Ok(())
+        }
+    }
+
+    /// A store on a [`PowerCutDisk`] that starts from what `synced` holds.
+    fn store_after_power_cut(synced: &Arc<Mutex<Vec<u8>>>, commits: Commits) -> Store {
+        let synced = synced.clone();
+        let open: Opener = Box::new(move |_| {
+            let disk = PowerCutDisk {
+                written: Mutex::new(synced.lock().clone()),
+                synced: synced.clone(),
+            };
+            Ok(Database::builder().create_with_backend(disk)?)
+        });
+        Store::open_with(Path::new("power-cut"), open, commits).unwrap()
+    }
+
+    #[test]
+    fn acknowledged_writes_survive_a_power_cut() {
+        // With `never_alone`, a writer that stays in its transaction makes
+        // every other one commit in a group, made durable by flushes only.
+        for (commits, never_alone) in [
+            (Commits::Grouped, false),
+            (Commits::Grouped, true),
+            (Commits::OneByOne, false),
+        ] {
+            let synced = Arc::new(Mutex::new(Vec::new()));
+            let store = Arc::new(store_after_power_cut(&synced, commits));
+            if never_alone {
+                store.commits.begin();
+            }
+            let threads: Vec<_> = (0..8u8)
+                .map(|writer| {
+                    let store = store.clone();
+                    std::thread::spawn(move || {
+                        for n in 0..25 {
+                            put(&store, &format!("{writer}/{n}"), &[writer; 100]).unwrap();
+                        }
+                    })
+                })
+                .collect();
+            for thread in threads {
+                thread.join().unwrap();
+            }
+            if never_alone {
+                store.commits.end(false, || Err::<(), ()>(())).unwrap_err();
+            }
+            // The power goes: the store never closes, nothing unsynced stays.
+            std::mem::forget(store);
+            let after = store_after_power_cut(&synced, commits);
+            for writer in 0..8u8 {
+                for n in 0..25 {
+                    assert_eq!(
+                        get(&after, &format!("{writer}/{n}")),
+                        Some(vec![writer; 100]),
+                        "{commits:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_read_of_a_commit_undone_by_a_reopen_fails() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _, broken, _) = store_on_breakable_disk(&dir.path().join("m.redb"));
+        put(&store, "kept", b"durable").unwrap();
+        // A commit made visible without a sync, as a writer in a group
+        // makes it before its flush.
+        let mark = store.mark();
+        let db = store.database().unwrap();
+        store.commits.begin();
+        let (_, seq) = store
+            .commits
+            .end(false, || {
+                let mut txn = db.begin_write()?;
+                txn.set_durability(Durability::None);
+                txn.open_table(TABLE)?
+                    .insert("unsynced", b"gone".as_slice())?;
+                txn.commit()?;
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+        drop(db);
+        let (seen, horizon) = take_horizon_of(|| get(&store, "unsynced"));
+        assert_eq!(seen.as_deref(), Some(&b"gone"[..]));
+        assert_eq!(horizon, seq);
+        // The disk fails the flush: the store opens again without it.
+        broken.store(true, Ordering::SeqCst);
+        let flushed = store.settle(mark, seq, seq);
+        assert!(
+            matches!(flushed, Err(MetaError::OutOfSpace(_))),
+            "{flushed:?}"
+        );
+        broken.store(false, Ordering::SeqCst);
+        assert!(matches!(
+            runtime.block_on(store.settled(mark, horizon)),
+            Err(MetaError::OutOfSpace(_))
+        ));
+        assert_eq!(get(&store, "unsynced"), None);
+        assert_eq!(get(&store, "kept").as_deref(), Some(&b"durable"[..]));
+        // A read begun after the failure is not concerned by it.
+        let (_, later) = take_horizon_of(|| get(&store, "kept"));
+        assert_eq!(runtime.block_on(store.settled(store.mark(), later)), Ok(()));
+    }
+
+    #[test]
+    fn writes_that_met_a_full_disk_together_all_fail_and_leave_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, full, _) = store_on_fillable_disk(&dir.path().join("m.redb"));
+        put(&store, "kept", b"before").unwrap();
+        let store = Arc::new(store);
+        full.store(true, Ordering::SeqCst);
+        let threads: Vec<_> = (0..4)
+            .map(|n| {
+                let store = store.clone();
+                std::thread::spawn(move || put(&store, &format!("big{n}"), &vec![n; 4 << 20]))
+            })
+            .collect();
+        for thread in threads {
+            assert!(matches!(
+                thread.join().unwrap(),
+                Err(MetaError::OutOfSpace(_))
+            ));
+        }
+        for n in 0..4 {
+            assert_eq!(get(&store, &format!("big{n}")), None);
+        }
+        assert_eq!(get(&store, "kept").as_deref(), Some(&b"before"[..]));
+    }
+
+    #[test]
+    fn one_by_one_writes_are_durable_when_they_return() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.redb");
+        let store = Store::open_committing(&path, Commits::OneByOne).unwrap();
+        put(&store, "a", b"1").unwrap();
+        let refused = store.write(|_| -> Result<(), StoreError> {
+            Err(MetaError::NoSuchBucket("b".into()).into())
+        });
+        assert_eq!(refused, Err(MetaError::NoSuchBucket("b".into())));
+        drop(store);
+        let reopened = Store::open_committing(&path, Commits::OneByOne).unwrap();
+        assert_eq!(get(&reopened, "a").as_deref(), Some(&b"1"[..]));
     }
 
     #[test]

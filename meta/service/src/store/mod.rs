@@ -6,6 +6,7 @@
 
 pub(crate) mod db;
 pub(crate) mod deletions;
+pub(crate) mod group_commit;
 pub(crate) mod lifecycle_passes;
 pub(crate) mod repairs;
 pub(crate) mod scan;
@@ -14,5 +15,7 @@ pub(crate) mod tables;
 pub(crate) mod upload_index;
 pub(crate) mod versions;
 
-pub(crate) use db::Store;
+pub(crate) use db::{take_horizon_of, Store};
+#[cfg(test)]
 pub(crate) use schema::open;
+pub(crate) use schema::open_committing;

@@ -4,13 +4,20 @@
 
 use super::db::Store;
 use super::db::StoreError;
+use super::group_commit::Commits;
 use super::tables::*;
 use super::{deletions, lifecycle_passes, repairs, upload_index};
 use std::path::Path;
 
 /// Opens (or creates) the store at `path`, with every table present.
+#[cfg(test)]
 pub(crate) fn open(path: &Path) -> Result<Store, StoreError> {
-    let store = Store::open_database(path)?;
+    open_committing(path, Commits::default())
+}
+
+/// [`open`], with writes committed as `commits` says.
+pub(crate) fn open_committing(path: &Path, commits: Commits) -> Result<Store, StoreError> {
+    let store = Store::open_committing(path, commits)?;
     store.write(|txn| {
         txn.open_table(BUCKETS)?;
         txn.open_table(OBJECTS)?;

@@ -519,5 +519,7 @@ mod tests {
         }
         assert!(split_version_key("b", b"b/a\0").is_err());
         assert!(split_version_key("b", b"b/a\0\0\x01").is_err());
+        // A key with no end mark at all.
+        assert!(split_version_key("b", b"b/abc").is_err());
     }
 }

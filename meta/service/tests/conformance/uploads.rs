@@ -135,6 +135,21 @@ async fn complete_splices_parts_into_one_object(transport: Transport) {
         elsewhere.unwrap_err(),
         MetaError::NoSuchUpload(UPLOAD.into())
     );
+    // A part of the same number with another ETag is another completion.
+    let mismatched = meta
+        .call(complete_request(&[(1, &e1), (2, &e1), (4, &e4)]))
+        .await;
+    assert_eq!(
+        mismatched.unwrap_err(),
+        MetaError::NoSuchUpload(UPLOAD.into())
+    );
+    // The same parts under another upload id name no upload either.
+    let mut stranger = complete_request(&[(1, &e1), (2, &quoted), (4, &e4)]);
+    stranger.upload_id = "another-upload".into();
+    assert_eq!(
+        meta.call(stranger).await.unwrap_err(),
+        MetaError::NoSuchUpload("another-upload".into())
+    );
     let delete = meta.call(DeleteBucket { name: "bk1".into() }).await;
     assert_eq!(delete.unwrap_err(), MetaError::BucketNotEmpty("bk1".into()));
     // Once the key holds another object, the upload is gone for good.

@@ -107,13 +107,16 @@ async fn old_versions_keep_their_blocks_until_deleted(transport: Transport) {
     // Deleting a version frees its blocks, and only its own.
     let removed = delete(&meta, "k", named(&v1)).await;
     assert_eq!(removed.version, Some(v1.clone()));
+    assert_eq!(removed.removed.map(|r| r.groups[0].block.0), Some(1));
     assert_eq!(meta.queued_for("dn0").await, vec![key(1)]);
     assert_eq!(
         get(&meta, "k", named(&v1)).await,
         Err(MetaError::NoSuchVersion(v1.id.clone().unwrap()))
     );
-    // Removing the marker makes v2 the latest again.
-    delete(&meta, "k", named(&marker)).await;
+    // Removing the marker makes v2 the latest again; it removed no object.
+    let unmarked = delete(&meta, "k", named(&marker)).await;
+    assert_eq!(unmarked.version.map(|v| v.delete_marker), Some(true));
+    assert_eq!(unmarked.removed, None);
     assert_eq!(get(&meta, "k", None).await, Ok(Some(2)));
     assert_eq!(meta.queued_for("dn0").await, vec![key(1)]);
     // A version that is not there is no error and frees nothing.
@@ -380,7 +383,67 @@ async fn versions_never_share_blocks(transport: Transport) {
     assert_eq!(meta.queued_for("dn0").await, vec![]);
 }
 
+/// The record of `key` (`version`, or the latest).
+async fn record(meta: &MetaUnderTest, key: &str, version: Option<VersionRef>) -> ObjectRecord {
+    let request = GetObject {
+        bucket: BUCKET.into(),
+        key: key.into(),
+        version,
+    };
+    let found = meta.call(request).await.unwrap();
+    (*found.expect("an object")).clone()
+}
+
+async fn tags_and_acls_change_in_place(transport: Transport) {
+    use access::{Grant, Grantee, Permission};
+    let meta = versioned(transport).await;
+    let v1 = put(&meta, "k", 1).await;
+    let v2 = put(&meta, "k", 2).await;
+    let update = |of: &ObjectRecord, seq: u64, tag: &str| UpdateObject {
+        bucket: BUCKET.into(),
+        key: "k".into(),
+        id: of.id,
+        seq,
+        tags: [("t".to_string(), tag.to_string())].into(),
+        acl: Some(vec![Grant {
+            grantee: Grantee::AllUsers,
+            permission: Permission::Read,
+        }]),
+    };
+    // The latest version, found in place.
+    let latest = record(&meta, "k", None).await;
+    meta.call(update(&latest, v2.seq, "two")).await.unwrap();
+    let changed = record(&meta, "k", None).await;
+    assert_eq!(changed.attributes.tags["t"], "two");
+    assert_eq!(changed.attributes.acl.as_ref().map(Vec::len), Some(1));
+    assert_eq!(changed.version.seq, v2.seq, "no new version");
+    // An older version, found by its sequence number.
+    let older = record(&meta, "k", named(&v1)).await;
+    assert!(older.attributes.tags.is_empty());
+    meta.call(update(&older, v1.seq, "one")).await.unwrap();
+    assert_eq!(
+        record(&meta, "k", named(&v1)).await.attributes.tags["t"],
+        "one"
+    );
+    assert_eq!(record(&meta, "k", None).await.attributes.tags["t"], "two");
+    assert_eq!(list(&meta, "", None, None, 10).await.versions.len(), 2);
+    // A version replaced since it was read is left alone.
+    let v3 = put(&meta, "k", 3).await;
+    assert_eq!(
+        meta.call(update(&latest, v3.seq, "stale")).await,
+        Err(MetaError::PreconditionFailed)
+    );
+    assert!(record(&meta, "k", None).await.attributes.tags.is_empty());
+    let mut elsewhere = update(&latest, v2.seq, "x");
+    elsewhere.bucket = "missing".into();
+    assert_eq!(
+        meta.call(elsewhere).await,
+        Err(MetaError::NoSuchBucket("missing".into()))
+    );
+}
+
 test_support::conformance!(
+    tags_and_acls_change_in_place,
     versions_never_share_blocks,
     object_lock_protects_versions,
     old_versions_keep_their_blocks_until_deleted,

@@ -1,0 +1,49 @@
+#!/bin/bash
+# PUTs of 1 KiB, 64 KiB and 1 MiB objects (scripts/bench/small_puts.py):
+# `tessera server` (release build, defaults) beside folder-s3, a thin S3
+# server over a plain folder (tools/folder-s3), and the disk's own direct
+# synchronous writes (fio), RUNS times. With TESSERA_BASELINE_BIN set, a
+# server from that binary runs beside them as the target `baseline`: two
+# builds compared in the same runs. Needs wrk and fio (apt-get install -y
+# wrk fio) and boto3 (the repo's .venv has it).
+#   scripts/bench/small-puts.sh [RUNS] [SECONDS]
+set -u
+export TESSERA_CONSOLE_LISTEN=off
+HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$HERE/../..
+B=${TESSERA_BIN:-$ROOT/target/x86_64-unknown-linux-gnu/release/tessera}
+F=${FOLDER_S3_BIN:-$ROOT/target/release/folder-s3}
+RUNS=${1:-1}; DUR=${2:-5}
+PY=${PYTHON:-$ROOT/.venv/bin/python}
+BASE=${TESSERA_BASELINE_BIN:-}
+PIDS=()
+# On the disk the repository is on (a tmpfs /tmp would measure no disk).
+W=$(mktemp -d -p "$ROOT/target"); trap 'kill "${PIDS[@]}" 2>/dev/null; wait; rm -rf "$W"' EXIT
+export TESSERA_ROOT_ACCESS_KEY=AKBENCH TESSERA_ROOT_SECRET_KEY=SKBENCHSECRET
+
+# start NAME BIN PORT_BASE: a `tessera server` on 127.0.0.1:PORT_BASE..+2.
+start() {
+  "$2" server --data "$W/$1" --listen "127.0.0.1:$3" --meta-listen "127.0.0.1:$(($3 + 1))" \
+    --ops-listen "127.0.0.1:$(($3 + 2))" > "$W/$1.log" 2>&1 &
+  PIDS+=($!)
+  for _ in $(seq 60); do grep -q READY "$W/$1.log" && return; sleep 0.5; done
+  echo "$1 did not start: $(tail -5 "$W/$1.log")" >&2; exit 1
+}
+
+for r in $(seq "$RUNS"); do
+  rm -rf "${W:?}"/*
+  TARGETS=()
+  start tessera "$B" 19878
+  TARGETS+=(--target tessera=http://127.0.0.1:19878,AKBENCH,SKBENCHSECRET)
+  if [ -n "$BASE" ]; then
+    start baseline "$BASE" 29878
+    TARGETS+=(--target baseline=http://127.0.0.1:29878,AKBENCH,SKBENCHSECRET)
+  fi
+  "$F" --root "$W/folder" > "$W/folder.log" 2>&1 &
+  PIDS+=($!)
+  for _ in $(seq 60); do grep -q LISTENING "$W/folder.log" && break; sleep 0.2; done
+  FOLDER=$(awk '/LISTENING/ {print $2}' "$W/folder.log")
+  TARGETS+=(--target "folder-s3=http://$FOLDER,AKBENCH,SKBENCHSECRET")
+  echo "# run $r"
+  "$PY" "$HERE/small_puts.py" --data-dir "$W" --duration "$DUR" "${TARGETS[@]}"
+  kill "${PIDS[@]}" 2>/dev/null; wait; PIDS=()
+done

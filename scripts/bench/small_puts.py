@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""PUTs of small objects against several S3 servers, side by side in one run.
+
+Scenarios: 1 KiB objects at 64 connections, 64 KiB at 16 and 1 MiB at 8 (wrk
+replaying requests signed in advance, each to a key of its own, bodies that
+differ per request). For each scenario and target: requests per second, MB/s,
+p50 and p99, errors, and the bytes the disk wrote per byte stored (the
+device's written sectors over the run, so only meaningful on a machine
+otherwise idle). Then fio's direct synchronous writes of the same sizes at the
+same concurrency: the disk's own speed for that pattern.
+
+  small_puts.py --data-dir DIR --target NAME=URL,ACCESS,SECRET [--target ...] [--duration S]
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+LOAD = Path(os.environ.get("S3_LOAD", HERE / "../../../shared/bench/s3-load.py"))
+spec = importlib.util.spec_from_file_location("s3_load", LOAD)
+s3_load = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(s3_load)
+
+SCENARIOS = [("put1k-c64", 1 << 10, 64), ("put64k-c16", 64 << 10, 16), ("put1m-c8", 1 << 20, 8)]
+KEYS = 4096
+
+
+def device_of(path):
+    """The block device (name in /proc/diskstats) holding `path`."""
+    dev = os.stat(path).st_dev
+    name = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}").resolve().name
+    return name
+
+
+def sectors_written(device):
+    for line in Path("/proc/diskstats").read_text().splitlines():
+        fields = line.split()
+        if fields[2] == device:
+            return int(fields[9])
+    raise SystemExit(f"no {device} in /proc/diskstats")
+
+
+def lua(requests, size):
+    """wrk script: PUT each signed request in turn with a body of `size` bytes
+    whose first 16 bytes count the requests sent (no two bodies alike)."""
+    out = ["local reqs = {}", "local n = 0", "local i = 0", "local sent = 0", "local base = nil"]
+    out.append("init = function(args)")
+    out.append("  local chunk = {}")
+    out.append(f"  for j = 1, {size - 16} do chunk[j] = string.char(math.random(0, 255)) end")
+    out.append("  base = table.concat(chunk)")
+    out.append("  sent = math.random(1000000000) * 1000")
+    for k, (path, headers) in enumerate(requests):
+        hs = ", ".join(f'["{h}"] = "{v}"' for h, v in headers.items() if h.lower() != "host")
+        out.append(f'  reqs[{k + 1}] = {{"{path}", {{{hs}}}}}')
+    out.append("  n = #reqs")
+    out.append("end")
+    out.append("request = function()")
+    out.append("  i = i % n + 1; sent = sent + 1")
+    out.append("  local r = reqs[i]")
+    out.append("  return wrk.format('PUT', r[1], r[2], string.format('%16d', sent) .. base)")
+    out.append("end")
+    out.append("done = function(summary, latency, requests)")
+    out.append(
+        '  io.write(string.format("P50 %d\\nP99 %d\\nERRS %d\\n", latency:percentile(50), '
+        "latency:percentile(99), summary.errors.status + summary.errors.connect + "
+        "summary.errors.read + summary.errors.write + summary.errors.timeout))"
+    )
+    out.append("end")
+    return "\n".join(out)
+
+
+def fio(directory, size, jobs, duration):
+    """Direct synchronous writes of `size` at `jobs` jobs: (IOPS, MB/s)."""
+    out = subprocess.run(
+        [
+            "fio",
+            "--name=direct",
+            f"--directory={directory}",
+            "--rw=write",
+            f"--bs={size}",
+            "--direct=1",
+            "--fsync=1",
+            f"--numjobs={jobs}",
+            "--size=64m",
+            "--time_based",
+            f"--runtime={duration}",
+            "--group_reporting",
+            "--output-format=json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    write = json.loads(out)["jobs"][0]["write"]
+    return write["iops"], write["bw_bytes"] / 1e6
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--target", action="append", required=True, help="NAME=URL,ACCESS,SECRET")
+    ap.add_argument("--data-dir", required=True, help="a folder on the disk the servers store on")
+    ap.add_argument("--duration", type=int, default=5)
+    ap.add_argument("--bucket", default="smallputs")
+    a = ap.parse_args()
+    region = os.environ.get("REGION", "us-east-1")
+    device = device_of(a.data_dir)
+    targets = []
+    for t in a.target:
+        name, rest = t.split("=", 1)
+        url, ak, sk = rest.split(",")
+        targets.append((name, url.rstrip("/"), ak, sk))
+        s3_load.client(url, ak, sk).create_bucket(Bucket=a.bucket)
+
+    print("| scenario | target | req/s | MB/s | p50 ms | p99 ms | errors | disk bytes per byte |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for scenario, size, conns in SCENARIOS:
+        for name, url, ak, sk in targets:
+            requests = []
+            for k in range(KEYS):
+                path = f"/{a.bucket}/{scenario}/{name}/{k}"
+                headers = {"Content-Length": str(size)}
+                requests.append((path, s3_load.sign(url, ak, sk, region, "PUT", path, headers)))
+            before = sectors_written(device)
+            rps, p50, p99, errs = s3_load.run_wrk(url, lua(requests, size), conns, 2, a.duration)
+            written = (sectors_written(device) - before) * 512
+            stored = rps * a.duration * size
+            per_byte = f"{written / stored:.2f}" if stored else "-"
+            print(
+                f"| {scenario} | {name} | {rps:,.0f} | {rps * size / 1e6:,.1f} | {p50:.2f} | "
+                f"{p99:.2f} | {errs} | {per_byte} |",
+                flush=True,
+            )
+        with tempfile.TemporaryDirectory(dir=a.data_dir) as scratch:
+            iops, mbs = fio(scratch, size, conns, a.duration)
+        print(f"| {scenario} | disk (fio, direct + fsync) | {iops:,.0f} | {mbs:,.1f} | | | | 1.00 |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
