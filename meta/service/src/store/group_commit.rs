@@ -105,6 +105,8 @@ pub(crate) fn take_horizon_of<T>(f: impl FnOnce() -> T) -> (T, u64) {
 /// The sequence of commits and of flushes of one store.
 pub(crate) struct GroupCommit {
     mode: Commits,
+    /// Longest a flushing writer waits for the writes under way.
+    gather_limit: Duration,
     /// Held to make a commit visible and number it, and to open a read
     /// snapshot and note the last number: so a snapshot never holds a
     /// commit without its number.
@@ -124,8 +126,13 @@ pub(crate) struct GroupCommit {
 
 impl GroupCommit {
     pub(crate) fn new(mode: Commits) -> Self {
+        Self::gathering_for(mode, GATHER_LIMIT)
+    }
+
+    fn gathering_for(mode: Commits, gather_limit: Duration) -> Self {
         Self {
             mode,
+            gather_limit,
             numbering: RwLock::new(()),
             ordering: Mutex::new(()),
             state: Mutex::new(State::default()),
@@ -236,7 +243,7 @@ impl GroupCommit {
             }
             state.flushing = true;
             // Let the writes under way join this flush.
-            let deadline = Instant::now() + GATHER_LIMIT;
+            let deadline = Instant::now() + self.gather_limit;
             while state.active > 0 {
                 if self
                     .writer_ended
@@ -393,34 +400,93 @@ mod tests {
 
     #[test]
     fn a_flush_waits_for_the_writes_under_way() {
-        let commits = Arc::new(GroupCommit::new(Commits::Grouped));
-        let flushes = Arc::new(AtomicU64::new(0));
+        // Long enough that only the second writer's end lets the flush go.
+        let commits = Arc::new(GroupCommit::gathering_for(
+            Commits::Grouped,
+            Duration::from_secs(60),
+        ));
         let mark = commits.mark();
         let first = commit(&commits);
         // A second writer has begun its transaction and not yet committed.
         commits.begin();
-        let flushed_upto = Arc::new(AtomicU64::new(0));
+        let (flushed, flushes) = std::sync::mpsc::channel();
         let waiter = {
-            let (commits, flushed_upto) = (commits.clone(), flushed_upto.clone());
+            let commits = commits.clone();
             std::thread::spawn(move || {
                 commits.settle(mark, first, first, || {
                     let upto = commits.latest();
-                    flushed_upto.store(upto, Ordering::SeqCst);
+                    flushed.send(upto).unwrap();
                     Ok(upto)
                 })
             })
         };
-        // Ending the second transaction lets the flush go, covering it
-        // unless the flush stopped gathering first.
+        assert!(
+            flushes.recv_timeout(Duration::from_millis(200)).is_err(),
+            "flushed while a write was under way"
+        );
         let (_, second) = commits.end(false, || Ok::<_, ()>(())).unwrap();
+        // Its end lets the flush go at once, covering it.
+        assert_eq!(flushes.recv_timeout(Duration::from_secs(10)), Ok(second));
         waiter.join().unwrap().unwrap();
-        let covered = flushed_upto.load(Ordering::SeqCst);
-        assert!(covered == first || covered == second, "{covered}");
-        commits
-            .settle(mark, second, second, counting_flush(&commits, &flushes))
-            .unwrap();
-        // Either the first flush covered it or exactly one more did.
-        assert_eq!(flushes.load(Ordering::SeqCst), u64::from(covered == first),);
+        assert_eq!(
+            commits.settle(mark, second, second, || panic!("covered")),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn a_writer_is_alone_again_once_the_others_ended() {
+        let commits = GroupCommit::new(Commits::Grouped);
+        assert!(commits.begin());
+        assert!(!commits.begin());
+        commits.end(false, || Ok::<_, ()>(())).unwrap();
+        commits.end(true, || Ok::<_, ()>(())).unwrap();
+        assert!(commits.begin(), "both ended");
+        commits.end(false, || Err::<(), _>(())).unwrap_err();
+        assert!(commits.begin(), "a refused one ended too");
+    }
+
+    #[test]
+    fn a_grouped_commit_is_numbered_before_a_snapshot_can_hold_it() {
+        for solo in [false, true] {
+            let commits = Arc::new(GroupCommit::new(Commits::Grouped));
+            let (in_commit, committing) = std::sync::mpsc::channel();
+            let (release, released) = std::sync::mpsc::channel::<()>();
+            let writer = {
+                let commits = commits.clone();
+                std::thread::spawn(move || {
+                    commits.begin();
+                    commits.end(solo, || {
+                        in_commit.send(()).unwrap();
+                        released.recv().unwrap();
+                        Ok::<_, ()>(())
+                    })
+                })
+            };
+            committing.recv().unwrap();
+            let (opened, snapshots) = std::sync::mpsc::channel();
+            let reader = {
+                let commits = commits.clone();
+                std::thread::spawn(move || {
+                    let ((), horizon) = take_horizon_of(|| commits.snapshot(|| ()));
+                    opened.send(horizon).unwrap();
+                })
+            };
+            if solo {
+                // Durable before visible: nothing to keep the reader from.
+                assert_eq!(snapshots.recv_timeout(Duration::from_secs(10)), Ok(0));
+                release.send(()).unwrap();
+            } else {
+                assert!(
+                    snapshots.recv_timeout(Duration::from_millis(200)).is_err(),
+                    "a snapshot opened while a grouped commit was unnumbered"
+                );
+                release.send(()).unwrap();
+                assert_eq!(snapshots.recv_timeout(Duration::from_secs(10)), Ok(1));
+            }
+            writer.join().unwrap().unwrap();
+            reader.join().unwrap();
+        }
     }
 
     #[test]
@@ -461,6 +527,17 @@ mod tests {
             .settle(after, next, next, || Ok(commits.latest()))
             .unwrap();
         assert_eq!(runtime.block_on(commits.settled(after, next)), Ok(()));
+        // A second loss leaves the first one's writers their answer.
+        let again = commit(&commits);
+        commits.lost("EIO");
+        assert_eq!(
+            commits.settle(after, again, again, || panic!("lost")),
+            Err("EIO".to_string())
+        );
+        assert_eq!(
+            commits.settle(mark, lost[0], lost[0], || panic!("lost")),
+            Err("No space left on device".to_string())
+        );
     }
 
     #[test]
