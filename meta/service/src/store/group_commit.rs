@@ -57,8 +57,6 @@ struct Loss {
 
 #[derive(Debug, Default)]
 struct State {
-    /// Commits so far: the last sequence number handed out.
-    committed: u64,
     /// Every commit up to here is either durable or lost.
     settled: u64,
     /// Whether a writer is flushing (or gathering before it flushes).
@@ -122,6 +120,9 @@ pub(crate) struct GroupCommit {
     settled: watch::Sender<u64>,
     /// `State::losses_total`, read without the lock.
     losses: AtomicU64,
+    /// Commits so far: the last sequence number handed out. Moved under
+    /// `state`'s lock; read without it on every read's path.
+    committed: AtomicU64,
 }
 
 impl GroupCommit {
@@ -140,6 +141,7 @@ impl GroupCommit {
             writer_ended: Condvar::new(),
             settled: watch::Sender::new(0),
             losses: AtomicU64::new(0),
+            committed: AtomicU64::new(0),
         }
     }
 
@@ -151,7 +153,7 @@ impl GroupCommit {
     /// The last sequence number handed out: everything a read begun now
     /// can see.
     pub(crate) fn latest(&self) -> u64 {
-        self.state.lock().committed
+        self.committed.load(Ordering::Acquire)
     }
 
     /// A writer begins its transaction; whether it goes *solo*: with no
@@ -174,7 +176,7 @@ impl GroupCommit {
         }
         let _numbering = self.numbering.read();
         let snapshot = open();
-        let latest = self.state.lock().committed;
+        let latest = self.latest();
         HORIZON.set(HORIZON.get().max(latest));
         snapshot
     }
@@ -207,8 +209,7 @@ impl GroupCommit {
         self.writer_ended.notify_all();
         let out = committed?;
         metrics::counter!("tessera_meta_commits_total").increment(1);
-        state.committed += 1;
-        let seq = state.committed;
+        let seq = self.committed.fetch_add(1, Ordering::AcqRel) + 1;
         if solo {
             metrics::counter!("tessera_meta_flushes_total").increment(1);
             state.settled = state.settled.max(seq);
@@ -290,26 +291,27 @@ impl GroupCommit {
     /// yet flushed is gone.
     pub(crate) fn lost(&self, reason: &str) {
         let mut state = self.state.lock();
-        if state.settled < state.committed {
-            self.record_loss(&mut state, reason.to_string());
-            self.publish(&state);
-            self.settled_moved.notify_all();
-        }
+        self.record_loss(&mut state, reason.to_string());
+        self.publish(&state);
+        self.settled_moved.notify_all();
     }
 
+    /// Records every commit not yet settled as lost (none: nothing).
     fn record_loss(&self, state: &mut State, reason: String) {
-        if state.settled >= state.committed {
+        // Commits are numbered under `state`'s lock, held here.
+        let committed = self.latest();
+        if state.settled >= committed {
             return;
         }
         tracing::error!(
-            commits = state.committed - state.settled,
+            commits = committed - state.settled,
             error = %reason,
             "metadata commits not yet flushed were lost"
         );
         let loss = Loss {
             index: state.losses_total,
             after: state.settled,
-            upto: state.committed,
+            upto: committed,
             reason,
         };
         state.losses_total += 1;
@@ -318,7 +320,7 @@ impl GroupCommit {
             state.recent_losses.pop_front();
         }
         state.recent_losses.push_back(loss);
-        state.settled = state.committed;
+        state.settled = committed;
     }
 
     fn publish(&self, state: &State) {
