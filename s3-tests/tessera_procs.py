@@ -90,6 +90,10 @@ def process_env(extra: dict[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TESSERA_")}
     env.setdefault("RUST_LOG", "info")
     env.setdefault("RUST_BACKTRACE", "1")
+    # Panics keep their backtraces; an error a process exits with does not
+    # capture one (symbolising a large binary's debug info on a loaded
+    # machine can outlast a harness's wait for the exit).
+    env.setdefault("RUST_LIB_BACKTRACE", "0")
     env.setdefault("NO_COLOR", "1")
     env.update(extra)
     return env

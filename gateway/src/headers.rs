@@ -14,6 +14,9 @@ use std::collections::BTreeMap;
 
 /// Chooses the replication of a new object or bucket.
 pub const REPLICATION_HEADER: &str = "x-tessera-replication";
+
+/// The [`REPLICATION_HEADER`] of an object kept in its meta record.
+const INLINE: &str = "inline";
 /// Prefix of user metadata headers.
 const META_PREFIX: &str = "x-amz-meta-";
 /// S3's limit on user metadata: names and values, in bytes.
@@ -217,10 +220,15 @@ pub fn object_headers(record: &ObjectRecord) -> HeaderMap {
             insert(&mut out, name, &mail_safe(value));
         }
     }
+    // Where the bytes are: in the record itself, or blocks laid out so.
+    let stored_as = match &record.inline {
+        Some(_) => INLINE.to_string(),
+        None => record.replication.to_string(),
+    };
     insert(
         &mut out,
         HeaderName::from_static(REPLICATION_HEADER),
-        &record.replication.to_string(),
+        &stored_as,
     );
     out
 }

@@ -60,7 +60,13 @@ pub struct GatewayConfig {
     /// Whether SSE-C keys are taken over plain HTTP (TLS ends in front of
     /// the gateway); otherwise only over HTTPS, as S3 takes them.
     pub sse_c_over_http: bool,
+    /// Objects of at most this many stored bytes live in their meta record
+    /// instead of blocks (0: none); at most `meta_api::MAX_INLINE_BODY`.
+    pub inline_max: usize,
 }
+
+/// Default [`GatewayConfig::inline_max`]: 16 KiB.
+pub const DEFAULT_INLINE_MAX: usize = 16 * 1024;
 
 impl GatewayConfig {
     /// Settings for `region`, path style only, the default upload bound.
@@ -74,6 +80,7 @@ impl GatewayConfig {
             get_memory: download::DEFAULT_GET_MEMORY,
             sigv2: true,
             sse_c_over_http: false,
+            inline_max: DEFAULT_INLINE_MAX,
         }
     }
 

@@ -221,18 +221,33 @@ async fn failed_checks_commit_nothing_and_users_stay_apart() {
         )
         .await;
     assert_error(&unknown, 400, "InvalidArgument");
+    // Longer than the inline limit: in blocks, laid out as asked.
+    let blocks = random_bytes(64 * 1024, 3);
     let replicated = cluster
         .send(
             ROOT,
             "PUT",
             "/alpha/r",
             &[("x-tessera-replication", "replicated-3")],
-            data,
+            &blocks,
         )
         .await;
     assert_eq!(replicated.status, StatusCode::OK, "{}", replicated.text());
     let head = cluster.send(ROOT, "HEAD", "/alpha/r", &[], b"").await;
     assert_eq!(head.header("x-tessera-replication"), "replicated-3");
+    // Small enough for its record: the header names where it is.
+    let small = cluster
+        .send(
+            ROOT,
+            "PUT",
+            "/alpha/s",
+            &[("x-tessera-replication", "replicated-3")],
+            data,
+        )
+        .await;
+    assert_eq!(small.status, StatusCode::OK, "{}", small.text());
+    let head = cluster.send(ROOT, "HEAD", "/alpha/s", &[], b"").await;
+    assert_eq!(head.header("x-tessera-replication"), "inline");
 
     let anonymous = cluster.send(None, "GET", "/alpha/r", &[], b"").await;
     assert_error(&anonymous, 403, "AccessDenied");
@@ -287,7 +302,7 @@ async fn failed_checks_commit_nothing_and_users_stay_apart() {
         let token = tag(&page, "NextContinuationToken");
         path = format!("/alpha?list-type=2&max-keys=1&continuation-token={token}");
     }
-    assert_eq!(keys, ["empty", "r"]);
+    assert_eq!(keys, ["empty", "r", "s"]);
 
     let delete =
         b"<Delete><Object><Key>empty</Key></Object><Object><Key>absent</Key></Object></Delete>";

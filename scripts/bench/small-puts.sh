@@ -4,7 +4,9 @@
 # server over a plain folder (tools/folder-s3), and the disk's own direct
 # synchronous writes (fio), RUNS times. With TESSERA_BASELINE_BIN set, a
 # server from that binary runs beside them as the target `baseline`: two
-# builds compared in the same runs. Needs wrk and fio (apt-get install -y
+# builds compared in the same runs; TESSERA_BASELINE_ARGS are given to it
+# (and alone, with this build: e.g. "--inline-max 0" measures this build
+# without inline objects). Needs wrk and fio (apt-get install -y
 # wrk fio) and boto3 (the repo's .venv has it).
 #   scripts/bench/small-puts.sh [RUNS] [SECONDS]
 set -u
@@ -15,18 +17,22 @@ F=${FOLDER_S3_BIN:-$ROOT/target/release/folder-s3}
 RUNS=${1:-1}; DUR=${2:-5}
 PY=${PYTHON:-$ROOT/.venv/bin/python}
 BASE=${TESSERA_BASELINE_BIN:-}
+BASE_ARGS=${TESSERA_BASELINE_ARGS:-}
+if [ -n "$BASE_ARGS" ] && [ -z "$BASE" ]; then BASE=$B; fi
 PIDS=()
 # On the disk the repository is on (a tmpfs /tmp would measure no disk).
 W=$(mktemp -d -p "$ROOT/target"); trap 'kill "${PIDS[@]}" 2>/dev/null; wait; rm -rf "$W"' EXIT
 export TESSERA_ROOT_ACCESS_KEY=AKBENCH TESSERA_ROOT_SECRET_KEY=SKBENCHSECRET
 
-# start NAME BIN PORT_BASE: a `tessera server` on 127.0.0.1:PORT_BASE..+2.
+# start NAME BIN PORT_BASE [ARGS...]: a `tessera server` on 127.0.0.1:PORT_BASE..+2.
 start() {
-  "$2" server --data "$W/$1" --listen "127.0.0.1:$3" --meta-listen "127.0.0.1:$(($3 + 1))" \
-    --ops-listen "127.0.0.1:$(($3 + 2))" > "$W/$1.log" 2>&1 &
+  local name=$1 bin=$2 port=$3
+  shift 3
+  "$bin" server --data "$W/$name" --listen "127.0.0.1:$port" --meta-listen "127.0.0.1:$((port + 1))" \
+    --ops-listen "127.0.0.1:$((port + 2))" "$@" > "$W/$name.log" 2>&1 &
   PIDS+=($!)
-  for _ in $(seq 60); do grep -q READY "$W/$1.log" && return; sleep 0.5; done
-  echo "$1 did not start: $(tail -5 "$W/$1.log")" >&2; exit 1
+  for _ in $(seq 60); do grep -q READY "$W/$name.log" && return; sleep 0.5; done
+  echo "$name did not start: $(tail -5 "$W/$name.log")" >&2; exit 1
 }
 
 for r in $(seq "$RUNS"); do
@@ -35,7 +41,8 @@ for r in $(seq "$RUNS"); do
   start tessera "$B" 19878
   TARGETS+=(--target tessera=http://127.0.0.1:19878,AKBENCH,SKBENCHSECRET)
   if [ -n "$BASE" ]; then
-    start baseline "$BASE" 29878
+    # shellcheck disable=SC2086 # the arguments, word by word
+    start baseline "$BASE" 29878 $BASE_ARGS
     TARGETS+=(--target baseline=http://127.0.0.1:29878,AKBENCH,SKBENCHSECRET)
   fi
   "$F" --root "$W/folder" > "$W/folder.log" 2>&1 &

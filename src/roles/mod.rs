@@ -341,6 +341,21 @@ pub struct GatewaySettings {
     /// Take SSE-C keys over plain HTTP (only when TLS ends in front of the gateway); without it they need HTTPS, as in S3.
     #[arg(long, env = "TESSERA_SSE_C_OVER_HTTP")]
     pub sse_c_over_http: bool,
+    /// Objects of at most this size (as stored) are kept in their meta record, with no block on a datanode; 0: none. At most 256KiB.
+    #[arg(long, env = "TESSERA_INLINE_MAX", default_value = "16KiB", value_parser = parse_inline_max)]
+    pub inline_max: u64,
+}
+
+/// `--inline-max`: a size meta takes in a record.
+fn parse_inline_max(text: &str) -> Result<u64, String> {
+    let size = parse_size(text)?;
+    if size > meta_api::MAX_INLINE_BODY as u64 {
+        return Err(format!(
+            "{text:?} is over the {} bytes meta keeps in a record",
+            meta_api::MAX_INLINE_BODY
+        ));
+    }
+    Ok(size)
 }
 
 /// Opens the metadata service in `dir`, printing the root credentials when
@@ -452,6 +467,7 @@ pub async fn serve_gateway(
             get_memory: settings.get_memory,
             sigv2: settings.sigv2,
             sse_c_over_http: settings.sse_c_over_http,
+            inline_max: settings.inline_max as usize,
         },
     );
     let limits = ::gateway::listener::ConnectionLimits {

@@ -296,13 +296,17 @@ impl TestCluster {
     /// Commits `written` as `bucket/key` and returns the record as meta
     /// serves it.
     pub async fn commit(&self, bucket: &str, key: &str, written: WrittenKey) -> ObjectRecord {
-        let record = ObjectRecord::new(
+        let mut record = ObjectRecord::new(
             bucket,
             key,
             "0".repeat(32),
             written.replication,
             written.groups,
         );
+        if let Some(body) = written.inline {
+            record.size = body.len() as u64;
+            record.inline = Some(meta_api::InlineBody(body));
+        }
         assert_eq!(record.size, written.size);
         let commit = CommitObject {
             record,

@@ -166,6 +166,18 @@ impl StoreClient {
         KeyWriter::new(self.clone(), replication)
     }
 
+    /// A writer like [`writer`](Self::writer)'s that keeps a key of at
+    /// most `inline_limit` bytes in memory instead ([`WrittenKey::inline`]),
+    /// for the caller to store in the object's record: a small object then
+    /// costs no datanode round trip and no block file.
+    pub fn small_object_writer(
+        &self,
+        replication: ReplicationConfig,
+        inline_limit: usize,
+    ) -> KeyWriter {
+        self.writer(replication).inline_up_to(inline_limit)
+    }
+
     /// The layout of a new object of `size` bytes (as stored: sealed, when
     /// encrypted): an EC cell fitted to it when a stripe of `replication` is
     /// wider than the object ([`ReplicationConfig::fitted_to`]). A writer of

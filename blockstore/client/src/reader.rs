@@ -57,6 +57,8 @@ enum Shape {
         codec: Arc<Codec>,
     },
     Replicated,
+    /// The bytes are in the record itself (`ObjectRecord::inline`).
+    Inline(Bytes),
     /// The record cannot be read; every read fails with this reason.
     Invalid(String),
 }
@@ -121,8 +123,16 @@ impl KeyReader {
             }
             ReplicationConfig::Replicated { .. } => Shape::Replicated,
         };
-        let mut groups = Vec::with_capacity(record.groups.len());
         let mut start = 0u64;
+        if let Some(inline) = &record.inline {
+            shape = if record.groups.is_empty() {
+                Shape::Inline(inline.0.clone())
+            } else {
+                Shape::Invalid("both an inline body and block groups".into())
+            };
+            start = inline.len() as u64;
+        }
+        let mut groups = Vec::with_capacity(record.groups.len());
         for g in &record.groups {
             let width = match record.replication {
                 ReplicationConfig::Ec(layout) => layout.width(),
@@ -245,6 +255,19 @@ impl KeyReader {
         metrics::counter!("tessera_client_copied_bytes_total").increment(bytes as u64);
     }
 
+    /// The bytes of `len` at `offset` (clamped to the object's end) of an
+    /// object held in its record; None for one in blocks.
+    fn inline_range(&self, offset: u64, len: usize) -> Result<Option<Bytes>, ClientError> {
+        let Shape::Inline(body) = &self.shape else {
+            return Ok(None);
+        };
+        self.check_open()?;
+        let start = offset.min(self.size);
+        let end = offset.saturating_add(len as u64).min(self.size);
+        metrics::counter!("tessera_client_inline_read_bytes_total").increment(end - start);
+        Ok(Some(body.slice(start as usize..end as usize)))
+    }
+
     /// The segments of `len` bytes at `offset`, clamped to the object's end.
     fn plan(&self, offset: u64, len: usize) -> Result<Vec<Segment>, ClientError> {
         self.check_open()?;
@@ -268,6 +291,9 @@ impl KeyReader {
     /// `tessera_client_copied_bytes_total`); see [`read_chunks_at`](Self::read_chunks_at).
     pub async fn read_at(&self, offset: u64, len: usize) -> Result<Bytes, ClientError> {
         let _positioned = self.positioned.start();
+        if let Some(bytes) = self.inline_range(offset, len)? {
+            return Ok(bytes);
+        }
         let segments = self.plan(offset, len)?;
         match segments[..] {
             [] => return Ok(Bytes::new()),
@@ -302,6 +328,13 @@ impl KeyReader {
         offset: u64,
         len: usize,
     ) -> Result<Vec<Bytes>, ClientError> {
+        if let Some(bytes) = self.inline_range(offset, len)? {
+            return Ok(if bytes.is_empty() {
+                vec![]
+            } else {
+                vec![bytes]
+            });
+        }
         let segments = self.plan(offset, len)?;
         if let Shape::Ec { layout, codec } = &self.shape {
             if segments.iter().any(|s| self.cell_unavailable(s)) {

@@ -37,6 +37,10 @@ pub struct WrittenKey {
     /// The block groups holding the bytes, in order. A group may end before
     /// its capacity when a datanode failed during the write.
     pub groups: Vec<BlockGroup>,
+    /// The bytes themselves, when the writer kept them in memory for the
+    /// object's record (see [`StoreClient::small_object_writer`]); then
+    /// `groups` is empty.
+    pub inline: Option<Bytes>,
 }
 
 /// Writes one key's bytes into block groups.
@@ -60,6 +64,13 @@ enum WriterState {
 
 /// Bytes accepted but not yet handed to the flush task.
 enum Input {
+    /// Held here while the key is at most `limit` bytes long; a longer key
+    /// goes to `blocks`, held bytes first.
+    Inline {
+        buf: BytesMut,
+        limit: usize,
+        blocks: Box<Input>,
+    },
     Ec {
         codec: Arc<Codec>,
         /// The stripe being filled, taken from the stream's free list.
@@ -166,6 +177,21 @@ impl KeyWriter {
         }
     }
 
+    /// Keeps a key of at most `limit` bytes in memory for the caller to
+    /// store in the object's record ([`WrittenKey::inline`]); a longer one
+    /// goes to blocks as it would have.
+    pub(crate) fn inline_up_to(mut self, limit: usize) -> Self {
+        if limit > 0 && !matches!(self.input, Input::Invalid(_)) {
+            let blocks = std::mem::replace(&mut self.input, Input::Invalid(String::new()));
+            self.input = Input::Inline {
+                buf: BytesMut::new(),
+                limit,
+                blocks: Box::new(blocks),
+            };
+        }
+        self
+    }
+
     /// Appends `data` to the key. Returns once the bytes are buffered or
     /// queued for the flush task; a failure of an earlier stripe shows here.
     pub async fn write(&mut self, data: Bytes) -> Result<(), ClientError> {
@@ -249,6 +275,20 @@ impl KeyWriter {
     async fn write_inner(&mut self, mut data: Bytes) -> Result<(), ClientError> {
         while !data.is_empty() {
             match &mut self.input {
+                Input::Inline { buf, limit, .. } if buf.len() + data.len() <= *limit => {
+                    buf.extend_from_slice(&data);
+                    data.clear();
+                }
+                Input::Inline { .. } => {
+                    // Too long for a record: the bytes held go first, copied
+                    // once in front of this call's.
+                    let held = self.input.spill();
+                    if !held.is_empty() {
+                        let mut joined = BytesMut::from(held);
+                        joined.extend_from_slice(&data);
+                        data = joined.freeze();
+                    }
+                }
                 Input::Ec { codec, filling } => {
                     let stripe = match filling {
                         Some(stripe) => stripe,
@@ -287,6 +327,20 @@ impl KeyWriter {
 
     async fn finish_inner(&mut self) -> Result<WrittenKey, ClientError> {
         let last = match &mut self.input {
+            Input::Inline { buf, .. } => {
+                let held = buf.split().freeze();
+                if !held.is_empty() {
+                    metrics::counter!("tessera_client_inline_keys_total").increment(1);
+                    metrics::counter!("tessera_client_inline_key_bytes_total")
+                        .increment(held.len() as u64);
+                }
+                return Ok(WrittenKey {
+                    size: held.len() as u64,
+                    replication: self.pipe.replication,
+                    groups: Vec::new(),
+                    inline: (!held.is_empty()).then_some(held),
+                });
+            }
             Input::Ec { codec, filling } => {
                 filling
                     .take()
@@ -311,6 +365,7 @@ impl KeyWriter {
                 size: 0,
                 replication: self.pipe.replication,
                 groups: Vec::new(),
+                inline: None,
             });
         };
         // A refused Finish means the task ended; its result says why.
@@ -327,6 +382,21 @@ impl KeyWriter {
 }
 
 impl Input {
+    /// The block input of an inline one that outgrew its limit, which it
+    /// becomes; the bytes it held.
+    fn spill(&mut self) -> Bytes {
+        match std::mem::replace(self, Input::Invalid(String::new())) {
+            Input::Inline { buf, blocks, .. } => {
+                *self = *blocks;
+                buf.freeze()
+            }
+            other => {
+                *self = other;
+                Bytes::new()
+            }
+        }
+    }
+
     /// Gives the stripe being filled back to the pool (the write failed).
     fn release_buffers(&mut self) {
         if let Self::Ec { filling, .. } = self {
@@ -450,6 +520,7 @@ async fn run_flush(
             size: sink.written(),
             replication,
             groups: sink.take_groups(),
+            inline: None,
         }),
         Err(e) => {
             discard_groups(client, sink.take_all_groups()).await;

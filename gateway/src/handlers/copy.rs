@@ -396,6 +396,7 @@ pub async fn copy_object(
         created: now,
         replication: copied.written.replication,
         groups: copied.written.groups,
+        inline: copied.written.inline.map(meta_api::InlineBody),
         parts: vec![],
         attributes: ObjectAttributes {
             tags,

@@ -31,7 +31,8 @@ use http::StatusCode;
 use meta_api::naming::{parse_version_id, VersionRef};
 use meta_api::now_millis;
 use meta_api::{
-    BucketRecord, ObjectAttributes, ObjectRecord, StoredChecksum, VersionStamp, WriteCondition,
+    BucketRecord, InlineBody, ObjectAttributes, ObjectRecord, StoredChecksum, VersionStamp,
+    WriteCondition,
 };
 use proto::{ObjectId, ReplicationConfig};
 
@@ -55,8 +56,9 @@ pub(super) async fn chosen_replication(
 
 /// How a stored body's bytes are laid out.
 pub(super) enum BodyLayout {
-    /// A whole object: an EC stripe wider than the body gets a cell fitted
-    /// to it (see `ReplicationConfig::fitted_to`).
+    /// A whole object: one of at most `inline_max` bytes is kept for its
+    /// record; an EC stripe wider than a longer body gets a cell fitted to
+    /// it (see `ReplicationConfig::fitted_to`).
     Object(ReplicationConfig),
     /// A part: every part of an upload keeps the upload's layout, which the
     /// completed object records once for all of them.
@@ -78,6 +80,10 @@ impl BodyLayout {
                 } else {
                     plain_len
                 };
+                let inline_max = ctx.state.config.inline_max;
+                if stored <= inline_max as u64 {
+                    return ctx.state.store.small_object_writer(replication, inline_max);
+                }
                 let fitted = ctx.state.store.fitted(replication, stored);
                 if fitted != replication {
                     crate::telemetry::count_fitted_object();
@@ -177,6 +183,7 @@ pub async fn put_object(
         created: now_millis(),
         replication: stored.written.replication,
         groups: stored.written.groups,
+        inline: stored.written.inline.map(InlineBody),
         parts: vec![],
         attributes: ObjectAttributes {
             tags,
@@ -538,6 +545,7 @@ mod tests {
             created: 0,
             replication: ReplicationConfig::REPLICATED_1,
             groups: vec![],
+            inline: None,
             parts: parts
                 .iter()
                 .enumerate()

@@ -292,7 +292,12 @@ pub async fn post_object(
             bucket: bucket.name.to_string(),
         })
         .await?;
-    let mut writer = ctx.state.store.writer(replication);
+    // A form's file has no declared length: it stays in memory while it
+    // fits a record, and goes to blocks once longer.
+    let mut writer = ctx
+        .state
+        .store
+        .small_object_writer(replication, ctx.state.config.inline_max);
     let mut hasher = Md5::new();
     let sealer = encryption.as_ref().map(NewEncryption::sealer);
     let size = match store_file(&mut file, &mut writer, &mut hasher, sealer, range).await {
@@ -321,6 +326,7 @@ pub async fn post_object(
         created: now_millis(),
         replication: written.replication,
         groups: written.groups,
+        inline: written.inline.map(meta_api::InlineBody),
         parts: vec![],
         attributes: ObjectAttributes {
             encryption: encryption.as_ref().map(NewEncryption::for_commit),

@@ -339,6 +339,55 @@ pub struct ObjectRecord {
     /// versioning; the default (the null version) everywhere else.
     #[serde(default, skip_serializing_if = "VersionStamp::is_default")]
     pub version: VersionStamp,
+    /// The body itself, for an object small enough to live in its record
+    /// (then `groups` is empty): no datanode holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inline: Option<InlineBody>,
+}
+
+/// The most bytes meta keeps in one record's [`InlineBody`]: every update of
+/// the record rewrites it whole, and meta's decoded cache holds it.
+pub const MAX_INLINE_BODY: usize = 256 * 1024;
+
+/// An object's stored bytes (sealed, when encrypted) kept in its record;
+/// base64 in the record's JSON.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct InlineBody(pub bytes::Bytes);
+
+impl InlineBody {
+    /// Bytes held.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True for no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::fmt::Debug for InlineBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "InlineBody({} bytes)", self.0.len())
+    }
+}
+
+impl Serialize for InlineBody {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use base64::Engine;
+        serializer.serialize_str(&base64::engine::general_purpose::STANDARD.encode(&self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for InlineBody {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use base64::Engine;
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        base64::engine::general_purpose::STANDARD
+            .decode(text.as_bytes())
+            .map(|bytes| Self(bytes.into()))
+            .map_err(serde::de::Error::custom)
+    }
 }
 
 /// How S3 names the null version.
@@ -408,6 +457,7 @@ impl ObjectRecord {
             parts: Vec::new(),
             attributes: ObjectAttributes::default(),
             version: VersionStamp::default(),
+            inline: None,
         }
     }
 }

@@ -7,8 +7,19 @@ use crate::store::scan::{scan_rolled_up, utf8, KeyIndex, LastEntry, RollUp, MAX_
 use crate::store::tables::{bucket_prefix_len, object_key, require_bucket, BUCKETS, OBJECTS};
 use meta_api::{Handle, ListObjects, ListPage, MetaError, ObjectRecord, ObjectSummary, UnixMillis};
 use redb::ReadableTable;
+use serde::Deserialize;
 use std::borrow::Cow;
 use std::ops::Bound;
+
+/// What a listing reads of an `ObjectRecord`: the rest (headers, block
+/// groups, an inline body) is passed over unparsed.
+#[derive(Deserialize)]
+struct Listed {
+    key: String,
+    size: u64,
+    etag: String,
+    created: UnixMillis,
+}
 
 /// What to list within one bucket.
 #[derive(Clone, Copy, Debug)]
@@ -61,7 +72,7 @@ pub(super) fn list_page(
         bucket: query.bucket,
     };
     let found = scan_rolled_up(objects, &index, lower, &upper, roll, |_, value| {
-        let record: ObjectRecord = decode(value.value())?;
+        let record: Listed = decode(value.value())?;
         page.objects.push(ObjectSummary {
             key: record.key,
             size: record.size,

@@ -14,7 +14,7 @@ use crate::tokens::forget_tokens;
 use meta_api::naming::validate_object_key;
 use meta_api::{
     BucketRecord, CommitObject, DeleteObject, Deleted, DiscardBlocks, GetObject, Handle, MetaError,
-    ObjectRecord, UnixMillis, UpdateObject, VersionStamp, WriteCondition,
+    ObjectRecord, UnixMillis, UpdateObject, VersionStamp, WriteCondition, MAX_INLINE_BODY,
 };
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -46,6 +46,34 @@ pub(crate) fn check_condition(
     }
 }
 
+/// An inline body stands alone (no block groups), holds the object's
+/// stored bytes (sealed, when encrypted) and fits meta's bound.
+fn check_inline(record: &ObjectRecord) -> Result<(), MetaError> {
+    let Some(body) = &record.inline else {
+        return Ok(());
+    };
+    let stored = match record.attributes.encryption {
+        Some(_) => sse::sealed_len(record.size),
+        None => record.size,
+    };
+    let refusal = if !record.groups.is_empty() {
+        "an object with an inline body has no block groups".to_string()
+    } else if body.len() > MAX_INLINE_BODY {
+        format!(
+            "an inline body of {} bytes is over the {MAX_INLINE_BODY} meta keeps",
+            body.len()
+        )
+    } else if body.len() as u64 != stored {
+        format!(
+            "an inline body of {} bytes for an object stored in {stored}",
+            body.len()
+        )
+    } else {
+        return Ok(());
+    };
+    Err(MetaError::InvalidRequest(refusal))
+}
+
 impl Handle<CommitObject> for MetaState {
     /// Makes `record` the latest version at (bucket, key) when `condition`
     /// holds (see `KeyVersions::put`); the blocks of what it replaces for
@@ -56,6 +84,7 @@ impl Handle<CommitObject> for MetaState {
             mut record,
             condition,
         } = request;
+        check_inline(&record)?;
         forget_tokens(&mut record.groups);
         self.object_keys.seal_for_store(&mut record.attributes)?;
         let condition = condition.as_ref();

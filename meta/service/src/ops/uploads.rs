@@ -312,6 +312,7 @@ impl Handle<CompleteUpload> for MetaState {
                     ..upload.attributes.clone()
                 },
                 version: Default::default(),
+                inline: None,
             };
             let kept = block_ids(&record.groups);
             let not_before = self.deletion_not_before(now);

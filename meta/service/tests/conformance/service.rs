@@ -696,8 +696,84 @@ async fn reads_share_one_decoded_record_until_it_changes() {
     assert_eq!(shared_bucket(&meta, "bk1").await.tags, tags);
 }
 
+/// An inline record of `len` stored bytes at `photos`/`key`.
+fn inline_object(key: &str, size: u64, stored: usize) -> ObjectRecord {
+    let mut record = object("photos", key, vec![]);
+    record.size = size;
+    record.inline = Some(InlineBody((0..stored).map(|i| i as u8).collect()));
+    record
+}
+
+async fn inline_bodies_are_kept_whole_and_checked(transport: Transport) {
+    let meta = MetaUnderTest::open(transport).await;
+    meta.register(1).await;
+    meta.create_bucket("photos", ROOT_USER).await;
+    // Kept and answered whole, through the RPC's JSON as in process.
+    let small = inline_object("small", 1000, 1000);
+    meta.commit(small.clone()).await;
+    let largest = inline_object("largest", MAX_INLINE_BODY as u64, MAX_INLINE_BODY);
+    meta.commit(largest.clone()).await;
+    // An encrypted body is kept sealed, longer than the object.
+    let mut sealed = inline_object("sealed", 100, sse::sealed_len(100) as usize);
+    sealed.attributes.encryption = Some(Encryption {
+        mode: EncryptionMode::Customer,
+        sealed_key: "00".repeat(32),
+        customer_key_md5: Some("md5".into()),
+        kms_key_id: None,
+        kms_context: None,
+        data_key: None,
+    });
+    meta.commit(sealed.clone()).await;
+    assert_eq!(meta.get("photos", "small").await, Some(small.clone()));
+    assert_eq!(meta.get("photos", "largest").await, Some(largest));
+    assert_eq!(meta.get("photos", "sealed").await, Some(sealed));
+
+    let refused = |record: ObjectRecord| {
+        let meta = &meta;
+        async move {
+            let answer = meta
+                .call(CommitObject {
+                    record,
+                    condition: None,
+                })
+                .await;
+            match answer {
+                Err(MetaError::InvalidRequest(why)) => why,
+                other => panic!("not refused: {other:?}"),
+            }
+        }
+    };
+    let mut with_blocks = inline_object("both", 10, 10);
+    with_blocks.groups = vec![group(7, &["dn0"])];
+    assert!(refused(with_blocks).await.contains("no block groups"));
+    let over = MAX_INLINE_BODY + 1;
+    let too_long = inline_object("long", over as u64, over);
+    assert!(refused(too_long).await.contains("over the"));
+    let short = inline_object("short", 11, 10);
+    assert!(refused(short).await.contains("stored in 11"));
+    let unsealed = {
+        let mut record = inline_object("unsealed", 100, 100);
+        record.attributes.encryption = meta
+            .get("photos", "sealed")
+            .await
+            .unwrap()
+            .attributes
+            .encryption;
+        record
+    };
+    assert!(refused(unsealed).await.contains("stored in"));
+    // Nothing refused was kept.
+    for key in ["both", "long", "short", "unsealed"] {
+        assert_eq!(meta.get("photos", key).await, None, "{key}");
+    }
+    // On disk in the record: back after a restart.
+    let meta = meta.reopen().await;
+    assert_eq!(meta.get("photos", "small").await, Some(small));
+}
+
 test_support::conformance!(
     commit_then_get_returns_the_record,
+    inline_bodies_are_kept_whole_and_checked,
     overwrite_queues_old_blocks_on_their_datanodes_until_acknowledged,
     heartbeat_hands_out_at_most_a_thousand_deletions,
     released_blocks_wait_out_the_deletion_delay,
