@@ -135,7 +135,7 @@ def meta_rpc(address: str, secret: str, request: object) -> object:
         return exchange(stream, request)
 
 
-META_RPC_VERSION = 3
+META_RPC_VERSION = 4
 
 
 def test_a_datanode_credential_is_worth_its_own_heartbeats_only(tessera_bin, tmp_path):

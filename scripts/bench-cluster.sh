@@ -9,13 +9,13 @@
 #   scripts/bench-cluster.sh [--bin PATH] [--datanodes N] [--dir DIR] [--keep]
 #                            [--block-size SIZE] [--no-fsync]
 #
-# --bin defaults to $TESSERA_BIN, else target/release/tessera. Logs are in
+# --bin defaults to $TESSERA_BIN, else target/x86_64-unknown-linux-gnu/release/tessera. Logs are in
 # DIR/*.log. Example, in another shell:
 #   tessera bench pread --meta <meta> --threads 8 --duration 20s --datanode-pids auto
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BIN=${TESSERA_BIN:-$ROOT/target/release/tessera}
+BIN=${TESSERA_BIN:-$ROOT/target/x86_64-unknown-linux-gnu/release/tessera}
 DATANODES=5
 DIR=""
 KEEP=0

@@ -60,6 +60,11 @@ impl ReaderCache {
     /// cache has none for it (or only one for an older version, which it
     /// replaces).
     pub fn get_or_open(&self, store: &StoreClient, record: &Arc<ObjectRecord>) -> Arc<KeyReader> {
+        if record.inline.is_some() {
+            // Its body is the record's: built at no cost, and a cached one
+            // would keep the body alive past the record.
+            return Arc::new(store.reader(record));
+        }
         let name = (record.bucket.clone(), record.key.clone());
         if let Some(entry) = self.entries.lock().get(&name) {
             if Arc::ptr_eq(&entry.record, record) {
@@ -195,5 +200,21 @@ mod tests {
         assert_eq!(cache.len(), 2);
         cache.retire("b", "y");
         assert_eq!(cache.len(), 1);
+    }
+
+    #[test]
+    fn a_record_holding_its_body_gets_a_reader_of_its_own_never_cached() {
+        let meta = MetaClient::new(Arc::new(NoMeta));
+        let store = StoreClient::new(meta, ClientConfig::default());
+        let cache = ReaderCache::new(2);
+        let mut record = ObjectRecord::new("b", "k", "e", ReplicationConfig::REPLICATED_1, vec![]);
+        record.size = 5;
+        record.inline = Some(meta_api::InlineBody(bytes::Bytes::from_static(b"hello")));
+        let record = Arc::new(record);
+        let a = cache.get_or_open(&store, &record);
+        let b = cache.get_or_open(&store, &record);
+        assert!(!Arc::ptr_eq(&a, &b));
+        assert!(cache.is_empty());
+        assert_eq!(a.len(), 5);
     }
 }

@@ -2,11 +2,11 @@
 # The client-library rows of docs/benchmarks.md: `tessera bench` against a
 # cluster of separate processes (scripts/bench-cluster.sh). Results: one JSON
 # per run in $OUT (default /tmp/bm/out4), one summary line each on stdout.
-# TESSERA_BIN picks the binary (default target/release/tessera).
+# TESSERA_BIN picks the binary (default target/x86_64-unknown-linux-gnu/release/tessera).
 #   scripts/bench/client-paths.sh [section...]   sections: stream degraded pread writers put1g
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-B=${TESSERA_BIN:-$HERE/../../target/release/tessera}
+B=${TESSERA_BIN:-$HERE/../../target/x86_64-unknown-linux-gnu/release/tessera}
 OUT=${OUT:-/tmp/bm/out4}; mkdir -p "$OUT"; cd "$HERE/../.."
 SECTIONS=${*:-stream degraded pread writers put1g}
 summ() { OUTDIR=$OUT python3 "$HERE/summarize.py" "$@"; }

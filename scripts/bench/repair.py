@@ -87,7 +87,7 @@ def main():
     parser.add_argument("--lost-gib", type=float, default=1.0)
     parser.add_argument("--idle-seconds", type=float, default=15.0)
     args = parser.parse_args()
-    binary = Path(os.environ.get("TESSERA_BIN", ROOT / "target/release/tessera"))
+    binary = Path(os.environ.get("TESSERA_BIN", ROOT / "target/x86_64-unknown-linux-gnu/release/tessera"))
     work = Path(tempfile.mkdtemp(prefix="repair-bench-"))
     cluster = start_cluster(
         binary,

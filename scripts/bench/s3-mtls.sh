@@ -12,7 +12,7 @@ set -u
 # Benchmarks need no web console (and two servers would share its port).
 export TESSERA_CONSOLE_LISTEN=off
 HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$HERE/../..
-B=${TESSERA_BIN:-$ROOT/target/release/tessera}
+B=${TESSERA_BIN:-$ROOT/target/x86_64-unknown-linux-gnu/release/tessera}
 RUNS=${1:-3}; ONLY=${2:-range64k-c64,get256m-c1,put16m-c16}; DUR=${3:-5}
 LOAD=${S3_LOAD:-$ROOT/../shared/bench/s3-load.py}
 PY=${PYTHON:-$ROOT/.venv/bin/python}

@@ -10,7 +10,7 @@ set -u
 # Benchmarks need no web console (and two servers would share its port).
 export TESSERA_CONSOLE_LISTEN=off
 HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$HERE/../..
-B=${TESSERA_BIN:-$ROOT/target/release/tessera}
+B=${TESSERA_BIN:-$ROOT/target/x86_64-unknown-linux-gnu/release/tessera}
 RUNS=${1:-3}; SECONDS_EACH=${2:-8}; WRITERS=${3:-4}
 W=$(mktemp -d); SP=""; trap 'kill $SP 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf $W' EXIT
 export TESSERA_ROOT_ACCESS_KEY=AKBENCH TESSERA_ROOT_SECRET_KEY=SKBENCHSECRET

@@ -7,7 +7,7 @@
 #   scripts/bench/writers-sweep.sh DW:W [DW:W...]   e.g. 4:1 4:16 2:16
 HERE=$(cd "$(dirname "$0")" && pwd)
 cd "$HERE/../.."
-export TESSERA_BIN=${TESSERA_BIN:-$PWD/target/release/tessera}
+export TESSERA_BIN=${TESSERA_BIN:-$PWD/target/x86_64-unknown-linux-gnu/release/tessera}
 for row in "$@"; do
   dw=${row%%:*}; w=${row##*:}
   export TESSERA_MAX_DISK_WRITES=$dw

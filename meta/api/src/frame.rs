@@ -20,8 +20,9 @@ pub const MAX_HANDSHAKE_FRAME: u32 = 4096;
 
 /// The version of the RPC this code speaks: requests and answers as the
 /// typed envelopes of [`crate::requests`], the handshake answered with a
-/// principal.
-pub const RPC_VERSION: u32 = 3;
+/// principal. 4: object records may carry their body (`ObjectRecord::inline`),
+/// which an older peer would drop.
+pub const RPC_VERSION: u32 = 4;
 
 /// The first frame of every connection.
 #[derive(Serialize, Deserialize)]

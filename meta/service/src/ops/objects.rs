@@ -46,30 +46,31 @@ pub(crate) fn check_condition(
     }
 }
 
-/// An inline body stands alone (no block groups), holds the object's
-/// stored bytes (sealed, when encrypted) and fits meta's bound.
+/// An object's bytes are somewhere: in block groups, or in an inline body
+/// that stands alone (no block groups), holds the object's stored bytes
+/// (sealed, when encrypted) and fits meta's bound.
 fn check_inline(record: &ObjectRecord) -> Result<(), MetaError> {
-    let Some(body) = &record.inline else {
-        return Ok(());
-    };
     let stored = match record.attributes.encryption {
         Some(_) => sse::sealed_len(record.size),
         None => record.size,
     };
-    let refusal = if !record.groups.is_empty() {
-        "an object with an inline body has no block groups".to_string()
-    } else if body.len() > MAX_INLINE_BODY {
-        format!(
+    let refusal = match &record.inline {
+        None if record.groups.is_empty() && stored > 0 => {
+            format!("an object of {stored} bytes with neither block groups nor an inline body")
+        }
+        None => return Ok(()),
+        Some(_) if !record.groups.is_empty() => {
+            "an object with an inline body has no block groups".to_string()
+        }
+        Some(body) if body.len() > MAX_INLINE_BODY => format!(
             "an inline body of {} bytes is over the {MAX_INLINE_BODY} meta keeps",
             body.len()
-        )
-    } else if body.len() as u64 != stored {
-        format!(
+        ),
+        Some(body) if body.len() as u64 != stored => format!(
             "an inline body of {} bytes for an object stored in {stored}",
             body.len()
-        )
-    } else {
-        return Ok(());
+        ),
+        Some(_) => return Ok(()),
     };
     Err(MetaError::InvalidRequest(refusal))
 }

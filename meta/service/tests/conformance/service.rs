@@ -762,8 +762,16 @@ async fn inline_bodies_are_kept_whole_and_checked(transport: Transport) {
         record
     };
     assert!(refused(unsealed).await.contains("stored in"));
+    // Bytes with nowhere to be (an RPC peer that dropped the body).
+    let mut bodiless = object("photos", "bodiless", vec![]);
+    bodiless.size = 1;
+    assert!(refused(bodiless).await.contains("neither block groups nor"));
+    // An empty object needs neither.
+    let empty = object("photos", "empty", vec![]);
+    meta.commit(empty.clone()).await;
+    assert_eq!(meta.get("photos", "empty").await, Some(empty));
     // Nothing refused was kept.
-    for key in ["both", "long", "short", "unsealed"] {
+    for key in ["both", "long", "short", "unsealed", "bodiless"] {
         assert_eq!(meta.get("photos", key).await, None, "{key}");
     }
     // On disk in the record: back after a restart.
