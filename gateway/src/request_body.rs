@@ -310,7 +310,8 @@ fn base64_md5(digest: &[u8; 16]) -> String {
 }
 
 /// Commits what a PUT or UploadPart stored with `commit`. On a definite refusal
-/// (NoSuchBucket, NoSuchUpload, ...) the written blocks are freed; when the
+/// (NoSuchBucket, NoSuchUpload, ...) the written blocks, if any (a body kept
+/// for its record has none), are freed; when the
 /// answer was lost the commit may have landed, so the blocks are left alone
 /// rather than risk deleting a visible object (an orphan costs only space).
 pub async fn commit_or_discard<F, T>(
@@ -327,6 +328,8 @@ where
     };
     if error.may_have_applied() {
         tracing::warn!(%error, "commit outcome unknown; keeping its blocks");
+    } else if groups.is_empty() {
+        // Nothing to free: no round trip to meta.
     } else if let Err(discard) = meta.call(meta_api::DiscardBlocks { groups }).await {
         tracing::warn!(error = %discard, "discarding blocks of an uncommitted write failed");
     }

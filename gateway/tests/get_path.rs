@@ -165,5 +165,18 @@ async fn gets_share_readers_stay_exact_across_overwrites_and_skip_credential_loo
     let (_, body) = cluster.get("/media/clip", None).await;
     assert_eq!(body, v3[..]);
 
+    // A refused write frees its blocks; one kept for its record has none,
+    // and asks meta nothing more than the refused commit.
+    let absent = [("if-none-match", "*")];
+    for (body, discards) in [(random_bytes(1000, 4), 0), (random_bytes(64 * 1024, 5), 1)] {
+        let before = calls.lock().clone();
+        let (status, _) = cluster.send("PUT", "/media/clip", &absent, &body).await;
+        assert_eq!(status, StatusCode::PRECONDITION_FAILED);
+        let after = calls.lock().clone();
+        let delta = |kind: &str| after.get(kind).unwrap_or(&0) - before.get(kind).unwrap_or(&0);
+        assert_eq!(delta("commit_object"), 1, "{} bytes", body.len());
+        assert_eq!(delta("discard_blocks"), discards, "{} bytes", body.len());
+    }
+
     Arc::into_inner(cluster).unwrap().0.stop().await;
 }
