@@ -397,12 +397,13 @@ class Cluster:
         return problems
 
 
-def make_certs(binary: Path, certs: Path, names: list[str]) -> None:
+def make_certs(binary: Path, certs: Path, names: list[str], hosts: dict[str, str] | None = None) -> None:
     """A cluster CA in `certs` and a certificate for each of `names`, dialled
-    at 127.0.0.1 or localhost, as `tessera admin certs` makes them."""
+    at 127.0.0.1 or localhost (or at `hosts[name]`), as `tessera admin certs`
+    makes them."""
     argv = [str(binary), "admin", "certs", "--dir", str(certs)]
     for name in names:
-        argv += ["--node", f"{name}=127.0.0.1,localhost"]
+        argv += ["--node", f"{name}={(hosts or {}).get(name, '127.0.0.1,localhost')}"]
     result = subprocess.run(
         argv, check=False, stdin=subprocess.DEVNULL, capture_output=True, timeout=60, env=process_env({})
     )
@@ -435,6 +436,52 @@ def mint_credentials(binary: Path, meta_dir: Path, files: list[Path], gateway: P
     )
     if result.returncode != 0:
         raise HarnessError(f"minting credentials failed: {result.stderr.decode(errors='replace')}")
+
+
+def start_role(
+    binary: Path, role: str, name: str, meta: str, credential: Path, args: list[str], env: dict[str, str], log_dir: Path
+) -> Proc:
+    """A datanode or gateway (`role`) of the meta at `meta` (one address or
+    a group's list), presenting the credential in `credential`."""
+    return Proc(
+        name,
+        [
+            str(binary),
+            role,
+            "--meta",
+            meta,
+            "--listen",
+            "127.0.0.1:0",
+            "--ops-listen",
+            "127.0.0.1:0",
+            "--credential-file",
+            str(credential),
+            *args,
+        ],
+        env,
+        log_dir,
+    )
+
+
+def start_datanode(
+    binary: Path,
+    name: str,
+    meta: str,
+    data: Path,
+    credential: Path,
+    args: list[str],
+    env: dict[str, str],
+    log_dir: Path,
+) -> Proc:
+    """A datanode storing in `data` (see `start_role`)."""
+    return start_role(binary, "datanode", name, meta, credential, ["--data", str(data), *args], env, log_dir)
+
+
+def start_gateway(
+    binary: Path, name: str, meta: str, credential: Path, args: list[str], env: dict[str, str], log_dir: Path
+) -> Proc:
+    """A gateway (see `start_role`)."""
+    return start_role(binary, "gateway", name, meta, credential, args, env, log_dir)
 
 
 def start_cluster(
@@ -492,24 +539,13 @@ def start_cluster(
         for i in range(datanodes):
             dn_dir = work_dir / f"dn{i}"
             dn_dir.mkdir(parents=True, exist_ok=True)
-            proc = Proc(
+            proc = start_datanode(
+                binary,
                 f"cluster-dn{i}",
-                [
-                    str(binary),
-                    "datanode",
-                    "--meta",
-                    meta,
-                    "--data",
-                    str(dn_dir),
-                    "--listen",
-                    "127.0.0.1:0",
-                    "--ops-listen",
-                    "127.0.0.1:0",
-                    "--credential-file",
-                    str(dn_credentials[i]),
-                    *tls(f"dn{i}"),
-                    *datanode_args,
-                ],
+                meta,
+                dn_dir,
+                dn_credentials[i],
+                [*tls(f"dn{i}"), *datanode_args],
                 env,
                 work_dir,
             )
@@ -518,24 +554,8 @@ def start_cluster(
         for proc in nodes:
             require(proc.wait_ready(), proc, "datanode", "ops")
 
-        gateway = Proc(
-            "cluster-gateway",
-            [
-                str(binary),
-                "gateway",
-                "--meta",
-                meta,
-                "--listen",
-                "127.0.0.1:0",
-                "--ops-listen",
-                "127.0.0.1:0",
-                "--credential-file",
-                str(gateway_credential),
-                *tls("gateway"),
-                *gateway_args,
-            ],
-            env,
-            work_dir,
+        gateway = start_gateway(
+            binary, "cluster-gateway", meta, gateway_credential, [*tls("gateway"), *gateway_args], env, work_dir
         )
         started.append(gateway)
         gw_fields = gateway.wait_ready()

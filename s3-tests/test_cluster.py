@@ -8,7 +8,16 @@ import time
 import pytest
 
 from tessera_clients import MIB, RawS3, empty_and_delete, metric_total, new_bucket_name, quote_key, s3_client
-from tessera_procs import HarnessError, Proc, find_key, healthy_datanodes, make_certs, process_env, run_admin, tls_args
+from tessera_procs import (
+    HarnessError,
+    find_key,
+    healthy_datanodes,
+    make_certs,
+    process_env,
+    run_admin,
+    start_datanode,
+    tls_args,
+)
 
 REPLICATION_HEADER = "x-tessera-replication"
 
@@ -219,25 +228,13 @@ def test_processes_of_another_ca_are_refused(cluster, tessera_bin, tmp_path):
     # a certificate of its own CA.
     flags = tls_args(foreign, "intruder")
     flags[1] = str(cluster.certs / "ca.pem")
-    intruder = Proc(
+    intruder = start_datanode(
+        tessera_bin,
         "intruder-dn",
-        [
-            str(tessera_bin),
-            "datanode",
-            "--meta",
-            cluster.meta,
-            "--data",
-            str(tmp_path / "intruder"),
-            "--listen",
-            "127.0.0.1:0",
-            "--ops-listen",
-            "127.0.0.1:0",
-            "--credential-file",
-            str(credential),
-            "--heartbeat-interval",
-            "200ms",
-            *flags,
-        ],
+        cluster.meta,
+        tmp_path / "intruder",
+        credential,
+        ["--heartbeat-interval", "200ms", *flags],
         process_env({}),
         tmp_path,
     )

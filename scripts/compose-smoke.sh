@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Smoke test of the compose cluster (docker-compose.yml): builds the image,
-# starts meta + five datanodes + gateway under a unique project name with the
-# secrets and certificates compose generates (read back from meta's volume),
-# checks that meta refuses a clear-text client (mutual TLS), puts and
-# gets a 20 MiB object with aws-cli through http://127.0.0.1:9878, stops dn3,
-# reads the object again (erasure coding must rebuild it), and always tears the
-# cluster down with its volumes. Prints the containers' logs on failure.
+# starts a meta group of three + five datanodes + gateway under a unique
+# project name with the secrets and certificates compose generates (read back
+# from meta1's volume), checks that meta refuses a clear-text client (mutual
+# TLS), puts and gets a 20 MiB object with aws-cli through
+# http://127.0.0.1:9878, stops dn3, reads the object again (erasure coding
+# must rebuild it), stops the meta group's leader and writes and reads again
+# (the other two elect a new one), and always tears the cluster down with its
+# volumes. Prints the containers' logs on failure.
 set -euo pipefail
 
 # shellcheck source=scripts/lib.sh
@@ -84,7 +86,7 @@ done
 
 # meta_secret FILE: a file of meta's data folder (the image has no shell: docker cp).
 meta_secret() {
-    docker cp "$("${COMPOSE[@]}" ps -q meta):/data/$1" - | tar -xO
+    docker cp "$("${COMPOSE[@]}" ps -q meta1):/data/$1" - | tar -xO
 }
 TESSERA_ADMIN_TOKEN=$(meta_secret admin-token | tr -d '\n')
 root=$(meta_secret root-credentials)
@@ -95,7 +97,7 @@ TESSERA_ROOT_SECRET_KEY=$(printf '%s\n' "$root" | sed -n 's/^TESSERA_ROOT_SECRET
 
 log "waiting for meta to see five healthy datanodes"
 while :; do
-    status=$("${COMPOSE[@]}" exec -T meta /tessera admin --meta 127.0.0.1:9879 --token "$TESSERA_ADMIN_TOKEN" --json status 2>/dev/null || true)
+    status=$("${COMPOSE[@]}" exec -T meta1 /tessera admin --meta 127.0.0.1:9879 --token "$TESSERA_ADMIN_TOKEN" --json status 2>/dev/null || true)
     healthy=$(printf '%s' "$status" | "$TESSERA_VENV/bin/python" -c '
 import json, sys
 try:
@@ -119,7 +121,7 @@ print(sum(1 for n in nodes(doc) or [] if str(n.get("state", "")).lower() == "hea
 done
 
 log "checking that meta's RPC refuses a clear-text client (every internal link runs mutual TLS)"
-clear=$("${COMPOSE[@]}" exec -T -e TESSERA_CLUSTER_CA= -e TESSERA_CLUSTER_CERT= -e TESSERA_CLUSTER_KEY= meta \
+clear=$("${COMPOSE[@]}" exec -T -e TESSERA_CLUSTER_CA= -e TESSERA_CLUSTER_CERT= -e TESSERA_CLUSTER_KEY= meta1 \
     /tessera admin --meta 127.0.0.1:9879 --token "$TESSERA_ADMIN_TOKEN" --json status 2>&1) &&
     die "meta answered a clear-text admin client: $clear"
 case "$clear" in
@@ -146,5 +148,24 @@ aws_s3 cp --only-show-errors s3://smoke/object.bin "$WORK/out2.bin"
 got=$(sha256 "$WORK/out2.bin")
 [ "$got" = "$want" ] || die "object read with dn3 down differs: sha256 $got, wrote $want"
 log "read back identical with dn3 stopped"
+
+GROUP=meta1:9879,meta2:9879,meta3:9879
+leader=$("${COMPOSE[@]}" exec -T meta1 /tessera admin --meta "$GROUP" --token "$TESSERA_ADMIN_TOKEN" --json meta status |
+    "$TESSERA_VENV/bin/python" -c '
+import json, sys
+views = [m["status"] for m in json.load(sys.stdin) if "status" in m]
+leaders = {v["leader"] for v in views}
+print(leaders.pop() if len(leaders) == 1 and None not in leaders else "")
+')
+[ -n "$leader" ] || die "the meta group's members name no single leader"
+log "stopping meta$leader, the meta group's leader"
+"${COMPOSE[@]}" stop "meta$leader"
+aws_s3 cp --only-show-errors "$WORK/in.bin" s3://smoke/after.bin
+aws_s3 cp --only-show-errors s3://smoke/after.bin "$WORK/out3.bin"
+got=$(sha256 "$WORK/out3.bin")
+[ "$got" = "$want" ] || die "object written with meta$leader stopped differs: sha256 $got, wrote $want"
+aws_s3 cp --only-show-errors s3://smoke/object.bin "$WORK/out4.bin"
+[ "$(sha256 "$WORK/out4.bin")" = "$want" ] || die "object read with meta$leader stopped differs"
+log "wrote and read back identical with meta$leader stopped"
 
 log "compose smoke test passed"

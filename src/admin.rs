@@ -13,7 +13,10 @@ use meta_api::{
     KmsKeyRecord, LimitKey, ListBuckets, ListKeys, ListKmsKeys, ListUsers, MetaClient,
     MintCredential, Principal, SetBucketPublicRead, SetUserPolicy, UserRecord,
 };
-use meta_api::{AdminState, Credential, CredentialKey, SetDatanodeAdminState};
+use meta_api::{
+    AddGroupMember, AdminState, Credential, CredentialKey, GetGroupStatus, RemoveGroupMember,
+    SetDatanodeAdminState, TakeGroupSnapshot,
+};
 use proto::DatanodeId;
 use proto::ReplicationConfig;
 use serde_json::{json, Value};
@@ -71,6 +74,35 @@ pub enum AdminCommand {
     /// The built-in key service of SSE-KMS.
     #[command(subcommand)]
     Kms(KmsCommand),
+    /// The meta group: its members, leader and progress; adding and
+    /// removing members.
+    #[command(subcommand)]
+    Meta(MetaCommand),
+}
+
+/// `tessera admin meta ...`
+#[derive(Subcommand, Debug)]
+pub enum MetaCommand {
+    /// What each address of --meta answers: its role, the leader it knows,
+    /// the term, its last log and applied entries, the members.
+    Status,
+    /// Adds a member (started with --node-id ID and the group's --peers):
+    /// it receives the log or a snapshot, then votes.
+    Add {
+        /// The new member's --node-id.
+        id: u64,
+        /// Its meta address (its --listen).
+        addr: String,
+    },
+    /// Takes a snapshot of the leader's store now and drops the log behind
+    /// it (members added later receive the snapshot).
+    Snapshot,
+    /// Removes a member; stop it afterwards. A member whose data folder was
+    /// lost is removed, then started empty and added again.
+    Remove {
+        /// The member's --node-id.
+        id: u64,
+    },
 }
 
 /// `tessera admin kms ...`
@@ -145,6 +177,11 @@ pub enum CredentialCommand {
         /// `NAME=FILE`: a file to hold gateway NAME's credential, repeatable.
         #[arg(long = "gateway", value_name = "NAME=FILE")]
         gateways: Vec<String>,
+        /// A file to hold the admin token (`META_DATA/admin-token`),
+        /// repeatable: the members of a meta group share one token, so every
+        /// file gets the token of the first that exists, else a new one.
+        #[arg(long = "admin-token", value_name = "FILE")]
+        admin_tokens: Vec<PathBuf>,
     },
 }
 
@@ -428,6 +465,38 @@ pub async fn run(args: AdminArgs) -> Result<()> {
         AdminCommand::Kms(KmsCommand::Key(KmsKeyCommand::List)) => {
             kms_keys_json(&meta.call(ListKmsKeys).await?)
         }
+        AdminCommand::Meta(MetaCommand::Status) => {
+            let tls = args.cluster_tls.load()?;
+            let mut members = Vec::new();
+            for addr in args
+                .meta
+                .split(',')
+                .map(str::trim)
+                .filter(|a| !a.is_empty())
+            {
+                let member = MetaClient::remote(addr, &token, tls.clone());
+                members.push(match member.call(GetGroupStatus).await {
+                    Ok(status) => json!({"addr": addr, "status": status}),
+                    Err(e) => json!({"addr": addr, "error": e.to_string()}),
+                });
+            }
+            Value::Array(members)
+        }
+        AdminCommand::Meta(MetaCommand::Add { id, addr }) => {
+            meta.call(AddGroupMember {
+                id: *id,
+                addr: addr.clone(),
+            })
+            .await?;
+            done
+        }
+        AdminCommand::Meta(MetaCommand::Snapshot) => {
+            json!({"snapshot": meta.call(TakeGroupSnapshot).await?})
+        }
+        AdminCommand::Meta(MetaCommand::Remove { id }) => {
+            meta.call(RemoveGroupMember { id: *id }).await?;
+            done
+        }
         AdminCommand::Certs(_) => unreachable!("made offline above"),
     };
     print_value(args.json, &value)
@@ -467,8 +536,10 @@ fn mint_offline(command: &CredentialCommand) -> Result<bool> {
         key_file,
         datanodes,
         gateways,
+        admin_tokens,
     } = command
     {
+        write_shared_admin_token(admin_tokens)?;
         let key = ::meta::load_or_create_credential_key(key_file)?;
         for file in datanodes {
             let principal = Principal::Datanode(DatanodeId(uuid::Uuid::new_v4().to_string()));
@@ -489,6 +560,22 @@ fn mint_offline(command: &CredentialCommand) -> Result<bool> {
     let key = ::meta::load_or_create_credential_key(key_file)?;
     println!("{}", Credential::mint(&key, principal, 0)?);
     Ok(true)
+}
+
+/// Writes one admin token to each of `files` that does not exist yet: the
+/// token of the first that exists, else a new one.
+fn write_shared_admin_token(files: &[PathBuf]) -> Result<()> {
+    let existing = files.iter().find_map(|f| std::fs::read_to_string(f).ok());
+    let token = match existing {
+        Some(text) => text.trim().to_string(),
+        None => ::meta::generate_admin_token(),
+    };
+    for file in files {
+        if write_new_file(file, format!("{token}\n").as_bytes(), 0o600)? {
+            eprintln!("admin token written to {}", file.display());
+        }
+    }
+    Ok(())
 }
 
 /// Writes `principal`'s credential to `file` (mode 0600) unless the file exists.

@@ -361,9 +361,29 @@ fn parse_inline_max(text: &str) -> Result<u64, String> {
 /// Opens the metadata service in `dir`, printing the root credentials when
 /// they were generated now.
 pub fn open_meta(dir: &Path, settings: &MetaSettings, block_size: u64) -> Result<Arc<MetaService>> {
+    let service = MetaService::open(meta_config(dir, settings, block_size)?)
+        .with_context(|| format!("opening metadata in {}", dir.display()))?;
+    print_root(&service, settings);
+    Ok(service)
+}
+
+/// Opens the store of a meta group's member in `dir` (its Raft starts
+/// with [`MetaService::join_group`] once its port serves).
+pub fn open_meta_member(
+    dir: &Path,
+    settings: &MetaSettings,
+    block_size: u64,
+) -> Result<Arc<MetaService>> {
+    let service = MetaService::open_member(meta_config(dir, settings, block_size)?)
+        .with_context(|| format!("opening metadata in {}", dir.display()))?;
+    print_root(&service, settings);
+    Ok(service)
+}
+
+fn meta_config(dir: &Path, settings: &MetaSettings, block_size: u64) -> Result<MetaConfig> {
     proto::durable::create_private_dir(dir)
         .with_context(|| format!("creating {}", dir.display()))?;
-    let service = MetaService::open(MetaConfig {
+    Ok(MetaConfig {
         data_dir: dir.to_path_buf(),
         stale_after: settings.stale_after,
         dead_after: settings.dead_after,
@@ -380,8 +400,17 @@ pub fn open_meta(dir: &Path, settings: &MetaSettings, block_size: u64) -> Result
         clock: Clock::System,
         commits: Commits::Grouped,
     })
-    .with_context(|| format!("opening metadata in {}", dir.display()))?;
-    let root = service.root_credentials();
+}
+
+/// Prints the root credentials where the operator starting meta sees them.
+fn print_root(service: &MetaService, settings: &MetaSettings) {
+    let Some(root) = service.root_credentials() else {
+        eprintln!(
+            "root credentials: made by the group's first leader, then saved in {}",
+            service.config().data_dir.join("root-credentials").display()
+        );
+        return;
+    };
     if settings.root_access_key.is_some() {
         eprintln!("root access key {} (from the environment)", root.access_key);
     } else {
@@ -392,16 +421,13 @@ pub fn open_meta(dir: &Path, settings: &MetaSettings, block_size: u64) -> Result
             } else {
                 ""
             },
-            dir.join("root-credentials").display(),
+            service.config().data_dir.join("root-credentials").display(),
             root.access_key,
             root.secret_key
         );
     }
-    Ok(service)
 }
 
-/// Serves the meta RPC on `listen`; the returned task ends once shutdown was
-/// asked and every in-flight request was answered.
 pub async fn serve_meta(
     listen: &str,
     service: Arc<MetaService>,

@@ -268,7 +268,7 @@ impl From<MetaError> for S3Error {
             MetaError::NoSuchAccessKey(_) => Self::new(S3Code::InvalidAccessKeyId),
             MetaError::Unauthorized => Self::new(S3Code::AccessDenied),
             MetaError::InvalidRequest(m) => Self::with_message(S3Code::InvalidRequest, m),
-            e @ MetaError::Transport(_) => Self::with_message(
+            e @ (MetaError::Transport(_) | MetaError::NotLeader { .. }) => Self::with_message(
                 S3Code::ServiceUnavailable,
                 "The metadata service is unavailable.",
             )

@@ -2,7 +2,7 @@
 //! the network, both behind [`MetaTransport`].
 
 use crate::error::MetaError;
-use crate::remote::RemoteMeta;
+use crate::failover::GroupClient;
 use crate::requests::MetaRequest;
 use crate::transport::MetaTransport;
 use std::sync::Arc;
@@ -26,9 +26,16 @@ impl MetaClient {
     }
 
     /// A client of the meta at `addr` (host:port) presenting `token` (see
-    /// [`RemoteMeta::new`]), over mutual TLS when `tls` is set.
+    /// [`RemoteMeta::new`]), over mutual TLS when `tls` is set. A list of
+    /// addresses separated by commas names the members of a meta group; the
+    /// client follows the leader any member names ([`GroupClient`]).
     pub fn remote(addr: &str, token: &str, tls: Option<Arc<tls::ClusterTls>>) -> Self {
-        Self::new(Arc::new(RemoteMeta::new(addr, token).with_tls(tls)))
+        let addrs: Vec<&str> = addr
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .collect();
+        Self::new(Arc::new(GroupClient::new(&addrs, token, tls)))
     }
 
     /// Sends `request` and waits for its answer.

@@ -104,6 +104,14 @@ pub enum MetaError {
     /// [`MetaError::may_have_applied`].
     #[error("metadata store out of space, writes refused until space is freed: {0}")]
     OutOfSpace(String),
+    /// This member of a meta group is not its leader (or knows of none yet):
+    /// the request is to go to the leader, whose address it names when known.
+    /// Nothing was applied.
+    #[error("this meta is not the group's leader (leader: {})", leader.as_deref().unwrap_or("unknown"))]
+    NotLeader {
+        /// The leader's meta address, when this member knows it.
+        leader: Option<String>,
+    },
     /// Meta could not be reached.
     #[error("metadata service unreachable: {0}")]
     Transport(String),

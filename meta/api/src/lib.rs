@@ -8,6 +8,7 @@
 
 pub mod client;
 pub mod error;
+pub mod failover;
 pub mod frame;
 pub mod lifecycle;
 pub mod naming;
@@ -20,6 +21,7 @@ pub mod transport;
 
 pub use client::MetaClient;
 pub use error::MetaError;
+pub use failover::GroupClient;
 pub use principal::{Credential, CredentialKey, Principal};
 pub use records::*;
 pub use remote::RemoteMeta;

@@ -111,10 +111,10 @@ impl VersionRef {
 
 /// A fresh version id for sequence number `seq`: the number in hex, so that
 /// the id tells where the version is in a listing, then random characters.
-pub fn new_version_id(seq: u64) -> String {
+pub fn new_version_id(seq: u64, rng: &mut (impl rand::Rng + ?Sized)) -> String {
     use rand::distributions::{Alphanumeric, DistString};
     let mut id = format!("{seq:0width$x}", width = VERSION_SEQ_DIGITS);
-    id.push_str(&Alphanumeric.sample_string(&mut rand::thread_rng(), VERSION_RANDOM_CHARS));
+    id.push_str(&Alphanumeric.sample_string(rng, VERSION_RANDOM_CHARS));
     id
 }
 
@@ -148,7 +148,7 @@ mod tests {
 
     #[test]
     fn version_ids_carry_their_sequence_number() {
-        let id = new_version_id(0x1234);
+        let id = new_version_id(0x1234, &mut rand::thread_rng());
         assert_eq!(id.len(), 32);
         assert_eq!(
             parse_version_id(&id),
@@ -157,7 +157,8 @@ mod tests {
                 seq: 0x1234
             })
         );
-        assert_ne!(new_version_id(7), new_version_id(7));
+        let mut rng = rand::thread_rng();
+        assert_ne!(new_version_id(7, &mut rng), new_version_id(7, &mut rng));
         assert_eq!(parse_version_id("null"), Ok(VersionRef::Null));
         assert_eq!(
             parse_version_id(""),

@@ -6,9 +6,10 @@
 use crate::error::MetaError;
 use crate::frame::{self, FrameError, Handshake, MAX_FRAME, MAX_HANDSHAKE_FRAME, RPC_VERSION};
 use crate::principal::Principal;
-use crate::requests::{AnyRequest, AnyResponse};
+use crate::requests::{Access, AnyRequest, AnyResponse};
 use crate::transport::MetaTransport;
 use futures::future::BoxFuture;
+use futures::FutureExt;
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::time::Duration;
@@ -74,19 +75,43 @@ impl RemoteMeta {
     /// turns out broken is replaced once by a fresh one; an unreachable meta
     /// gives `MetaError::Transport`.
     pub async fn call(&self, request: &AnyRequest) -> Result<AnyResponse, MetaError> {
-        let frame = frame::encode_frame(request).map_err(|e| MetaError::Protocol(e.to_string()))?;
-        let pooled = self.idle.lock().pop();
-        if let Some(stream) = pooled {
+        self.attempt(request).await.map_err(Failure::into_error)
+    }
+
+    /// [`RemoteMeta::call`], telling a request that never reached meta from
+    /// one whose answer was lost (what a client of several metas needs to
+    /// know before it sends a write elsewhere).
+    pub async fn attempt(&self, request: &AnyRequest) -> Result<AnyResponse, Failure> {
+        let frame = frame::encode_frame(request)
+            .map_err(|e| Failure::Answered(MetaError::Protocol(e.to_string())))?;
+        if let Some(stream) = self.live_idle_connection() {
             match self.exchange(stream, &frame).await {
-                Err(FrameError::Io(e)) => {
+                // A connection that broke mid-request: meta may have applied
+                // it, so only a request that changes nothing is sent again.
+                Err(FrameError::Io(e)) if request.access() != Access::Write => {
                     tracing::debug!(addr = %self.addr, error = %e, "idle meta connection broke, redialling");
                 }
-                other => return self.finish(other),
+                other => return self.finish(other).map_err(Failure::sent),
             }
         }
-        let stream = self.dial().await?;
+        let stream = self.dial().await.map_err(Failure::Unreached)?;
         let result = self.exchange(stream, &frame).await;
-        self.finish(result)
+        self.finish(result).map_err(Failure::sent)
+    }
+
+    /// An idle connection that meta has not closed (one it closed shows as
+    /// readable at end of stream; an open idle one has nothing to read).
+    fn live_idle_connection(&self) -> Option<Link> {
+        loop {
+            let stream = self.idle.lock().pop()?;
+            let mut byte = [0u8; 1];
+            match stream.tcp().peek(&mut byte).now_or_never() {
+                None => return Some(stream),
+                Some(_) => {
+                    tracing::debug!(addr = %self.addr, "idle meta connection closed by meta, dropped");
+                }
+            }
+        }
     }
 
     /// Presents the token on a fresh connection; meta's refusal comes back as is.
@@ -165,6 +190,35 @@ impl RemoteMeta {
             idle.push(stream);
         }
         Ok(reply)
+    }
+}
+
+/// Why a call to one meta failed.
+#[derive(Debug)]
+pub enum Failure {
+    /// No connection: the request never left.
+    Unreached(MetaError),
+    /// Sent, and no answer came back: it may have been applied.
+    Lost(MetaError),
+    /// Meta answered with this refusal.
+    Answered(MetaError),
+}
+
+impl Failure {
+    /// The failure of a request that was sent.
+    fn sent(e: MetaError) -> Failure {
+        if matches!(e, MetaError::Transport(_)) {
+            Failure::Lost(e)
+        } else {
+            Failure::Answered(e)
+        }
+    }
+
+    /// The error a caller of one meta sees.
+    pub fn into_error(self) -> MetaError {
+        match self {
+            Failure::Unreached(e) | Failure::Lost(e) | Failure::Answered(e) => e,
+        }
     }
 }
 

@@ -54,10 +54,11 @@ const SECRET_KEY_ALPHABET: &[u8] =
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 fn random_string(alphabet: &[u8], len: usize) -> String {
-    let mut rng = rand::thread_rng();
-    (0..len)
-        .map(|_| alphabet[rng.gen_range(0..alphabet.len())] as char)
-        .collect()
+    crate::entropy::with_rng(|rng| {
+        (0..len)
+            .map(|_| alphabet[rng.gen_range(0..alphabet.len())] as char)
+            .collect()
+    })
 }
 
 /// A new access key id: 20 uppercase letters and digits, like AWS's.
@@ -70,8 +71,9 @@ pub fn generate_secret_key() -> String {
     random_string(SECRET_KEY_ALPHABET, 40)
 }
 
-fn generate_admin_token() -> String {
-    let bytes: [u8; 32] = rand::thread_rng().gen();
+/// A new admin token: 32 random bytes in hex.
+pub fn generate_admin_token() -> String {
+    let bytes = crate::entropy::bytes::<32>();
     hex::encode(bytes)
 }
 
@@ -81,7 +83,7 @@ fn io_error(what: &str, path: &Path, e: std::io::Error) -> StoreError {
 
 /// Writes `contents` to `path` readable by the owner only, atomically
 /// (temporary file, fsync, rename).
-fn write_private(path: &Path, contents: &str) -> Result<(), StoreError> {
+pub(crate) fn write_private(path: &Path, contents: &str) -> Result<(), StoreError> {
     let tmp = path.with_extension("tmp");
     let mut file = std::fs::OpenOptions::new()
         .write(true)
@@ -106,7 +108,7 @@ fn write_private(path: &Path, contents: &str) -> Result<(), StoreError> {
 }
 
 /// Reads a file that may be absent.
-fn read_optional(path: &Path) -> Result<Option<String>, StoreError> {
+pub(crate) fn read_optional(path: &Path) -> Result<Option<String>, StoreError> {
     match std::fs::read_to_string(path) {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -243,6 +245,22 @@ pub(crate) fn bootstrap_root(
             "give both the root access key and the root secret key, or neither".into(),
         )),
     }
+}
+
+/// The root credentials saved in the data folder, if any (a group member
+/// learns them when it applies its group's start-up writes).
+pub(crate) fn saved_root(config: &MetaConfig) -> Result<Option<RootCredentials>, MetaError> {
+    let file = config.data_dir.join(ROOT_CREDENTIALS_FILE);
+    let Some(text) = read_optional(&file)? else {
+        return Ok(None);
+    };
+    Ok(
+        parse_root_credentials(&text).map(|(access_key, secret_key)| RootCredentials {
+            access_key,
+            secret_key,
+            generated: false,
+        }),
+    )
 }
 
 fn credentials_of(record: AccessKeyRecord, generated: bool) -> RootCredentials {

@@ -148,12 +148,12 @@ impl KmsKeys {
         now: UnixMillis,
     ) -> Result<KmsKeyRecord, MetaError> {
         let record = KmsKeyRecord {
-            id: uuid::Uuid::new_v4().to_string(),
+            id: crate::entropy::uuid().to_string(),
             alias: alias.to_string(),
             created: now,
         };
         let failed = |e: sse::KeyError| MetaError::Store(format!("making a KMS key: {e}"));
-        let material = DataKey::random().map_err(failed)?;
+        let material = DataKey::from_bytes(&crate::entropy::bytes::<32>()).map_err(failed)?;
         let sealed = master
             .seal(&material, &material_context(&record.id))
             .map_err(failed)?;

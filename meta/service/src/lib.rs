@@ -15,6 +15,8 @@ mod authentication;
 mod config;
 mod credentials;
 mod decoded;
+mod entropy;
+mod group;
 mod kms;
 mod lifecycle;
 mod object_keys;
@@ -36,12 +38,14 @@ pub use config::{
     DEFAULT_LIFECYCLE_BATCH, DEFAULT_ORPHAN_GRACE, DEFAULT_STALE_AFTER,
 };
 pub use credentials::{
-    load_or_create_credential_key, RootCredentials, ADMIN_TOKEN_FILE, CREDENTIAL_KEY_FILE,
-    ROOT_CREDENTIALS_FILE, ROOT_USER,
+    generate_admin_token, load_or_create_credential_key, RootCredentials, ADMIN_TOKEN_FILE,
+    CREDENTIAL_KEY_FILE, ROOT_CREDENTIALS_FILE, ROOT_USER,
 };
+pub use group::{fetch_secrets, GroupSettings};
 pub use object_keys::MASTER_KEY_FILE;
 pub use ops::bad_replicas::BadReplicaReport;
 pub use repair::RepairSettings;
 pub use rpc::serve;
-pub use service::{MetaService, DATABASE_FILE};
+pub use service::MetaService;
 pub use store::group_commit::Commits;
+pub use store::DATABASE_FILE;

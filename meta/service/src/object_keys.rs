@@ -59,28 +59,38 @@ pub(crate) fn load_master_key(dir: &Path, store: &Store) -> Result<KeyEncryption
             file.display()
         ))
     })?;
-    match check {
-        Some(sealed) => {
-            key.open(&sealed, CHECK_CONTEXT).map_err(|_| {
-                StoreError::Corrupt(format!(
-                    "{} is not the master key this store's data keys are sealed under",
-                    file.display()
-                ))
-            })?;
-        }
-        None => {
-            let value = DataKey::random().map_err(|e| MetaError::Store(e.to_string()))?;
-            let sealed = key
-                .seal(&value, CHECK_CONTEXT)
-                .map_err(|e| MetaError::Store(e.to_string()))?;
-            store.write(|txn| {
-                txn.open_table(KEY_CHECKS)?
-                    .insert(MASTER_CHECK, sealed.as_slice())?;
-                Ok(())
-            })?;
-        }
+    // Without one, the start-up writes store it (`record_master_check`).
+    if let Some(sealed) = check {
+        key.open(&sealed, CHECK_CONTEXT).map_err(|_| {
+            StoreError::Corrupt(format!(
+                "{} is not the master key this store's data keys are sealed under",
+                file.display()
+            ))
+        })?;
     }
     Ok(key)
+}
+
+/// Stores a value sealed under `key` when the store holds none yet, so that
+/// a later start with another key file is refused.
+pub(crate) fn record_master_check(store: &Store, key: &KeyEncryptionKey) -> Result<(), MetaError> {
+    let present = store.read(|txn| Ok(txn.open_table(KEY_CHECKS)?.get(MASTER_CHECK)?.is_some()))?;
+    if present {
+        return Ok(());
+    }
+    let value = DataKey::from_bytes(&crate::entropy::bytes::<32>())
+        .map_err(|e| MetaError::Store(e.to_string()))?;
+    let sealed = key
+        .seal(&value, CHECK_CONTEXT)
+        .map_err(|e| MetaError::Store(e.to_string()))?;
+    store.write(|txn| {
+        // Read again inside the transaction: writes are serialised.
+        let mut checks = txn.open_table(KEY_CHECKS)?;
+        if checks.get(MASTER_CHECK)?.is_none() {
+            checks.insert(MASTER_CHECK, sealed.as_slice())?;
+        }
+        Ok(())
+    })
 }
 
 /// Whether any object, version or upload record is encrypted (read once,
@@ -320,6 +330,7 @@ mod tests {
         let store = crate::store::open(&dir.path().join("meta.redb")).unwrap();
         let file = dir.path().join(MASTER_KEY_FILE);
         let master = load_master_key(dir.path(), &store).unwrap();
+        record_master_check(&store, &master).unwrap();
         std::fs::remove_file(&file).unwrap();
         let missing = load_master_key(dir.path(), &store).unwrap_err();
         assert!(missing.to_string().contains("missing"), "{missing}");

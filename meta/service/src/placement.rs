@@ -9,6 +9,7 @@ use meta_api::MetaError;
 use parking_lot::Mutex;
 use proto::{BlockId, DatanodeId, ReplicationConfig};
 use rand::Rng;
+use redb::ReadableTable;
 
 /// Block ids reserved per counter write: ids are handed out from memory and
 /// the stored counter always stays past every id handed out, so a restart
@@ -40,6 +41,22 @@ impl BlockIds {
 
     /// A fresh block id.
     pub(crate) fn next(&self, store: &Store) -> Result<BlockId, MetaError> {
+        if store.is_replicated() {
+            // A group's members must hand out the same ids whenever they
+            // loaded: the stored counter is the next id itself.
+            return store.write(|txn| {
+                let mut counters = txn.open_table(COUNTERS)?;
+                let next = counters
+                    .get(NEXT_BLOCK)?
+                    .map_or(FIRST_BLOCK_ID, |g| g.value())
+                    .max(FIRST_BLOCK_ID);
+                let after = next
+                    .checked_add(1)
+                    .ok_or_else(|| StoreError::Corrupt("block ids exhausted".into()))?;
+                counters.insert(NEXT_BLOCK, after)?;
+                Ok(BlockId(next))
+            });
+        }
         let mut range = self.range.lock();
         let (next, limit) = *range;
         if next >= limit {
@@ -71,7 +88,7 @@ pub(crate) struct Candidate {
 pub(crate) fn choose(
     candidates: Vec<Candidate>,
     width: usize,
-    rng: &mut impl Rng,
+    rng: &mut (impl Rng + ?Sized),
 ) -> Result<Vec<Candidate>, MetaError> {
     if candidates.len() < width {
         return Err(MetaError::NotEnoughDatanodes {

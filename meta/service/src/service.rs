@@ -1,36 +1,29 @@
 //! The metadata service: opens the store, bootstraps the root user and the
 //! secrets, and serves requests in process (as a [`MetaTransport`]) and for
-//! the RPC server, each for the principal its caller proved to be. Request logic is synchronous over redb: point reads run on
-//! the caller's task, everything else on the blocking pool.
+//! the RPC server, each for the principal its caller proved to be. Request
+//! logic is synchronous over redb: point reads run on the caller's task,
+//! everything else on the blocking pool. A member of a meta group sends its
+//! writes through the group's log and serves reads only while it leads
+//! (`crate::group`).
 
-use crate::authentication::{Authenticator, Refusal};
+use crate::authentication::Refusal;
 use crate::config::MetaConfig;
 use crate::credentials::{self, RootCredentials};
-use crate::decoded::{DecodedCache, DEFAULT_DECODED_CACHE_BYTES};
-use crate::object_keys;
+use crate::group::{self, Action, Applied, GroupSettings, MetaGroup, StateSlot};
 use crate::ops::bad_replicas::{self, BadReplicaReport};
-use crate::orphans::OrphanDetector;
-use crate::placement::BlockIds;
-use crate::registry::Registry;
-use crate::repair::RepairBook;
 use crate::state::MetaState;
-use crate::store;
-use crate::store::db::all_json;
 use crate::store::lifecycle_passes;
-use crate::store::tables::DATANODES;
-use crate::tokens::TokenIssuer;
+use crate::store::{self, DATABASE_FILE};
 use futures::future::BoxFuture;
 use meta_api::lifecycle::LifecyclePass;
 use meta_api::{
-    AnyRequest, AnyResponse, DatanodeRecord, MetaClient, MetaError, MetaRequest, MetaTransport,
-    ObjectRecord, Principal,
+    Access, AnyRequest, AnyResponse, GroupStatus, MetaClient, MetaError, MetaRequest,
+    MetaTransport, ObjectRecord, Principal,
 };
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
-
-/// Name of the redb file in the data folder.
-pub const DATABASE_FILE: &str = "meta.redb";
+use tls::ClusterTls;
 
 /// How often the datanode gauges are refreshed when no heartbeat arrives.
 const GAUGE_INTERVAL: Duration = Duration::from_secs(5);
@@ -41,10 +34,16 @@ const REDUNDANCY_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 /// How long the lifecycle worker waits after a failed step.
 const LIFECYCLE_RETRY: Duration = Duration::from_secs(10);
 
-/// The metadata service over its redb store.
+/// The metadata service over its redb store: alone, or as a member of a
+/// meta group ([`MetaService::join_group`]).
 pub struct MetaService {
-    state: Arc<MetaState>,
-    root: RootCredentials,
+    slot: Arc<StateSlot>,
+    /// The token of `tessera admin` (and of a group's members).
+    admin_token: String,
+    /// The root user's credentials; a group member knows them once its
+    /// group's first leader has written them.
+    root: Option<RootCredentials>,
+    group: OnceLock<Arc<MetaGroup>>,
 }
 
 impl MetaService {
@@ -52,6 +51,28 @@ impl MetaService {
     /// its access key and the tokens exist. Blocking: call it at start-up or
     /// inside `spawn_blocking`.
     pub fn open(config: MetaConfig) -> Result<Arc<MetaService>, MetaError> {
+        let store = Self::open_store(&config, false)?;
+        let state = MetaState::load(config, Arc::new(store))?;
+        let root = state.startup_writes(state.config.clock.now())?;
+        let service = Self::serving(state, Some(root));
+        spawn_redundancy_checker(Arc::downgrade(&service));
+        if service.state().config.lifecycle.background {
+            spawn_lifecycle_worker(Arc::downgrade(&service));
+        }
+        Ok(service)
+    }
+
+    /// Opens the store of a meta group's member in `config.data_dir`
+    /// without writing to it (a member's store changes only by its log);
+    /// [`MetaService::join_group`] then starts its Raft. Blocking.
+    pub fn open_member(config: MetaConfig) -> Result<Arc<MetaService>, MetaError> {
+        let store = Self::open_store(&config, true)?;
+        let state = MetaState::load(config, Arc::new(store))?;
+        let root = credentials::saved_root(&state.config)?;
+        Ok(Self::serving(state, root))
+    }
+
+    fn open_store(config: &MetaConfig, member: bool) -> Result<store::Store, MetaError> {
         if config.block_size == 0 {
             return Err(MetaError::InvalidRequest("block size must not be 0".into()));
         }
@@ -63,85 +84,104 @@ impl MetaService {
         proto::durable::create_private_dir(&config.data_dir).map_err(|e| {
             MetaError::Store(format!("creating {}: {e}", config.data_dir.display()))
         })?;
-        let now = config.clock.now();
-        let store = store::open_committing(&config.data_dir.join(DATABASE_FILE), config.commits)?;
+        let path = config.data_dir.join(DATABASE_FILE);
+        let store = if member {
+            store::open_replicated(&path)?
+        } else {
+            store::open_committing(&path, config.commits)?
+        };
         // redb syncs the database file; a new file's name needs its folder synced.
         proto::durable::sync_dir(&config.data_dir)
             .map_err(|e| MetaError::Store(format!("syncing {}: {e}", config.data_dir.display())))?;
-        let datanodes: Vec<DatanodeRecord> =
-            store.read(|txn| all_json(&txn.open_table(DATANODES)?))?;
-        let registry = Registry::load(datanodes);
-        let block_ids = BlockIds::load(&store)?;
-        let root = credentials::bootstrap_root(&store, &config, now)?;
-        let authenticator = Authenticator::new(
-            credentials::admin_token(&config)?,
-            credentials::credential_key(&config)?,
-        );
-        let orphans = OrphanDetector::open(&store, config.orphan_grace, now)?;
-        let tokens = TokenIssuer::load(
-            &store,
-            config.token_rotation,
-            config.token_lifetime,
-            config.stale_after,
-            now,
-        )?;
-        let repairs = RepairBook::new(config.repair.clone());
-        let object_keys = object_keys::ObjectKeys::load(&config.data_dir, &store)?;
-        lifecycle_passes::note_restart(&store)?;
-        let state = Arc::new(MetaState {
-            repairs,
-            stopping: Default::default(),
-            config,
-            store,
-            registry,
-            block_ids,
-            orphans,
-            tokens,
-            authenticator,
-            decoded_objects: DecodedCache::new(DEFAULT_DECODED_CACHE_BYTES),
-            decoded_buckets: DecodedCache::new(DEFAULT_DECODED_CACHE_BYTES / 8),
-            object_keys,
-        });
-        spawn_gauge_refresher(Arc::downgrade(&state));
-        spawn_redundancy_checker(Arc::downgrade(&state));
-        if state.config.lifecycle.background {
-            spawn_lifecycle_worker(Arc::downgrade(&state));
-        }
+        Ok(store)
+    }
+
+    fn serving(state: MetaState, root: Option<RootCredentials>) -> Arc<MetaService> {
         tracing::info!(data_dir = %state.config.data_dir.display(), "meta store opened");
-        Ok(Arc::new(MetaService { state, root }))
+        let service = Arc::new(MetaService {
+            admin_token: state.authenticator.admin_token().to_string(),
+            slot: Arc::new(StateSlot::new(Arc::new(state))),
+            root,
+            group: OnceLock::new(),
+        });
+        spawn_gauge_refresher(Arc::downgrade(&service));
+        service
+    }
+
+    /// The state requests are served from now.
+    fn state(&self) -> Arc<MetaState> {
+        self.slot.current()
+    }
+
+    /// Starts this member's Raft (the store must come from
+    /// [`MetaService::open_member`]), forms the group when this member is
+    /// the first of its peers and none of them holds a log yet, and runs
+    /// the background work while this member leads.
+    pub async fn join_group(
+        self: &Arc<Self>,
+        settings: GroupSettings,
+        tls: Option<Arc<ClusterTls>>,
+    ) -> Result<(), MetaError> {
+        if !self.state().store.is_replicated() {
+            return Err(MetaError::InvalidRequest(
+                "a meta joins a group only with a member's store (open_member)".into(),
+            ));
+        }
+        let token = self.admin_token().to_string();
+        let group =
+            MetaGroup::start(settings, self.slot.clone(), token.clone(), tls.clone()).await?;
+        self.group
+            .set(group.clone())
+            .map_err(|_| MetaError::InvalidRequest("this meta already joined a group".into()))?;
+        tokio::spawn(group::form(Arc::downgrade(&group), token, tls));
+        spawn_leader_work(Arc::downgrade(self));
+        Ok(())
+    }
+
+    /// Stops this member's Raft (a lone meta has none): it neither votes
+    /// nor applies from then on.
+    pub async fn leave_group(&self) {
+        if let Some(group) = self.group() {
+            group.shutdown().await;
+        }
+    }
+
+    /// This meta's group, when it is a member of one.
+    fn group(&self) -> Option<&Arc<MetaGroup>> {
+        self.group.get()
     }
 
     /// The token of `tessera admin` (the [`Principal::Admin`]).
     pub fn admin_token(&self) -> &str {
-        self.state.authenticator.admin_token()
+        &self.admin_token
     }
 
     /// The principal a handshake's secret proves (the admin token or a
     /// credential), or why it proves none. Blocking: reads the store.
     pub fn authenticate(&self, secret: &str) -> Result<Result<Principal, Refusal>, MetaError> {
-        self.state
-            .authenticator
-            .authenticate(&self.state.store, secret)
+        let state = self.state();
+        state.authenticator.authenticate(&state.store, secret)
     }
 
     /// The text of `principal`'s current credential (as `tessera admin
     /// credential` prints it), for processes started alongside meta.
     pub fn mint_credential(&self, principal: Principal) -> Result<String, MetaError> {
-        let credential = self
-            .state
-            .authenticator
-            .mint(&self.state.store, principal, false)?;
+        let state = self.state();
+        let credential = state.authenticator.mint(&state.store, principal, false)?;
         Ok(credential.to_string())
     }
 
-    /// The root user's S3 credentials.
-    pub fn root_credentials(&self) -> RootCredentials {
-        self.root.clone()
+    /// The root user's S3 credentials (a group member's only once its
+    /// group's first leader made them).
+    pub fn root_credentials(&self) -> Option<RootCredentials> {
+        self.root
+            .clone()
+            .or_else(|| credentials::saved_root(&self.state().config).ok().flatten())
     }
 
     /// The configuration the service was opened with.
-    pub fn config(&self) -> &MetaConfig {
-        &self.state.config
+    pub fn config(&self) -> MetaConfig {
+        self.state().config.clone()
     }
 
     /// A client of this service in this process, acting as `principal`.
@@ -157,34 +197,35 @@ impl MetaService {
     /// imports and the listing benchmark. Buckets must exist; replaced
     /// records' blocks are not freed. Blocking.
     pub fn bulk_insert_objects(&self, records: &[ObjectRecord]) -> Result<(), MetaError> {
-        crate::ops::listing::bulk_insert_objects(&self.state, records)
+        crate::ops::listing::bulk_insert_objects(&self.state(), records)
     }
 
     /// Why the store refuses writes now (a full disk), or None when healthy:
     /// what meta's `/health` reports.
     pub fn store_failure(&self) -> Option<String> {
-        self.state.store.failure()
+        self.state().store.failure()
     }
 
     /// Ends the lifecycle pass under way, then runs a whole new pass at
     /// once, and answers what it did (tests and tools; the worker keeps its
     /// own schedule). Blocking.
     pub fn run_lifecycle_pass(&self) -> Result<LifecyclePass, MetaError> {
-        self.state.run_lifecycle_pass()
+        self.state().run_lifecycle_pass()
     }
 
     /// One batch of the lifecycle pass under way, or of a new one when
     /// none is (tests of passes cut short). Blocking.
     pub fn step_lifecycle(&self) -> Result<(), MetaError> {
-        let running = lifecycle_passes::load(&self.state.store)?.0.is_some();
-        self.state
-            .lifecycle_step(self.state.config.clock.now(), !running)
+        let state = self.state();
+        let running = lifecycle_passes::load(&state.store)?.0.is_some();
+        state
+            .lifecycle_step(state.config.clock.now(), !running)
             .map(drop)
     }
 
     /// Every bad-replica report kept, in block order (for repair tools and tests).
     pub fn bad_replicas(&self) -> Result<Vec<BadReplicaReport>, MetaError> {
-        bad_replicas::bad_replicas(&self.state.store)
+        bad_replicas::bad_replicas(&self.state().store)
     }
 
     /// Serves `request` for a caller acting as `principal`.
@@ -210,32 +251,16 @@ impl MetaService {
             metrics::counter!("tessera_meta_unauthorized_total", "kind" => name).increment(1);
             tracing::warn!(kind = name, %principal, "meta request refused: not this principal's");
             Err(MetaError::Unauthorized)
+        } else if request.access() == Access::Group {
+            self.serve_group(request).await
         } else {
-            // Writes return once durable; what reads saw may not be yet.
-            let mark = self.state.store.mark();
-            let (answer, horizon) = if request.is_point_read() {
-                let answer = store::take_horizon_of(|| {
-                    request.dispatch(&*self.state, self.state.config.clock.now())
-                });
-                // Served without awaiting anything: let the task yield in turn.
-                tokio::task::consume_budget().await;
-                answer
-            } else {
-                let state = self.state.clone();
-                tokio::task::spawn_blocking(move || {
-                    store::take_horizon_of(|| request.dispatch(&*state, state.config.clock.now()))
-                })
-                .await
-                .unwrap_or_else(|e| {
-                    (
-                        Err(MetaError::Store(format!("meta request failed: {e}"))),
-                        0,
-                    )
-                })
-            };
-            match self.state.store.settled(mark, horizon).await {
-                Ok(()) => answer,
-                Err(lost) => Err(lost),
+            match self.group() {
+                Some(group) if request.access() == Access::Write => group.write(request).await,
+                Some(group) => match group.linearizable().await {
+                    Ok(()) => self.serve_here(request).await,
+                    Err(e) => Err(e),
+                },
+                None => self.serve_here(request).await,
             }
         };
         if let Err(e) = &result {
@@ -243,6 +268,76 @@ impl MetaService {
             tracing::debug!(kind = name, error = %e, "meta request refused");
         }
         result
+    }
+
+    /// Serves a request from this meta's store: every request of a lone
+    /// meta, the reads of a group's leader.
+    async fn serve_here(&self, request: AnyRequest) -> Result<AnyResponse, MetaError> {
+        let state = self.state();
+        // Writes return once durable; what reads saw may not be yet.
+        let mark = state.store.mark();
+        let (answer, horizon) = if request.access() == Access::PointRead {
+            let answer =
+                store::take_horizon_of(|| request.dispatch(&*state, state.config.clock.now()));
+            // Served without awaiting anything: let the task yield in turn.
+            tokio::task::consume_budget().await;
+            answer
+        } else {
+            let state = state.clone();
+            tokio::task::spawn_blocking(move || {
+                store::take_horizon_of(|| request.dispatch(&*state, state.config.clock.now()))
+            })
+            .await
+            .unwrap_or_else(|e| {
+                (
+                    Err(MetaError::Store(format!("meta request failed: {e}"))),
+                    0,
+                )
+            })
+        };
+        state.store.settled(mark, horizon).await?;
+        answer
+    }
+
+    /// Serves the group's own requests: Raft messages, status, membership.
+    async fn serve_group(&self, request: AnyRequest) -> Result<AnyResponse, MetaError> {
+        let alone = || {
+            MetaError::InvalidRequest(
+                "this meta runs alone: start its members with --node-id and --peers".into(),
+            )
+        };
+        match request {
+            AnyRequest::GetGroupStatus(_) => Ok(AnyResponse::GetGroupStatus(match self.group() {
+                Some(group) => group.status(),
+                None => GroupStatus::alone(),
+            })),
+            AnyRequest::GetGroupSecrets(_) => Ok(AnyResponse::GetGroupSecrets(group::secrets_of(
+                &self.state().config.data_dir,
+            )?)),
+            AnyRequest::RaftMessage(message) => {
+                let group = self.group().ok_or_else(alone)?;
+                group.receive(message).await.map(AnyResponse::RaftMessage)
+            }
+            AnyRequest::AddGroupMember(add) => {
+                let group = self.group().ok_or_else(alone)?;
+                group.add(add).await.map(AnyResponse::AddGroupMember)
+            }
+            AnyRequest::TakeGroupSnapshot(_) => {
+                let group = self.group().ok_or_else(alone)?;
+                group.snapshot().await.map(AnyResponse::TakeGroupSnapshot)
+            }
+            AnyRequest::RemoveGroupMember(remove) => {
+                let group = self.group().ok_or_else(alone)?;
+                group
+                    .remove(remove)
+                    .await
+                    .map(AnyResponse::RemoveGroupMember)
+            }
+            other => Err(MetaError::Protocol(format!(
+                "{} is not the group's request",
+                other.name()
+            ))),
+        }
     }
 }
 
@@ -254,9 +349,11 @@ impl Drop for MetaService {
     /// database is closed when the service is gone (a new service may open
     /// the same file at once).
     fn drop(&mut self) {
-        self.state.stopping.store(true, Ordering::Release);
+        let state = self.state();
+        state.stopping.store(true, Ordering::Release);
+        drop(state);
         let start = std::time::Instant::now();
-        while Arc::strong_count(&self.state) > 1 && start.elapsed() < STOP_WAIT {
+        while Arc::strong_count(&self.slot.current()) > 2 && start.elapsed() < STOP_WAIT {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
@@ -276,7 +373,7 @@ impl MetaTransport for LocalMeta {
 
 /// Keeps the datanode gauges current while the service lives (states change
 /// with time alone, without any request).
-fn spawn_gauge_refresher(state: Weak<MetaState>) {
+fn spawn_gauge_refresher(service: Weak<MetaService>) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return;
     };
@@ -284,7 +381,7 @@ fn spawn_gauge_refresher(state: Weak<MetaState>) {
         let mut tick = tokio::time::interval(GAUGE_INTERVAL);
         loop {
             tick.tick().await;
-            let Some(state) = state.upgrade() else {
+            let Some(state) = service.upgrade().map(|s| s.state()) else {
                 return;
             };
             state.registry.publish_gauges(
@@ -296,9 +393,29 @@ fn spawn_gauge_refresher(state: Weak<MetaState>) {
     });
 }
 
-/// Runs the redundancy upkeep (scans, repair scheduling) while the service
-/// lives, on the blocking pool, one round at a time.
-fn spawn_redundancy_checker(state: Weak<MetaState>) {
+/// Runs one background round on the blocking pool with the state, unless
+/// the service is stopping.
+async fn background<T: Send + 'static>(
+    service: &Weak<MetaService>,
+    idle: T,
+    round: impl FnOnce(&MetaState) -> Result<T, MetaError> + Send + 'static,
+) -> Option<Result<T, MetaError>> {
+    // The service itself is not held across the round: only its state,
+    // which a dropped service waits for.
+    let state = service.upgrade()?.state();
+    let ran = tokio::task::spawn_blocking(move || {
+        if state.stopping.load(Ordering::Acquire) {
+            return Ok(idle);
+        }
+        round(&state)
+    })
+    .await;
+    Some(ran.unwrap_or_else(|e| Err(MetaError::Store(format!("background round stopped: {e}")))))
+}
+
+/// Runs the redundancy upkeep (scans, repair scheduling) of a lone meta
+/// while the service lives, on the blocking pool, one round at a time.
+fn spawn_redundancy_checker(service: Weak<MetaService>) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return;
     };
@@ -307,28 +424,21 @@ fn spawn_redundancy_checker(state: Weak<MetaState>) {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            let Some(state) = state.upgrade() else {
-                return;
-            };
-            let round = tokio::task::spawn_blocking(move || {
-                if state.stopping.load(Ordering::Acquire) {
-                    return Ok(());
-                }
-                let now = state.config.clock.now();
-                state.check_redundancy(now)
+            let round = background(&service, (), |state| {
+                state.check_redundancy(state.config.clock.now())
             });
             match round.await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => tracing::warn!(error = %e, "redundancy check failed"),
-                Err(e) => tracing::warn!(error = %e, "redundancy check stopped"),
+                None => return,
+                Some(Ok(())) => {}
+                Some(Err(e)) => tracing::warn!(error = %e, "redundancy check failed"),
             }
         }
     });
 }
 
-/// Runs the lifecycle worker while the service lives: one step at a time on
-/// the blocking pool, each followed by the pause it asks for.
-fn spawn_lifecycle_worker(state: Weak<MetaState>) {
+/// Runs the lifecycle worker of a lone meta while the service lives: one
+/// step at a time on the blocking pool, each followed by the pause it asks for.
+fn spawn_lifecycle_worker(service: Weak<MetaService>) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return;
     };
@@ -336,27 +446,78 @@ fn spawn_lifecycle_worker(state: Weak<MetaState>) {
         let mut pause = Duration::ZERO;
         loop {
             tokio::time::sleep(pause).await;
-            let Some(state) = state.upgrade() else {
-                return;
-            };
-            let step = tokio::task::spawn_blocking(move || {
-                if state.stopping.load(Ordering::Acquire) {
-                    return Ok(Duration::from_secs(1));
-                }
-                let now = state.config.clock.now();
-                state.lifecycle_step(now, false)
+            let step = background(&service, Duration::from_secs(1), |state| {
+                state.lifecycle_step(state.config.clock.now(), false)
             });
             pause = match step.await {
-                Ok(Ok(pause)) => pause,
-                Ok(Err(e)) => {
+                None => return,
+                Some(Ok(pause)) => pause,
+                Some(Err(e)) => {
                     tracing::warn!(error = %e, "lifecycle step failed");
                     LIFECYCLE_RETRY
                 }
-                Err(e) => {
-                    tracing::warn!(error = %e, "lifecycle step stopped");
-                    LIFECYCLE_RETRY
-                }
             };
+        }
+    });
+}
+
+/// Runs a group member's background work while it leads: the start-up
+/// writes once per term it leads, the redundancy upkeep every second and
+/// the lifecycle steps, each as an entry of the log, so every member
+/// applies the same writes.
+fn spawn_leader_work(service: Weak<MetaService>) {
+    tokio::spawn(async move {
+        // Often enough that a new leader's start-up writes follow its
+        // election at once; the rounds keep their own pace.
+        let mut tick = tokio::time::interval(group::LEADER_POLL / 2);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut started_term = None;
+        let mut redundancy_at = tokio::time::Instant::now();
+        let mut lifecycle_at = tokio::time::Instant::now();
+        loop {
+            tick.tick().await;
+            let Some(service) = service.upgrade() else {
+                return;
+            };
+            let Some(group) = service.group().cloned() else {
+                return;
+            };
+            let lifecycle = service.state().config.lifecycle.background;
+            drop(service);
+            let term = group.status().term;
+            if !group.is_leader() {
+                started_term = None;
+                continue;
+            }
+            if started_term != Some(term) {
+                match group.propose(Action::Startup).await {
+                    Ok(_) => started_term = Some(term),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "start-up writes of the new leader failed")
+                    }
+                }
+                continue;
+            }
+            if tokio::time::Instant::now() >= redundancy_at {
+                redundancy_at = tokio::time::Instant::now() + REDUNDANCY_CHECK_INTERVAL;
+                if let Err(e) = group.propose(Action::Redundancy).await {
+                    tracing::warn!(error = %e, "redundancy check failed");
+                }
+            }
+            if lifecycle && tokio::time::Instant::now() >= lifecycle_at {
+                let pause = match group.propose(Action::Lifecycle).await {
+                    Ok(Applied::Pause(Ok(ms))) => Duration::from_millis(ms),
+                    Ok(other) => {
+                        tracing::warn!(outcome = ?other, "lifecycle step failed");
+                        LIFECYCLE_RETRY
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "lifecycle step failed");
+                        LIFECYCLE_RETRY
+                    }
+                };
+                lifecycle_at = tokio::time::Instant::now() + pause;
+            }
         }
     });
 }

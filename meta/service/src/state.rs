@@ -5,20 +5,25 @@
 
 use crate::authentication::Authenticator;
 use crate::config::MetaConfig;
-use crate::decoded::DecodedCache;
+use crate::credentials::{self, RootCredentials};
+use crate::decoded::{DecodedCache, DEFAULT_DECODED_CACHE_BYTES};
+use crate::object_keys;
 use crate::orphans::OrphanDetector;
 use crate::placement::BlockIds;
 use crate::registry::Registry;
 use crate::repair::RepairBook;
+use crate::store::db::all_json;
+use crate::store::lifecycle_passes;
+use crate::store::tables::DATANODES;
 use crate::store::Store;
 use crate::tokens::TokenIssuer;
-use meta_api::{BlockGroup, BucketRecord, ObjectRecord, UnixMillis};
+use meta_api::{BlockGroup, BucketRecord, DatanodeRecord, MetaError, ObjectRecord, UnixMillis};
 use proto::token::Modes;
 
 /// The state of one meta process.
 pub(crate) struct MetaState {
     pub(crate) config: MetaConfig,
-    pub(crate) store: Store,
+    pub(crate) store: std::sync::Arc<Store>,
     pub(crate) registry: Registry,
     pub(crate) block_ids: BlockIds,
     pub(crate) orphans: OrphanDetector,
@@ -39,6 +44,63 @@ pub(crate) struct MetaState {
 }
 
 impl MetaState {
+    /// The state over `store`: the datanode registry, block ids, token
+    /// keys, credentials and object keys as the store and the data folder
+    /// hold them. Writes nothing to a group member's store (its start-up
+    /// writes go through the log: [`MetaState::startup_writes`]); a lone
+    /// meta's due token keys and master key check are written here.
+    /// Blocking.
+    pub(crate) fn load(
+        config: MetaConfig,
+        store: std::sync::Arc<Store>,
+    ) -> Result<MetaState, MetaError> {
+        let now = config.clock.now();
+        let datanodes: Vec<DatanodeRecord> =
+            store.read(|txn| all_json(&txn.open_table(DATANODES)?))?;
+        let registry = Registry::load(datanodes);
+        let block_ids = BlockIds::load(&store)?;
+        let authenticator = Authenticator::new(
+            credentials::admin_token(&config)?,
+            credentials::credential_key(&config)?,
+        );
+        let orphans = OrphanDetector::open(&store, config.orphan_grace, now)?;
+        let tokens = TokenIssuer::load(
+            &store,
+            config.token_rotation,
+            config.token_lifetime,
+            config.stale_after,
+        )?;
+        let repairs = RepairBook::new(config.repair.clone());
+        let object_keys = object_keys::ObjectKeys::load(&config.data_dir, &store)?;
+        Ok(MetaState {
+            repairs,
+            stopping: Default::default(),
+            config,
+            store,
+            registry,
+            block_ids,
+            orphans,
+            tokens,
+            authenticator,
+            decoded_objects: DecodedCache::new(DEFAULT_DECODED_CACHE_BYTES),
+            decoded_buckets: DecodedCache::new(DEFAULT_DECODED_CACHE_BYTES / 8),
+            object_keys,
+        })
+    }
+
+    /// What a meta writes when it starts: the root user and its key, due
+    /// token keys, the master key's check value, and a restart counted in
+    /// the lifecycle pass under way. A lone meta runs it on opening; a group
+    /// runs it as an entry each new leader proposes. Answers the root
+    /// credentials.
+    pub(crate) fn startup_writes(&self, now: UnixMillis) -> Result<RootCredentials, MetaError> {
+        let root = credentials::bootstrap_root(&self.store, &self.config, now)?;
+        self.tokens.rotate(&self.store, now)?;
+        object_keys::record_master_check(&self.store, &self.object_keys.master)?;
+        lifecycle_passes::note_restart(&self.store)?;
+        Ok(root)
+    }
+
     /// Readies `groups` to be handed to a reader: current datanode
     /// addresses, and a read token for each group.
     pub(crate) fn hand_out_for_reading(&self, groups: &mut [BlockGroup], now: UnixMillis) {

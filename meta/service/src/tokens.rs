@@ -13,7 +13,6 @@ use crate::store::Store;
 use meta_api::{BlockGroup, MetaError, UnixMillis};
 use parking_lot::RwLock;
 use proto::token::{index_mask, BlockToken, Modes, TokenKey};
-use rand::RngCore;
 use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -45,13 +44,13 @@ fn unix(now: UnixMillis) -> u64 {
 }
 
 impl TokenIssuer {
-    /// Loads the stored keys and makes the ones due at `now`.
+    /// Loads the stored keys (the start-up writes make the ones due,
+    /// [`TokenIssuer::rotate`]).
     pub(crate) fn load(
         store: &Store,
         rotation: Duration,
         lifetime: Duration,
         lead: Duration,
-        now: UnixMillis,
     ) -> Result<Self, MetaError> {
         let keys = store.read(|txn| {
             let table = txn.open_table(TOKEN_KEYS)?;
@@ -62,14 +61,12 @@ impl TokenIssuer {
             }
             Ok(keys)
         })?;
-        let issuer = Self {
+        Ok(Self {
             keys: RwLock::new(keys),
             rotation: millis(rotation),
             lifetime: millis(lifetime),
             lead: millis(lead).min(millis(rotation) / 2),
-        };
-        issuer.rotate(store, now)?;
-        Ok(issuer)
+        })
     }
 
     /// Makes the next key when it is due, and drops retired ones; a write
@@ -96,8 +93,7 @@ impl TokenIssuer {
                     newest.active_from.saturating_add(self.rotation)
                 })
                 .max(now);
-            let mut secret = [0u8; 32];
-            rand::thread_rng().fill_bytes(&mut secret);
+            let secret = crate::entropy::bytes::<32>();
             added = Some(IssuerKey {
                 key: TokenKey {
                     id: keys.last().map_or(1, |k| k.key.id.wrapping_add(1)),

@@ -71,6 +71,56 @@ async fn a_broken_idle_connection_is_replaced() {
     server.stop().await;
 }
 
+#[tokio::test]
+async fn an_idle_connection_meta_closed_is_not_used_even_for_a_write() {
+    let meta = MetaUnderTest::open(Transport::Local).await;
+    let server = RpcServer::start(meta.service.clone()).await;
+    let addr = server.addr().to_string();
+    let remote = RemoteMeta::new(&addr, meta.service.admin_token());
+    remote.call(&ListUsers.into_any()).await.unwrap();
+    assert_eq!(remote.idle_connections(), 1);
+    server.stop().await;
+    let server = RpcServer::start_at(meta.service.clone(), &addr).await;
+    // A write is never sent again after a connection broke mid-request, so
+    // the closed idle connection must be seen as closed before it is used.
+    let created = remote
+        .call(
+            &CreateUser {
+                name: "after".into(),
+            }
+            .into_any(),
+        )
+        .await;
+    assert!(
+        matches!(created, Ok(AnyResponse::CreateUser(()))),
+        "{created:?}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_client_of_several_metas_goes_past_one_that_is_down() {
+    let meta = MetaUnderTest::open(Transport::Remote).await;
+    let addr = meta.rpc_addr().unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let down = listener.local_addr().unwrap().to_string();
+    drop(listener);
+    let client = MetaClient::remote(&format!("{down}, {addr}"), meta.service.admin_token(), None);
+    // A write goes on too: it never reached the member that is down.
+    client.call(CreateUser { name: "u".into() }).await.unwrap();
+    let users = client.call(ListUsers).await.unwrap();
+    assert!(users.iter().any(|u| u.name == "u"), "{users:?}");
+    // With every address down, the error is the transport's, after a wait.
+    let alone = MetaClient::remote(&format!("{down},{down}"), meta.service.admin_token(), None);
+    let started = std::time::Instant::now();
+    let err = alone.call(ListUsers).await.unwrap_err();
+    assert!(matches!(err, MetaError::Transport(_)), "{err:?}");
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(1),
+        "gave up at once"
+    );
+}
+
 /// Reads one reply frame.
 async fn reply(stream: &mut TcpStream) -> Result<AnyResponse, MetaError> {
     let payload = read_frame(stream, MAX_FRAME).await.unwrap();
@@ -279,7 +329,11 @@ async fn a_datanode_credential_speaks_for_that_datanode_only() {
             .unwrap_err(),
         datanode
             .call(GetAccessKey {
-                access_key: meta.service.root_credentials().access_key,
+                access_key: meta
+                    .service
+                    .root_credentials()
+                    .expect("a lone meta has root credentials")
+                    .access_key,
             })
             .await
             .unwrap_err(),

@@ -12,12 +12,14 @@
 
 mod buckets;
 mod datanodes;
+mod group;
 mod objects;
 mod uploads;
 mod users;
 
 pub use buckets::*;
 pub use datanodes::*;
+pub use group::*;
 pub use objects::*;
 pub use uploads::*;
 pub use users::*;
@@ -43,6 +45,22 @@ pub enum Role {
     Admin,
 }
 
+/// How meta serves a request, which decides where a meta group serves it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Access {
+    /// A read of one record, served on the caller's task rather than on the
+    /// blocking pool.
+    PointRead,
+    /// A read of many records (a listing), served on the blocking pool.
+    Read,
+    /// A change to the store: in a group, replicated through the log and
+    /// applied by every member.
+    Write,
+    /// The group's own business (Raft messages, membership), served by the
+    /// group layer rather than a handler.
+    Group,
+}
+
 /// A request to meta and the type of its answer.
 pub trait MetaRequest: Serialize + DeserializeOwned + Debug + Send + Sized + 'static {
     /// What meta answers.
@@ -51,9 +69,8 @@ pub trait MetaRequest: Serialize + DeserializeOwned + Debug + Send + Sized + 'st
     const NAME: &'static str;
     /// The least role a caller needs.
     const ROLE: Role;
-    /// A point read of the store, served on the caller's task rather than on
-    /// the blocking pool.
-    const POINT_READ: bool;
+    /// How meta serves it.
+    const ACCESS: Access;
 
     /// The request in its envelope.
     fn into_any(self) -> AnyRequest;
@@ -70,13 +87,13 @@ pub trait Handle<R: MetaRequest> {
 }
 
 macro_rules! request_table {
-    ($( $request:ident => $response:ty, $name:literal, $role:ident $(, $point_read:ident)?; )*) => {
+    ($( $request:ident => $response:ty, $name:literal, $role:ident, $access:ident; )*) => {
         $(
             impl MetaRequest for $request {
                 type Response = $response;
                 const NAME: &'static str = $name;
                 const ROLE: Role = Role::$role;
-                const POINT_READ: bool = request_table!(@point_read $($point_read)?);
+                const ACCESS: Access = Access::$access;
 
                 fn into_any(self) -> AnyRequest {
                     AnyRequest::$request(self)
@@ -98,7 +115,7 @@ macro_rules! request_table {
         )*
 
         /// Any request, as it travels over the wire.
-        #[derive(Debug, Serialize, Deserialize)]
+        #[derive(Clone, Debug, Serialize, Deserialize)]
         pub enum AnyRequest {
             $(
                 #[doc = concat!("A [`", stringify!($request), "`].")]
@@ -130,10 +147,10 @@ macro_rules! request_table {
                 }
             }
 
-            /// Whether the request is a point read (see [`MetaRequest::POINT_READ`]).
-            pub fn is_point_read(&self) -> bool {
+            /// How meta serves the request.
+            pub fn access(&self) -> Access {
                 match self {
-                    $(Self::$request(_) => <$request as MetaRequest>::POINT_READ,)*
+                    $(Self::$request(_) => Access::$access,)*
                 }
             }
 
@@ -160,66 +177,71 @@ macro_rules! request_table {
         /// Every request's name, in table order.
         pub const REQUEST_NAMES: &[&str] = &[$($name),*];
     };
-    (@point_read point_read) => { true };
-    (@point_read) => { false };
 }
 
 request_table! {
     // Datanodes.
-    Heartbeat => HeartbeatReply, "heartbeat", Datanode;
-    BlockReport => u64, "block_report", Datanode;
-    FinishRepair => (), "finish_repair", Datanode;
-    ReportBadReplica => (), "report_bad_replica", Gateway;
-    AllocateBlock => BlockGroup, "allocate_block", Gateway;
-    DiscardBlocks => (), "discard_blocks", Gateway;
+    Heartbeat => HeartbeatReply, "heartbeat", Datanode, Write;
+    BlockReport => u64, "block_report", Datanode, Write;
+    FinishRepair => (), "finish_repair", Datanode, Write;
+    ReportBadReplica => (), "report_bad_replica", Gateway, Write;
+    AllocateBlock => BlockGroup, "allocate_block", Gateway, Write;
+    DiscardBlocks => (), "discard_blocks", Gateway, Write;
     // Credentials.
-    GetAccessKey => Option<AccessKeyRecord>, "get_access_key", Gateway, point_read;
-    GetUser => Option<UserRecord>, "get_user", Gateway, point_read;
+    GetAccessKey => Option<AccessKeyRecord>, "get_access_key", Gateway, PointRead;
+    GetUser => Option<UserRecord>, "get_user", Gateway, PointRead;
     // Buckets.
-    CreateBucket => (), "create_bucket", Gateway;
-    GetBucket => Option<Arc<BucketRecord>>, "get_bucket", Gateway, point_read;
-    DeleteBucket => (), "delete_bucket", Gateway;
-    ListBuckets => Vec<BucketRecord>, "list_buckets", Gateway;
-    SetBucketCors => (), "set_bucket_cors", Gateway;
-    SetBucketLifecycle => (), "set_bucket_lifecycle", Gateway;
-    SetBucketEncryption => (), "set_bucket_encryption", Gateway;
-    ResolveKmsKey => String, "resolve_kms_key", Gateway;
-    SetBucketTags => (), "set_bucket_tags", Gateway;
-    SetBucketAccess => (), "set_bucket_access", Gateway;
-    SetBucketVersioning => (), "set_bucket_versioning", Gateway;
-    SetObjectLockConfiguration => (), "set_object_lock_configuration", Gateway;
-    DefaultReplication => ReplicationConfig, "default_replication", Gateway;
+    CreateBucket => (), "create_bucket", Gateway, Write;
+    GetBucket => Option<Arc<BucketRecord>>, "get_bucket", Gateway, PointRead;
+    DeleteBucket => (), "delete_bucket", Gateway, Write;
+    ListBuckets => Vec<BucketRecord>, "list_buckets", Gateway, Read;
+    SetBucketCors => (), "set_bucket_cors", Gateway, Write;
+    SetBucketLifecycle => (), "set_bucket_lifecycle", Gateway, Write;
+    SetBucketEncryption => (), "set_bucket_encryption", Gateway, Write;
+    ResolveKmsKey => String, "resolve_kms_key", Gateway, Write;
+    SetBucketTags => (), "set_bucket_tags", Gateway, Write;
+    SetBucketAccess => (), "set_bucket_access", Gateway, Write;
+    SetBucketVersioning => (), "set_bucket_versioning", Gateway, Write;
+    SetObjectLockConfiguration => (), "set_object_lock_configuration", Gateway, Write;
+    DefaultReplication => ReplicationConfig, "default_replication", Gateway, Read;
     // Objects.
-    CommitObject => VersionStamp, "commit_object", Gateway;
-    GetObject => Option<Arc<ObjectRecord>>, "get_object", Gateway, point_read;
-    DeleteObject => Deleted, "delete_object", Gateway;
-    UpdateObject => (), "update_object", Gateway;
-    SetObjectLock => (), "set_object_lock", Gateway;
-    ListObjects => ListPage, "list_objects", Gateway;
-    ListObjectVersions => VersionsPage, "list_object_versions", Gateway;
+    CommitObject => VersionStamp, "commit_object", Gateway, Write;
+    GetObject => Option<Arc<ObjectRecord>>, "get_object", Gateway, PointRead;
+    DeleteObject => Deleted, "delete_object", Gateway, Write;
+    UpdateObject => (), "update_object", Gateway, Write;
+    SetObjectLock => (), "set_object_lock", Gateway, Write;
+    ListObjects => ListPage, "list_objects", Gateway, Read;
+    ListObjectVersions => VersionsPage, "list_object_versions", Gateway, Read;
     // Multipart uploads.
-    CreateUpload => (), "create_upload", Gateway;
-    GetUpload => Option<UploadRecord>, "get_upload", Gateway, point_read;
-    CommitPart => (), "commit_part", Gateway;
-    ListParts => PartsPage, "list_parts", Gateway;
-    CompleteUpload => ObjectRecord, "complete_upload", Gateway;
-    AbortUpload => (), "abort_upload", Gateway;
-    ListUploads => UploadPage, "list_uploads", Gateway;
+    CreateUpload => (), "create_upload", Gateway, Write;
+    GetUpload => Option<UploadRecord>, "get_upload", Gateway, PointRead;
+    CommitPart => (), "commit_part", Gateway, Write;
+    ListParts => PartsPage, "list_parts", Gateway, Read;
+    CompleteUpload => ObjectRecord, "complete_upload", Gateway, Write;
+    AbortUpload => (), "abort_upload", Gateway, Write;
+    ListUploads => UploadPage, "list_uploads", Gateway, Read;
     // Administration.
-    CreateUser => (), "create_user", Admin;
-    DeleteUser => (), "delete_user", Admin;
-    ListUsers => Vec<UserRecord>, "list_users", Admin;
-    CreateKey => AccessKeyRecord, "create_key", Admin;
-    DeleteKey => (), "delete_key", Admin;
-    ListKeys => Vec<AccessKeyRecord>, "list_keys", Admin;
-    LimitKey => (), "limit_key", Admin;
-    SetBucketPublicRead => (), "set_bucket_public_read", Admin;
-    SetUserPolicy => (), "set_user_policy", Admin;
-    GetClusterStatus => ClusterStatus, "status", Admin;
-    SetDatanodeAdminState => (), "set_datanode_admin_state", Admin;
-    MintCredential => String, "mint_credential", Admin;
-    CreateKmsKey => KmsKeyRecord, "create_kms_key", Admin;
-    ListKmsKeys => Vec<KmsKeyRecord>, "list_kms_keys", Admin;
+    CreateUser => (), "create_user", Admin, Write;
+    DeleteUser => (), "delete_user", Admin, Write;
+    ListUsers => Vec<UserRecord>, "list_users", Admin, Read;
+    CreateKey => AccessKeyRecord, "create_key", Admin, Write;
+    DeleteKey => (), "delete_key", Admin, Write;
+    ListKeys => Vec<AccessKeyRecord>, "list_keys", Admin, Read;
+    LimitKey => (), "limit_key", Admin, Write;
+    SetBucketPublicRead => (), "set_bucket_public_read", Admin, Write;
+    SetUserPolicy => (), "set_user_policy", Admin, Write;
+    GetClusterStatus => ClusterStatus, "status", Admin, Read;
+    SetDatanodeAdminState => (), "set_datanode_admin_state", Admin, Write;
+    MintCredential => String, "mint_credential", Admin, Write;
+    CreateKmsKey => KmsKeyRecord, "create_kms_key", Admin, Write;
+    ListKmsKeys => Vec<KmsKeyRecord>, "list_kms_keys", Admin, Read;
+    // The meta group.
+    RaftMessage => serde_json::Value, "raft_message", Admin, Group;
+    GetGroupStatus => GroupStatus, "group_status", Admin, Group;
+    AddGroupMember => (), "add_group_member", Admin, Group;
+    RemoveGroupMember => (), "remove_group_member", Admin, Group;
+    GetGroupSecrets => GroupSecrets, "group_secrets", Admin, Group;
+    TakeGroupSnapshot => u64, "take_group_snapshot", Admin, Group;
 }
 
 impl AnyRequest {

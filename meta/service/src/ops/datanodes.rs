@@ -122,7 +122,7 @@ impl Handle<AllocateBlock> for MetaState {
         if width < config.width() {
             metrics::counter!("tessera_meta_short_groups_allocated_total").increment(1);
         }
-        let chosen = choose(candidates, width, &mut rand::thread_rng())?;
+        let chosen = crate::entropy::with_rng(|rng| choose(candidates, width, rng))?;
         let block = self.block_ids.next(&self.store)?;
         self.registry.note_allocated(chosen.iter().map(|c| &c.id));
         let replicas = chosen

@@ -4,6 +4,7 @@
 pub(crate) mod bad_replicas;
 mod buckets;
 mod datanodes;
+mod group;
 mod kms;
 pub(crate) mod listing;
 mod object_lock;

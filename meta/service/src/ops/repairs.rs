@@ -354,7 +354,7 @@ impl MetaState {
             })
             .collect();
         let width = rest.len().min(candidates.len());
-        let chosen = choose(candidates, width, &mut rand::thread_rng()).ok()?;
+        let chosen = crate::entropy::with_rng(|rng| choose(candidates, width, rng)).ok()?;
         targets.extend(rest.iter().zip(chosen).map(|(index, c)| ReplicaLocation {
             index: *index,
             datanode: c.id,

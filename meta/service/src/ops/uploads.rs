@@ -282,7 +282,7 @@ impl Handle<CompleteUpload> for MetaState {
                 chosen.push(part);
             }
             let record = ObjectRecord {
-                id: ObjectId::random(),
+                id: ObjectId(crate::entropy::uuid()),
                 bucket: bucket.to_string(),
                 key: key.to_string(),
                 size: chosen.iter().map(|p| p.size).sum(),

@@ -124,6 +124,39 @@ pub(crate) struct Store {
     writes: AtomicU64,
     /// Commits waiting for their flush.
     commits: GroupCommit,
+    /// The store of a meta group's member: writes happen only while a log
+    /// entry is applied ([`applying`]), and need no sync of their own (the
+    /// log is durable; see [`Store::write_replicated`]).
+    replicated: bool,
+}
+
+thread_local! {
+    /// While a group member applies a log entry on this thread: what to
+    /// record as applied in each of its write transactions.
+    static APPLYING: std::cell::RefCell<Option<AppliedMark>> = const { std::cell::RefCell::new(None) };
+}
+
+/// What a group member records as applied, in the same transaction as the
+/// changes of the entry it names: the key and its value in [`APPLIED`].
+pub(crate) type AppliedMark = (&'static str, Vec<u8>);
+
+/// Where a group member keeps what it has applied (see `crate::group`).
+pub(crate) const APPLIED: redb::TableDefinition<&str, &[u8]> =
+    redb::TableDefinition::new("group_applied");
+
+/// Runs `f` (the handler of one log entry) with every write it makes also
+/// recording `mark`, so that the store never holds an entry's changes
+/// without knowing the entry applied.
+pub(crate) fn applying<T>(mark: AppliedMark, f: impl FnOnce() -> T) -> T {
+    struct Restore;
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            APPLYING.with(|cell| cell.borrow_mut().take());
+        }
+    }
+    APPLYING.with(|cell| *cell.borrow_mut() = Some(mark));
+    let _restore = Restore;
+    f()
 }
 
 /// The last disk failure of a write.
@@ -151,6 +184,13 @@ impl Store {
         Self::open_with(path, Box::new(open_file), commits)
     }
 
+    /// The store of a meta group's member (see [`Store::write_replicated`]).
+    pub(crate) fn open_replicated(path: &Path) -> Result<Self, StoreError> {
+        let mut store = Self::open_with(path, Box::new(open_file), Commits::OneByOne)?;
+        store.replicated = true;
+        Ok(store)
+    }
+
     fn open_with(path: &Path, open: Opener, commits: Commits) -> Result<Self, StoreError> {
         Ok(Self {
             path: path.to_path_buf(),
@@ -159,7 +199,13 @@ impl Store {
             failure: Mutex::new(None),
             writes: AtomicU64::new(0),
             commits: GroupCommit::new(commits),
+            replicated: false,
         })
+    }
+
+    /// Whether this is a group member's store.
+    pub(crate) fn is_replicated(&self) -> bool {
+        self.replicated
     }
 
     /// The database; opened again first if an earlier attempt failed.
@@ -194,6 +240,68 @@ impl Store {
     /// is failing, writes are refused with `OutOfSpace`, except one now and
     /// then that tries again.
     pub(crate) fn write<T>(
+        &self,
+        f: impl FnOnce(&WriteTransaction) -> Result<T, StoreError>,
+    ) -> Result<T, MetaError> {
+        if self.replicated {
+            return self.write_replicated(f);
+        }
+        self.write_local(f)
+    }
+
+    /// A write of a group member's store, made while a log entry is
+    /// applied: it records the entry as applied in the same transaction and
+    /// commits without a sync, since the entry is durable in the log (the
+    /// member syncs once per batch of entries, [`Store::sync_applied`]).
+    /// Any other write would make this member's store differ from the
+    /// others': it is refused.
+    fn write_replicated<T>(
+        &self,
+        f: impl FnOnce(&WriteTransaction) -> Result<T, StoreError>,
+    ) -> Result<T, MetaError> {
+        let Some((key, value)) = APPLYING.with(|cell| cell.borrow().clone()) else {
+            return Err(MetaError::Store(
+                "a group member's store is written only by its log".into(),
+            ));
+        };
+        self.ended(self.database().and_then(|db| {
+            let mut txn = db.begin_write()?;
+            txn.set_durability(Durability::None);
+            let out = f(&txn)?;
+            txn.open_table(APPLIED)?.insert(key, value.as_slice())?;
+            txn.commit()?;
+            Ok(out)
+        }))
+    }
+
+    /// The outcome of a group member's write transaction: counted as a
+    /// write, and a disk failure marks the store failed.
+    fn ended<T>(&self, committed: Result<T, StoreError>) -> Result<T, MetaError> {
+        self.writes.fetch_add(1, Ordering::Release);
+        match committed {
+            Err(StoreError::Disk(reason)) => {
+                self.failed(reason.clone());
+                Err(MetaError::OutOfSpace(reason))
+            }
+            other => Ok(other?),
+        }
+    }
+
+    /// Records `mark` as applied and makes every write so far durable: a
+    /// group member's sync, once per batch of applied entries.
+    pub(crate) fn sync_applied(&self, mark: AppliedMark) -> Result<(), MetaError> {
+        let (key, value) = mark;
+        self.ended(self.database().and_then(|db| {
+            let txn = db.begin_write()?;
+            txn.open_table(APPLIED)?.insert(key, value.as_slice())?;
+            txn.commit()?;
+            Ok(())
+        }))
+    }
+
+    /// A write of this member alone, outside any log: the schema's tables
+    /// on opening. Elsewhere [`Store::write`].
+    pub(crate) fn write_local<T>(
         &self,
         f: impl FnOnce(&WriteTransaction) -> Result<T, StoreError>,
     ) -> Result<T, MetaError> {
@@ -279,6 +387,10 @@ impl Store {
     /// could have seen: [`take_horizon_of`]) is durable; an error when a disk
     /// failure undid some of it.
     pub(crate) async fn settled(&self, mark: Mark, horizon: u64) -> Result<(), MetaError> {
+        if self.replicated {
+            // What a member applied is committed in the group's log.
+            return Ok(());
+        }
         self.commits
             .settled(mark, horizon)
             .await
@@ -330,20 +442,32 @@ impl Store {
                     .unwrap_or_else(|| "the metadata store was reopened".into()),
             );
             self.writes.fetch_add(1, Ordering::Release);
-            let mut old = old;
-            loop {
-                match Arc::try_unwrap(old) {
-                    Ok(db) => {
-                        drop(db);
-                        break;
-                    }
-                    Err(shared) => {
-                        old = shared;
-                        std::thread::sleep(Duration::from_millis(1));
-                    }
-                }
-            }
+            close_when_unused(old);
         }
+        *slot = Some(Arc::new((self.open)(&self.path)?));
+        Ok(())
+    }
+
+    /// Replaces the database file with a copy of `source` (a snapshot of a
+    /// group member's store from its leader) and opens it. Readers of the
+    /// old file are waited for; nothing else may write meanwhile.
+    pub(crate) fn replace_file(&self, source: &Path) -> Result<(), StoreError> {
+        let mut slot = self.db.write();
+        if let Some(old) = slot.take() {
+            close_when_unused(old);
+        }
+        let io =
+            |e: std::io::Error| StoreError::Io(format!("replacing {}: {e}", self.path.display()));
+        let part = self.path.with_extension("incoming");
+        std::fs::copy(source, &part).map_err(io)?;
+        std::fs::File::open(&part)
+            .and_then(|f| f.sync_all())
+            .map_err(io)?;
+        std::fs::rename(&part, &self.path).map_err(io)?;
+        if let Some(dir) = self.path.parent() {
+            proto::durable::sync_dir(dir).map_err(io)?;
+        }
+        self.writes.fetch_add(1, Ordering::Release);
         *slot = Some(Arc::new((self.open)(&self.path)?));
         Ok(())
     }
@@ -362,6 +486,23 @@ impl Store {
         let epoch = self.writes.load(Ordering::Acquire);
         self.commits.note_latest();
         epoch
+    }
+}
+
+/// Closes the database once the readers still holding it are done (the
+/// file can only be opened again after that).
+fn close_when_unused(mut db: Arc<Database>) {
+    loop {
+        match Arc::try_unwrap(db) {
+            Ok(db) => {
+                drop(db);
+                return;
+            }
+            Err(shared) => {
+                db = shared;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
     }
 }
 

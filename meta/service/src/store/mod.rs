@@ -4,6 +4,9 @@
 //! index, the versions of keys and where the lifecycle worker is). Nothing
 //! here knows about requests.
 
+/// Name of the redb file in the data folder.
+pub const DATABASE_FILE: &str = "meta.redb";
+
 pub(crate) mod db;
 pub(crate) mod deletions;
 pub(crate) mod group_commit;
@@ -18,4 +21,4 @@ pub(crate) mod versions;
 pub(crate) use db::{take_horizon_of, Store};
 #[cfg(test)]
 pub(crate) use schema::open;
-pub(crate) use schema::open_committing;
+pub(crate) use schema::{open_committing, open_replicated};

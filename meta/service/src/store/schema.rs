@@ -17,8 +17,17 @@ pub(crate) fn open(path: &Path) -> Result<Store, StoreError> {
 
 /// [`open`], with writes committed as `commits` says.
 pub(crate) fn open_committing(path: &Path, commits: Commits) -> Result<Store, StoreError> {
-    let store = Store::open_committing(path, commits)?;
-    store.write(|txn| {
+    prepare(Store::open_committing(path, commits)?)
+}
+
+/// A group member's store at `path` (see [`Store::open_replicated`]), with
+/// every table present.
+pub(crate) fn open_replicated(path: &Path) -> Result<Store, StoreError> {
+    prepare(Store::open_replicated(path)?)
+}
+
+fn prepare(store: Store) -> Result<Store, StoreError> {
+    store.write_local(|txn| {
         txn.open_table(BUCKETS)?;
         txn.open_table(OBJECTS)?;
         txn.open_table(VERSIONS)?;
@@ -38,6 +47,7 @@ pub(crate) fn open_committing(path: &Path, commits: Commits) -> Result<Store, St
         txn.open_table(lifecycle_passes::LIFECYCLE)?;
         txn.open_table(KEY_CHECKS)?;
         txn.open_table(KMS_KEYS)?;
+        txn.open_table(super::db::APPLIED)?;
         Ok(())
     })?;
     Ok(store)

@@ -283,7 +283,8 @@ impl<'txn> KeyVersions<'txn> {
         let seq = self.counters.get(NEXT_VERSION)?.map_or(1, |g| g.value());
         self.counters.insert(NEXT_VERSION, seq + 1)?;
         Ok(VersionStamp {
-            id: (versioning == Versioning::Enabled).then(|| new_version_id(seq)),
+            id: (versioning == Versioning::Enabled)
+                .then(|| crate::entropy::with_rng(|rng| new_version_id(seq, rng))),
             seq,
             delete_marker,
         })
@@ -405,6 +406,8 @@ impl<'txn> KeyVersions<'txn> {
         // A marker holds no data: its replication is never used.
         let no_data = proto::ReplicationConfig::Replicated { replicas: 1 };
         let mut marker = ObjectRecord::new(bucket, key, "", no_data, Vec::new());
+        // Drawn like every other random choice of a request (`crate::entropy`).
+        marker.id = proto::ObjectId(crate::entropy::uuid());
         marker.created = now;
         marker.attributes.owner = owner;
         marker.version = stamp.clone();

@@ -119,7 +119,11 @@ async fn bucket_cors_public_read_and_key_limits_are_stored(transport: Transport)
         Err(MetaError::InvalidRequest(_))
     ));
 
-    let access_key = meta.service.root_credentials().access_key;
+    let access_key = meta
+        .service
+        .root_credentials()
+        .expect("a lone meta has root credentials")
+        .access_key;
     let grants = vec![BucketGrant {
         bucket: BUCKET.into(),
         right: BucketRight::Read,

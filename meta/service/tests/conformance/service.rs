@@ -462,7 +462,9 @@ async fn root_credentials_are_generated_once() {
     let mut cfg = config(dir.path());
     cfg.admin_token = None;
     let first = MetaService::open(cfg.clone()).unwrap();
-    let creds = first.root_credentials();
+    let creds = first
+        .root_credentials()
+        .expect("a lone meta has root credentials");
     let token = first.admin_token().to_string();
     assert!(creds.generated);
     assert_eq!(creds.access_key.len(), 20);
@@ -490,7 +492,9 @@ async fn root_credentials_are_generated_once() {
     drop(first);
 
     let again = MetaService::open(cfg).unwrap();
-    let reopened = again.root_credentials();
+    let reopened = again
+        .root_credentials()
+        .expect("a lone meta has root credentials");
     assert!(!reopened.generated);
     assert_eq!(
         (reopened.access_key, reopened.secret_key),
@@ -506,7 +510,9 @@ async fn configured_root_credentials_win() {
     cfg.root_access_key = Some("ROOTACCESSKEY".into());
     cfg.root_secret_key = Some("root/secret+key".into());
     let meta = MetaService::open(cfg.clone()).unwrap();
-    let creds = meta.root_credentials();
+    let creds = meta
+        .root_credentials()
+        .expect("a lone meta has root credentials");
     assert!(!creds.generated);
     assert_eq!(creds.access_key, "ROOTACCESSKEY");
     assert!(!dir.path().join(ROOT_CREDENTIALS_FILE).exists());

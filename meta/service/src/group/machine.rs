@@ -1,0 +1,435 @@
+//! The group's state machine: a member's own meta store, to which every
+//! committed entry is applied by the handlers a lone meta runs.
+//!
+//! The store records the last entry applied (and the membership as of it)
+//! in the same transaction as each entry's changes, and is synced about
+//! once a second and before each snapshot, so after a crash it holds
+//! exactly the entries up to the one it names; Raft applies the rest again
+//! from the log, which keeps every entry a snapshot does not cover.
+//!
+//! A snapshot is a copy of the store file, taken between two batches after
+//! a sync; a member too far behind the log receives one in chunks, and it
+//! replaces its store file, after which the in-memory parts of its state
+//! (the datanode registry, token keys, KMS keys) are loaded again from it.
+
+// openraft's storage traits return its `StorageError` (over 200 bytes), and
+// redb's errors are as large: boxing them here would only move the size.
+#![allow(clippy::result_large_err)]
+
+use super::{Action, Applied, Command, TypeConfig};
+use crate::state::MetaState;
+use crate::store::db::{applying, get_json, AppliedMark, APPLIED};
+use crate::store::DATABASE_FILE;
+use meta_api::MetaError;
+use openraft::storage::{RaftStateMachine, Snapshot};
+use openraft::{
+    AnyError, BasicNode, Entry, EntryPayload, ErrorSubject, ErrorVerb, LogId, OptionalSend,
+    RaftSnapshotBuilder, SnapshotMeta, StorageError, StorageIOError, StoredMembership,
+};
+use parking_lot::{Mutex, RwLock};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+type Result<T> = std::result::Result<T, StorageError<u64>>;
+
+/// Folder of snapshots in the data folder.
+const SNAPSHOTS: &str = "raft-snapshots";
+/// Where a snapshot being received is written.
+const INCOMING: &str = "incoming.redb";
+/// The key of [`AppliedRecord`] in the store's `APPLIED` table.
+const APPLIED_KEY: &str = "applied";
+
+fn failed(subject: ErrorSubject<u64>, verb: ErrorVerb, e: impl ToString) -> StorageError<u64> {
+    StorageIOError::new(subject, verb, AnyError::error(e.to_string())).into()
+}
+
+fn state_machine_failed(verb: ErrorVerb, e: impl ToString) -> StorageError<u64> {
+    failed(ErrorSubject::StateMachine, verb, e)
+}
+
+/// The member's current state, replaced whole when a snapshot is installed.
+pub(crate) struct StateSlot {
+    state: RwLock<Arc<MetaState>>,
+    /// Held while entries are applied or the store file is copied or replaced.
+    apply: Mutex<()>,
+    /// When the store was last synced by the apply.
+    synced: Mutex<std::time::Instant>,
+}
+
+/// How often applying entries syncs the store.
+const SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl StateSlot {
+    /// A slot holding `state`.
+    pub(crate) fn new(state: Arc<MetaState>) -> StateSlot {
+        StateSlot {
+            state: RwLock::new(state),
+            apply: Mutex::new(()),
+            synced: Mutex::new(std::time::Instant::now()),
+        }
+    }
+
+    /// The state now.
+    pub(crate) fn current(&self) -> Arc<MetaState> {
+        self.state.read().clone()
+    }
+}
+
+/// The last entry a store applied and the membership as of it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct AppliedRecord {
+    log_id: Option<LogId<u64>>,
+    membership: StoredMembership<u64, BasicNode>,
+}
+
+impl AppliedRecord {
+    fn mark(&self) -> Result<AppliedMark> {
+        let bytes =
+            serde_json::to_vec(self).map_err(|e| state_machine_failed(ErrorVerb::Write, e))?;
+        Ok((APPLIED_KEY, bytes))
+    }
+
+    /// What `state`'s store last applied.
+    fn load(state: &MetaState) -> Result<AppliedRecord> {
+        let record: Option<AppliedRecord> = state
+            .store
+            .read(|txn| get_json(&txn.open_table(APPLIED)?, APPLIED_KEY))
+            .map_err(|e| state_machine_failed(ErrorVerb::Read, e))?;
+        Ok(record.unwrap_or_default())
+    }
+}
+
+/// Applies one command to `state`.
+fn run(state: &MetaState, command: Command) -> Applied {
+    let now = command.now;
+    match command.action {
+        Action::Request(request) => Applied::Answer(Box::new(request.dispatch(state, now))),
+        Action::Startup => Applied::Done(state.startup_writes(now).map(drop)),
+        Action::Redundancy => Applied::Done(state.check_redundancy(now)),
+        Action::Lifecycle => Applied::Pause(
+            state
+                .lifecycle_step(now, false)
+                .map(|pause| u64::try_from(pause.as_millis()).unwrap_or(u64::MAX)),
+        ),
+    }
+}
+
+/// Applies one command of the entry `applied` names, recording it applied
+/// with each of its writes.
+fn apply_command(state: &MetaState, applied: &AppliedRecord, command: Command) -> Result<Applied> {
+    let seed = command.seed;
+    let answer = applying(applied.mark()?, || {
+        crate::entropy::seeded(seed, || run(state, command))
+    });
+    if let Some(e) = store_failed(&answer) {
+        return Err(state_machine_failed(ErrorVerb::Write, e));
+    }
+    Ok(answer)
+}
+
+/// [`apply_command`] as the entry at `log_id` (tests of members' equality).
+#[cfg(test)]
+pub(super) fn apply_one(
+    state: &MetaState,
+    log_id: LogId<u64>,
+    command: Command,
+) -> Result<Applied> {
+    let applied = AppliedRecord {
+        log_id: Some(log_id),
+        membership: StoredMembership::default(),
+    };
+    apply_command(state, &applied, command)
+}
+
+/// Whether an answer is the store failing rather than a refusal: a member
+/// whose store failed an entry others applied must stop, not go on unequal.
+fn store_failed(applied: &Applied) -> Option<&MetaError> {
+    let error = match applied {
+        Applied::Answer(answer) => answer.as_ref().as_ref().err()?,
+        Applied::Pause(Err(e)) | Applied::Done(Err(e)) => e,
+        _ => return None,
+    };
+    matches!(error, MetaError::Store(_) | MetaError::OutOfSpace(_)).then_some(error)
+}
+
+/// The state machine of one member.
+pub(crate) struct Machine {
+    slot: Arc<StateSlot>,
+    snapshots: PathBuf,
+    applied: AppliedRecord,
+}
+
+impl Machine {
+    /// The state machine over the store in `slot`, snapshots in `dir`.
+    pub(crate) fn open(
+        slot: Arc<StateSlot>,
+        dir: &Path,
+    ) -> std::result::Result<Machine, MetaError> {
+        let snapshots = dir.join(SNAPSHOTS);
+        proto::durable::create_private_dir(&snapshots)
+            .map_err(|e| MetaError::Store(format!("creating {}: {e}", snapshots.display())))?;
+        let applied =
+            AppliedRecord::load(&slot.current()).map_err(|e| MetaError::Store(e.to_string()))?;
+        Ok(Machine {
+            slot,
+            snapshots,
+            applied,
+        })
+    }
+
+    fn builder(&self) -> Builder {
+        Builder {
+            slot: self.slot.clone(),
+            snapshots: self.snapshots.clone(),
+        }
+    }
+}
+
+/// The newest snapshot in `dir`: its description and its file.
+fn newest_snapshot(dir: &Path) -> std::io::Result<Option<(SnapshotMeta<u64, BasicNode>, PathBuf)>> {
+    let mut newest: Option<(SnapshotMeta<u64, BasicNode>, PathBuf)> = None;
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        let Ok(text) = std::fs::read(&path) else {
+            continue;
+        };
+        let Ok(meta) = serde_json::from_slice::<SnapshotMeta<u64, BasicNode>>(&text) else {
+            continue;
+        };
+        let file = path.with_extension("redb");
+        if !file.exists() {
+            continue;
+        }
+        if newest
+            .as_ref()
+            .is_none_or(|(m, _)| m.last_log_id < meta.last_log_id)
+        {
+            newest = Some((meta, file));
+        }
+    }
+    Ok(newest)
+}
+
+/// Keeps `file` (with its description `meta`) as the newest snapshot in
+/// `dir` and removes the older ones.
+fn keep_snapshot(
+    dir: &Path,
+    meta: &SnapshotMeta<u64, BasicNode>,
+    file: &Path,
+) -> std::io::Result<()> {
+    let name = format!("snapshot-{}", meta.snapshot_id);
+    let target = dir.join(&name).with_extension("redb");
+    std::fs::rename(file, &target)?;
+    let described = dir.join(&name).with_extension("json");
+    write_durably(&described, &serde_json::to_vec(meta)?)?;
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default();
+        if stem.starts_with("snapshot-") && stem != name {
+            std::fs::remove_file(&path)?;
+        }
+    }
+    proto::durable::sync_dir(dir)
+}
+
+/// Writes `bytes` to `path` whole or not at all, synced.
+fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let part = path.with_extension("part");
+    let mut file = std::fs::File::create(&part)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&part, path)
+}
+
+async fn open_snapshot(path: &Path) -> Result<Box<tokio::fs::File>> {
+    let file = tokio::fs::File::open(path)
+        .await
+        .map_err(|e| failed(ErrorSubject::Snapshot(None), ErrorVerb::Read, e))?;
+    Ok(Box::new(file))
+}
+
+impl RaftStateMachine<TypeConfig> for Machine {
+    type SnapshotBuilder = Builder;
+
+    async fn applied_state(
+        &mut self,
+    ) -> Result<(Option<LogId<u64>>, StoredMembership<u64, BasicNode>)> {
+        Ok((self.applied.log_id, self.applied.membership.clone()))
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Applied>>
+    where
+        I: IntoIterator<Item = Entry<TypeConfig>> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let entries: Vec<Entry<TypeConfig>> = entries.into_iter().collect();
+        let slot = self.slot.clone();
+        let mut applied = self.applied.clone();
+        let ran = tokio::task::spawn_blocking(move || {
+            let _applying = slot.apply.lock();
+            let state = slot.current();
+            let mut answers = Vec::with_capacity(entries.len());
+            for entry in entries {
+                applied.log_id = Some(entry.log_id);
+                let answer = match entry.payload {
+                    EntryPayload::Blank => Applied::Nothing,
+                    EntryPayload::Membership(membership) => {
+                        applied.membership = StoredMembership::new(Some(entry.log_id), membership);
+                        Applied::Nothing
+                    }
+                    EntryPayload::Normal(command) => apply_command(&state, &applied, command)?,
+                };
+                answers.push(answer);
+            }
+            // The log holds every entry until a snapshot covers it, and a
+            // snapshot syncs the store first: so the store is synced only
+            // now and then, which bounds what a restart applies again and
+            // the space redb holds for unsynced commits.
+            let mut synced = slot.synced.lock();
+            if synced.elapsed() >= SYNC_INTERVAL {
+                state
+                    .store
+                    .sync_applied(applied.mark()?)
+                    .map_err(|e| state_machine_failed(ErrorVerb::Write, e))?;
+                *synced = std::time::Instant::now();
+            }
+            Ok::<_, StorageError<u64>>((answers, applied))
+        })
+        .await
+        .map_err(|e| state_machine_failed(ErrorVerb::Write, e))?;
+        let (answers, applied) = ran?;
+        self.applied = applied;
+        Ok(answers)
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Builder {
+        self.builder()
+    }
+
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<tokio::fs::File>> {
+        let path = self.snapshots.join(INCOMING);
+        let file = tokio::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .await
+            .map_err(|e| failed(ErrorSubject::Snapshot(None), ErrorVerb::Write, e))?;
+        Ok(Box::new(file))
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta<u64, BasicNode>,
+        snapshot: Box<tokio::fs::File>,
+    ) -> Result<()> {
+        snapshot
+            .sync_all()
+            .await
+            .map_err(|e| failed(ErrorSubject::Snapshot(None), ErrorVerb::Write, e))?;
+        drop(snapshot);
+        let slot = self.slot.clone();
+        let dir = self.snapshots.clone();
+        let meta = meta.clone();
+        let installed = tokio::task::spawn_blocking(move || {
+            let _applying = slot.apply.lock();
+            keep_snapshot(&dir, &meta, &dir.join(INCOMING))?;
+            let (_, file) = newest_snapshot(&dir)?
+                .ok_or_else(|| std::io::Error::other("the snapshot just kept is gone"))?;
+            let state = slot.current();
+            state
+                .store
+                .replace_file(&file)
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            let reloaded = MetaState::load(state.config.clone(), state.store.clone())
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            *slot.state.write() = Arc::new(reloaded);
+            let applied = AppliedRecord::load(&slot.current())
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            tracing::info!(snapshot = %meta.snapshot_id, "meta store replaced by a snapshot from the leader");
+            Ok::<_, std::io::Error>(applied)
+        })
+        .await
+        .map_err(|e| failed(ErrorSubject::Snapshot(None), ErrorVerb::Write, e))?
+        .map_err(|e| failed(ErrorSubject::Snapshot(None), ErrorVerb::Write, e))?;
+        self.applied = installed;
+        Ok(())
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>> {
+        let newest = newest_snapshot(&self.snapshots)
+            .map_err(|e| failed(ErrorSubject::Snapshot(None), ErrorVerb::Read, e))?;
+        match newest {
+            Some((meta, file)) => Ok(Some(Snapshot {
+                meta,
+                snapshot: open_snapshot(&file).await?,
+            })),
+            None => Ok(None),
+        }
+    }
+}
+
+/// Takes snapshots: copies of the store file between two batches.
+pub(crate) struct Builder {
+    slot: Arc<StateSlot>,
+    snapshots: PathBuf,
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for Builder {
+    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>> {
+        let slot = self.slot.clone();
+        let dir = self.snapshots.clone();
+        let built = tokio::task::spawn_blocking(move || {
+            let _applying = slot.apply.lock();
+            let state = slot.current();
+            let applied = AppliedRecord::load(&state)?;
+            // Everything applied is durable in the file before it is copied.
+            state
+                .store
+                .sync_applied(applied.mark()?)
+                .map_err(|e| state_machine_failed(ErrorVerb::Write, e))?;
+            let snapshot_id = match applied.log_id {
+                Some(id) => format!("{}-{}", id.leader_id, id.index),
+                None => "empty".to_string(),
+            };
+            let meta = SnapshotMeta {
+                last_log_id: applied.log_id,
+                last_membership: applied.membership.clone(),
+                snapshot_id,
+            };
+            let copy = dir.join("building.redb");
+            let copied = (|| {
+                std::fs::copy(state.config.data_dir.join(DATABASE_FILE), &copy)?;
+                std::fs::File::open(&copy)?.sync_all()?;
+                keep_snapshot(&dir, &meta, &copy)?;
+                newest_snapshot(&dir)
+            })()
+            .map_err(|e| failed(ErrorSubject::Snapshot(None), ErrorVerb::Write, e))?;
+            let (_, file) = copied.ok_or_else(|| {
+                failed(
+                    ErrorSubject::Snapshot(None),
+                    ErrorVerb::Write,
+                    "the snapshot just taken is gone",
+                )
+            })?;
+            tracing::info!(snapshot = %meta.snapshot_id, "meta snapshot taken");
+            Ok::<_, StorageError<u64>>((meta, file))
+        })
+        .await
+        .map_err(|e| failed(ErrorSubject::Snapshot(None), ErrorVerb::Write, e))?;
+        let (meta, file) = built?;
+        Ok(Snapshot {
+            meta,
+            snapshot: open_snapshot(&file).await?,
+        })
+    }
+}

@@ -1,0 +1,587 @@
+//! The meta group: meta on three or five nodes kept equal by Raft
+//! (openraft), so that the cluster goes on when one of them is lost.
+//!
+//! What is replicated is the request, not its effect: the member a write
+//! reaches proposes it to the log with the time and a random seed
+//! ([`Command`]); once a majority holds it, every member applies it to its
+//! own store with the same handlers a lone meta runs, drawing its random
+//! values from the seed (`crate::entropy`), so every store ends the same.
+//! The leader answers the client with what its own apply returned. Reads
+//! are served by the leader after a read-index round (Raft's
+//! `ensure_linearizable`: a majority still follows it, and its store holds
+//! every entry committed before the read began). Followers answer
+//! [`MetaError::NotLeader`] with the leader's address, which the clients of
+//! meta follow (`meta_api::GroupClient`).
+//!
+//! Raft shares the meta port: its messages are meta requests of the admin
+//! role ([`meta_api::RaftMessage`]), so they pass the same mutual TLS and the
+//! same admin token as `tessera admin` does. The members of a group share
+//! that token, the credential key and the master key.
+
+mod log;
+mod machine;
+mod network;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use machine::StateSlot;
+
+use crate::entropy::Seed;
+use meta_api::{
+    AddGroupMember, AnyRequest, AnyResponse, GetGroupSecrets, GetGroupStatus, GroupMember,
+    GroupSecrets, GroupStatus, MetaError, RaftMessage, RaftMessageKind, RemoteMeta,
+    RemoveGroupMember, UnixMillis,
+};
+use openraft::error::{ClientWriteError, RaftError};
+use openraft::{BasicNode, ChangeMembers, Config, ServerState, SnapshotPolicy};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+use tls::ClusterTls;
+
+openraft::declare_raft_types!(
+    /// The group's Raft types.
+    pub(crate) TypeConfig:
+        D = Command,
+        R = Applied,
+        NodeId = u64,
+        Node = BasicNode,
+        Entry = openraft::Entry<TypeConfig>,
+        SnapshotData = tokio::fs::File,
+        AsyncRuntime = openraft::TokioRuntime,
+);
+
+/// The Raft instance of one member.
+type Raft = openraft::Raft<TypeConfig>;
+
+/// How a group is formed: this member and every initial member's address.
+#[derive(Clone, Debug)]
+pub struct GroupSettings {
+    /// This member's id (`--node-id`).
+    pub node_id: u64,
+    /// Every initial member's id and meta address, this one's included
+    /// (`--peers`).
+    pub peers: BTreeMap<u64, String>,
+}
+
+impl GroupSettings {
+    /// This member's own address, as the peers list gives it.
+    pub fn own_addr(&self) -> Option<&str> {
+        self.peers.get(&self.node_id).map(String::as_str)
+    }
+}
+
+/// One entry of the log: what to apply, with the leader's clock and the
+/// seed of its random choices, so every member applies it alike.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Command {
+    /// The time the handlers see.
+    pub(crate) now: UnixMillis,
+    /// Seed of the handlers' random values.
+    pub(crate) seed: Seed,
+    /// What to do.
+    pub(crate) action: Action,
+}
+
+/// What a [`Command`] does.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) enum Action {
+    /// A client's write.
+    Request(Box<AnyRequest>),
+    /// What a lone meta writes when it starts (the root user, due token
+    /// keys, the master key's check value, a lifecycle pass's restart
+    /// count), proposed by each new leader.
+    Startup,
+    /// One round of redundancy upkeep (scans, repair scheduling).
+    Redundancy,
+    /// One step of the lifecycle worker.
+    Lifecycle,
+}
+
+impl std::fmt::Display for Command {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.action {
+            Action::Request(request) => write!(f, "{}", request.name()),
+            Action::Startup => f.write_str("startup"),
+            Action::Redundancy => f.write_str("redundancy"),
+            Action::Lifecycle => f.write_str("lifecycle"),
+        }
+    }
+}
+
+/// What applying one entry gave, for the member that proposed it.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum Applied {
+    /// A client's answer.
+    Answer(Box<Result<AnyResponse, MetaError>>),
+    /// How long the lifecycle worker may pause, in milliseconds.
+    Pause(Result<u64, MetaError>),
+    /// A background round's outcome.
+    Done(Result<(), MetaError>),
+    /// Raft's own entries.
+    Nothing,
+}
+
+/// How often the leader sends heartbeats.
+const HEARTBEAT: Duration = Duration::from_millis(100);
+/// The least time a follower waits without hearing from the leader before
+/// it stands for election (the most is twice as long).
+const ELECTION_TIMEOUT: Duration = Duration::from_millis(500);
+/// How long after a majority's answer the leader serves reads on its own:
+/// half the election timeout, leaving the other half for the heartbeat's
+/// trip and clock rates.
+const LEASE: Duration = Duration::from_millis(250);
+
+/// Heartbeats every 100 ms; an election after 0.5-1 s without one.
+fn raft_config() -> Result<Config, MetaError> {
+    Config {
+        cluster_name: "tessera-meta".into(),
+        heartbeat_interval: HEARTBEAT.as_millis() as u64,
+        election_timeout_min: ELECTION_TIMEOUT.as_millis() as u64,
+        election_timeout_max: 2 * ELECTION_TIMEOUT.as_millis() as u64,
+        // A snapshot is a copy of the store file: taken rarely, and the log
+        // kept behind it lets a briefly stopped member catch up from it.
+        snapshot_policy: SnapshotPolicy::LogsSinceLast(20_000),
+        max_in_snapshot_log_to_keep: 5_000,
+        purge_batch_size: 256,
+        snapshot_max_chunk_size: 1024 * 1024,
+        install_snapshot_timeout: 5_000,
+        max_payload_entries: 256,
+        ..Config::default()
+    }
+    .validate()
+    .map_err(|e| MetaError::InvalidRequest(format!("raft settings: {e}")))
+}
+
+/// A member of the meta group.
+pub(crate) struct MetaGroup {
+    raft: Raft,
+    settings: GroupSettings,
+    /// The state this member applies to, as the apply sees it.
+    slot: Arc<StateSlot>,
+}
+
+impl MetaGroup {
+    /// Starts this member's Raft over its log in the data folder and the
+    /// store in `slot`; peers are reached with `admin_token`.
+    pub(crate) async fn start(
+        settings: GroupSettings,
+        slot: Arc<StateSlot>,
+        admin_token: String,
+        tls: Option<Arc<ClusterTls>>,
+    ) -> Result<Arc<MetaGroup>, MetaError> {
+        let dir = slot.current().config.data_dir.clone();
+        let log = log::LogStore::open(&dir)
+            .map_err(|e| MetaError::Store(format!("opening the raft log: {e}")))?;
+        let machine = machine::Machine::open(slot.clone(), &dir)?;
+        let network = network::Network::new(admin_token, tls);
+        let raft = Raft::new(
+            settings.node_id,
+            Arc::new(raft_config()?),
+            network,
+            log,
+            machine,
+        )
+        .await
+        .map_err(|e| MetaError::Store(format!("starting raft: {e}")))?;
+        Ok(Arc::new(MetaGroup {
+            raft,
+            settings,
+            slot,
+        }))
+    }
+
+    /// The peers this member was started with.
+    pub(crate) fn settings(&self) -> &GroupSettings {
+        &self.settings
+    }
+
+    /// Whether this member's log holds anything (it was part of a group).
+    pub(crate) async fn is_initialized(&self) -> Result<bool, MetaError> {
+        self.raft
+            .is_initialized()
+            .await
+            .map_err(|e| MetaError::Store(format!("raft: {e}")))
+    }
+
+    /// Forms the group of the initial peers (once, by one member whose log
+    /// is empty while every peer's is too).
+    pub(crate) async fn initialize(&self) -> Result<(), MetaError> {
+        let members: BTreeMap<u64, BasicNode> = self
+            .settings
+            .peers
+            .iter()
+            .map(|(id, addr)| (*id, BasicNode::new(addr)))
+            .collect();
+        match self.raft.initialize(members).await {
+            Ok(()) => Ok(()),
+            Err(RaftError::APIError(openraft::error::InitializeError::NotAllowed(_))) => Ok(()),
+            Err(e) => Err(MetaError::Store(format!("forming the meta group: {e}"))),
+        }
+    }
+
+    /// Whether this member leads now (as far as it knows).
+    pub(crate) fn is_leader(&self) -> bool {
+        let metrics = self.raft.metrics();
+        let metrics = metrics.borrow();
+        metrics.state == ServerState::Leader
+    }
+
+    /// The refusal of a member that does not lead: the leader's address
+    /// when it knows one.
+    fn not_leader(&self, leader: Option<u64>) -> MetaError {
+        let metrics = self.raft.metrics();
+        let metrics = metrics.borrow();
+        let leader = leader.or(metrics.current_leader);
+        let addr = leader.and_then(|id| {
+            metrics
+                .membership_config
+                .membership()
+                .get_node(&id)
+                .map(|node| node.addr.clone())
+        });
+        MetaError::NotLeader { leader: addr }
+    }
+
+    /// Proposes `action` with this member's clock and a fresh seed, and
+    /// waits for its apply here. Only the leader may.
+    pub(crate) async fn propose(&self, action: Action) -> Result<Applied, MetaError> {
+        if !self.is_leader() {
+            // Refused before anything reached the log: the caller may send
+            // it to the leader.
+            return Err(self.not_leader(None));
+        }
+        let command = Command {
+            now: self.slot.current().config.clock.now(),
+            seed: crate::entropy::new_seed(),
+            action,
+        };
+        match self.raft.client_write(command).await {
+            Ok(written) => Ok(written.data),
+            // Leadership moved while the entry was proposed: a majority may
+            // hold it and the next leader commit it, so the caller must treat
+            // it as a lost answer, never send it again as if refused.
+            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward))) => {
+                Err(MetaError::Transport(format!(
+                    "the meta leader changed (now {:?}) while the write was proposed; it may have been applied",
+                    forward.leader_id
+                )))
+            }
+            Err(e) => Err(MetaError::Store(format!("meta group: {e}"))),
+        }
+    }
+
+    /// Serves a client's write through the log.
+    pub(crate) async fn write(&self, request: AnyRequest) -> Result<AnyResponse, MetaError> {
+        match self.propose(Action::Request(Box::new(request))).await? {
+            Applied::Answer(answer) => *answer,
+            other => Err(MetaError::Store(format!("a write applied as {other:?}"))),
+        }
+    }
+
+    /// Waits until this member may serve a read that sees every write
+    /// acknowledged before it began: it still leads (a majority answered
+    /// its heartbeat) and has applied everything committed.
+    pub(crate) async fn linearizable(&self) -> Result<(), MetaError> {
+        if self.holds_lease() {
+            return Ok(());
+        }
+        match self.raft.ensure_linearizable().await {
+            Ok(_) => Ok(()),
+            Err(RaftError::APIError(openraft::error::CheckIsLeaderError::ForwardToLeader(f))) => {
+                Err(self.not_leader(f.leader_id))
+            }
+            Err(RaftError::APIError(e)) => Err(MetaError::NotLeader {
+                leader: {
+                    tracing::debug!(error = %e, "read refused: leadership not confirmed");
+                    None
+                },
+            }),
+            Err(e) => Err(MetaError::Store(format!("meta group: {e}"))),
+        }
+    }
+
+    /// Whether this leader may serve a read without a round of heartbeats:
+    /// a majority answered one within [`LEASE`] (no other member can have
+    /// been elected since: none starts an election before
+    /// `election_timeout_min` without hearing from it), and its store
+    /// applied an entry of its own term (so every entry committed before
+    /// its term, and every write it acknowledged since, is in the store).
+    fn holds_lease(&self) -> bool {
+        let metrics = self.raft.metrics();
+        let metrics = metrics.borrow();
+        metrics.state == ServerState::Leader
+            && metrics
+                .millis_since_quorum_ack
+                .is_some_and(|ms| ms < LEASE.as_millis() as u64)
+            && metrics
+                .last_applied
+                .is_some_and(|applied| applied.leader_id.term == metrics.current_term)
+    }
+
+    /// Serves one Raft message from a peer.
+    pub(crate) async fn receive(
+        &self,
+        message: RaftMessage,
+    ) -> Result<serde_json::Value, MetaError> {
+        let body = message.body;
+        let bad = |e: serde_json::Error| MetaError::Protocol(format!("raft message: {e}"));
+        let reply = match message.kind {
+            RaftMessageKind::AppendEntries => serde_json::to_value(
+                self.raft
+                    .append_entries(serde_json::from_value(body).map_err(bad)?)
+                    .await,
+            ),
+            RaftMessageKind::Vote => serde_json::to_value(
+                self.raft
+                    .vote(serde_json::from_value(body).map_err(bad)?)
+                    .await,
+            ),
+            RaftMessageKind::InstallSnapshot => serde_json::to_value(
+                self.raft
+                    .install_snapshot(serde_json::from_value(body).map_err(bad)?)
+                    .await,
+            ),
+        };
+        reply.map_err(bad)
+    }
+
+    /// The group as this member sees it.
+    pub(crate) fn status(&self) -> GroupStatus {
+        let metrics = self.raft.metrics();
+        let metrics = metrics.borrow();
+        let membership = metrics.membership_config.membership();
+        let voters: BTreeSet<u64> = membership.voter_ids().collect();
+        let members = membership
+            .nodes()
+            .map(|(id, node)| GroupMember {
+                id: *id,
+                addr: node.addr.clone(),
+                voter: voters.contains(id),
+            })
+            .collect();
+        GroupStatus {
+            node_id: self.settings.node_id,
+            role: match metrics.state {
+                ServerState::Leader => "leader",
+                ServerState::Follower => "follower",
+                ServerState::Candidate => "candidate",
+                ServerState::Learner => "learner",
+                ServerState::Shutdown => "stopped",
+            }
+            .to_string(),
+            leader: metrics.current_leader,
+            term: metrics.current_term,
+            last_log_index: metrics.last_log_index,
+            last_applied: metrics.last_applied.map(|l| l.index),
+            snapshot: metrics.snapshot.map(|l| l.index),
+            members,
+        }
+    }
+
+    /// Adds a member: as a learner until it holds the log, then a voter.
+    pub(crate) async fn add(&self, request: AddGroupMember) -> Result<(), MetaError> {
+        let refused = |e: RaftError<u64, ClientWriteError<u64, BasicNode>>| match e {
+            RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => {
+                self.not_leader(f.leader_id)
+            }
+            e => MetaError::InvalidRequest(format!("changing the meta group: {e}")),
+        };
+        self.raft
+            .add_learner(request.id, BasicNode::new(&request.addr), true)
+            .await
+            .map_err(refused)?;
+        self.raft
+            .change_membership(ChangeMembers::AddVoterIds([request.id].into()), false)
+            .await
+            .map_err(refused)?;
+        Ok(())
+    }
+
+    /// Removes a member.
+    pub(crate) async fn remove(&self, request: RemoveGroupMember) -> Result<(), MetaError> {
+        self.raft
+            .change_membership(ChangeMembers::RemoveVoters([request.id].into()), false)
+            .await
+            .map_err(|e| match e {
+                RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => {
+                    self.not_leader(f.leader_id)
+                }
+                e => MetaError::InvalidRequest(format!("changing the meta group: {e}")),
+            })?;
+        Ok(())
+    }
+
+    /// Takes a snapshot of the leader's store now and drops the log entries
+    /// it covers; answers the index it covers. Only the leader may.
+    pub(crate) async fn snapshot(&self) -> Result<u64, MetaError> {
+        if !self.is_leader() {
+            return Err(self.not_leader(None));
+        }
+        let fatal = |e: openraft::error::Fatal<u64>| MetaError::Store(format!("meta group: {e}"));
+        let applied = self
+            .raft
+            .metrics()
+            .borrow()
+            .last_applied
+            .map_or(0, |l| l.index);
+        self.raft.trigger().snapshot().await.map_err(fatal)?;
+        let taken = self
+            .raft
+            .wait(Some(SNAPSHOT_WAIT))
+            .metrics(
+                |m| m.snapshot.is_some_and(|s| s.index >= applied),
+                "snapshot taken",
+            )
+            .await
+            .map_err(|e| MetaError::Store(format!("taking a snapshot: {e}")))?;
+        let index = taken.snapshot.map_or(0, |s| s.index);
+        self.raft.trigger().purge_log(index).await.map_err(fatal)?;
+        Ok(index)
+    }
+
+    /// Stops this member's Raft.
+    pub(crate) async fn shutdown(&self) {
+        if let Err(e) = self.raft.shutdown().await {
+            tracing::warn!(error = %e, "raft did not stop cleanly");
+        }
+    }
+}
+
+/// Longest wait for a snapshot asked for by an operator.
+const SNAPSHOT_WAIT: Duration = Duration::from_secs(120);
+
+/// A wait before a member's next look at who leads.
+pub(crate) const LEADER_POLL: Duration = Duration::from_millis(200);
+
+/// The secret files every member of a group holds alike.
+const SHARED_SECRETS: [&str; 2] = [crate::CREDENTIAL_KEY_FILE, crate::MASTER_KEY_FILE];
+
+/// The group's shared secrets as this member holds them (to a new member,
+/// over the admin-authenticated meta port).
+pub(crate) fn secrets_of(dir: &Path) -> Result<GroupSecrets, MetaError> {
+    let mut files = Vec::new();
+    for name in SHARED_SECRETS {
+        let text = crate::credentials::read_optional(&dir.join(name))?
+            .ok_or_else(|| MetaError::InvalidRequest(format!("this meta has no {name} yet")))?;
+        files.push((name.to_string(), text));
+    }
+    Ok(GroupSecrets { files })
+}
+
+/// How long a member starting without the group's secrets looks for a peer
+/// that has them before giving up.
+const SECRETS_WAIT: Duration = Duration::from_secs(300);
+/// How long the first member waits for a peer with secrets before it makes
+/// the group's own (every peer is new).
+const FIRST_MEMBER_WAIT: Duration = Duration::from_secs(3);
+
+/// Before a member opens its store: makes sure its data folder holds the
+/// group's credential key and master key, copied from a peer that has them
+/// (a new or wiped member), or made here when this is the first member and
+/// no peer has any (a new group). Peers are asked with `admin_token`.
+pub async fn fetch_secrets(
+    settings: &GroupSettings,
+    dir: &Path,
+    admin_token: &str,
+    tls: Option<Arc<ClusterTls>>,
+) -> Result<(), MetaError> {
+    if SHARED_SECRETS.iter().all(|name| dir.join(name).exists()) {
+        return Ok(());
+    }
+    proto::durable::create_private_dir(dir)
+        .map_err(|e| MetaError::Store(format!("creating {}: {e}", dir.display())))?;
+    let first = settings.peers.keys().next() == Some(&settings.node_id);
+    let started = tokio::time::Instant::now();
+    loop {
+        for (id, addr) in &settings.peers {
+            if *id == settings.node_id {
+                continue;
+            }
+            let peer = RemoteMeta::new(addr, admin_token).with_tls(tls.clone());
+            if let Ok(AnyResponse::GetGroupSecrets(secrets)) = peer
+                .call(&AnyRequest::GetGroupSecrets(GetGroupSecrets))
+                .await
+            {
+                for (name, text) in &secrets.files {
+                    if !SHARED_SECRETS.contains(&name.as_str()) {
+                        return Err(MetaError::Protocol(format!("a peer sent the file {name}")));
+                    }
+                    crate::credentials::write_private(&dir.join(name), text)?;
+                }
+                tracing::info!(peer = addr, "the group's secrets copied from a peer");
+                return Ok(());
+            }
+        }
+        let waited = started.elapsed();
+        if first && waited >= FIRST_MEMBER_WAIT {
+            tracing::info!("no peer holds the group's secrets: this first member makes them");
+            return Ok(());
+        }
+        if waited >= SECRETS_WAIT {
+            return Err(MetaError::Transport(
+                "no peer of the group answered with its secrets (the group's members share one \
+                 admin token: is --admin-token the same on every member?)"
+                    .into(),
+            ));
+        }
+        tokio::time::sleep(LEADER_POLL).await;
+    }
+}
+
+/// Forms the group when this member is the first of its peers, its log is
+/// empty, and every other peer answers with an empty log too (a new
+/// group). A member that finds a peer with a log waits to be added
+/// (`tessera admin meta add`): that is how a wiped member comes back.
+pub(crate) async fn form(
+    group: Weak<MetaGroup>,
+    admin_token: String,
+    tls: Option<Arc<ClusterTls>>,
+) {
+    loop {
+        let Some(member) = group.upgrade() else {
+            return;
+        };
+        match member.is_initialized().await {
+            Ok(false) => {}
+            Ok(true) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot tell whether the group is formed");
+                return;
+            }
+        }
+        let settings = member.settings().clone();
+        if settings.peers.keys().next() != Some(&settings.node_id) {
+            return;
+        }
+        let mut all_new = true;
+        for (id, addr) in &settings.peers {
+            if *id == settings.node_id {
+                continue;
+            }
+            let peer = RemoteMeta::new(addr, &admin_token).with_tls(tls.clone());
+            match peer.call(&AnyRequest::GetGroupStatus(GetGroupStatus)).await {
+                Ok(AnyResponse::GetGroupStatus(status)) if status.last_log_index.is_none() => {}
+                Ok(AnyResponse::GetGroupStatus(_)) => {
+                    tracing::info!(
+                        peer = id,
+                        "a peer holds the group's log: this member waits to be added"
+                    );
+                    return;
+                }
+                _ => all_new = false,
+            }
+        }
+        if all_new {
+            match member.initialize().await {
+                Ok(()) => tracing::info!(members = ?settings.peers, "meta group formed"),
+                Err(e) => tracing::warn!(error = %e, "forming the meta group failed"),
+            }
+            return;
+        }
+        drop(member);
+        tokio::time::sleep(LEADER_POLL).await;
+    }
+}

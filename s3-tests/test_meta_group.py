@@ -1,0 +1,566 @@
+"""Meta as a group of three members (Raft), with datanodes and a gateway that
+take every member's address: the leader SIGKILLed under a PUT and GET load
+loses no acknowledged write, the outage lasts an election, and the old leader
+catches up when it is back; a member whose data folder was wiped rejoins from
+a snapshot streamed by the leader; a leader cut off from the others by a
+network partition (members in network namespaces) commits nothing, and
+clients racing `If-None-Match: *` PUTs on both sides get one winner per key
+at most."""
+
+from __future__ import annotations
+
+import os
+import random
+import secrets
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tessera_clients import new_bucket_name, s3_client
+from tessera_procs import (
+    Credentials,
+    HarnessError,
+    Proc,
+    make_certs,
+    mint_credentials,
+    process_env,
+    require,
+    run_admin,
+    start_datanode,
+    start_gateway,
+    tls_args,
+)
+
+pytestmark = pytest.mark.tessera
+
+MEMBERS = (1, 2, 3)
+DATANODES = 3
+# The longest a client may see meta fail while the group elects a new leader.
+ELECTION_OUTAGE_S = 10.0
+
+
+def free_port() -> int:
+    """A port the kernel has just handed out: members must know each
+    other's addresses before any of them starts."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class MetaGroup:
+    """Three `tessera meta` members, three datanodes and a gateway."""
+
+    binary: Path
+    work_dir: Path
+    creds: Credentials
+    addrs: dict[int, str]
+    members: dict[int, Proc] = field(default_factory=dict)
+    others: list[Proc] = field(default_factory=list)
+    endpoint: str = ""
+    starts: int = 0
+    # Command prefix per member (`ip netns exec NS`) when members run in
+    # network namespaces of their own.
+    wrap: dict[int, list[str]] = field(default_factory=dict)
+    # The cluster CA's folder, when every link runs mutual TLS.
+    certs: Path | None = None
+
+    def tls(self, name: str) -> list[str]:
+        return tls_args(self.certs, name) if self.certs else []
+
+    @property
+    def meta(self) -> str:
+        return ",".join(self.addrs.values())
+
+    def member_dir(self, member: int) -> Path:
+        return self.work_dir / f"meta{member}"
+
+    def start_member(self, member: int) -> Proc:
+        peers = ",".join(f"{i}={addr}" for i, addr in self.addrs.items())
+        self.starts += 1
+        proc = Proc(
+            f"meta{member}-{self.starts}",
+            [
+                *self.wrap.get(member, []),
+                str(self.binary),
+                "meta",
+                "--data",
+                str(self.member_dir(member)),
+                "--listen",
+                self.addrs[member],
+                "--ops-listen",
+                "127.0.0.1:0",
+                "--node-id",
+                str(member),
+                "--peers",
+                peers,
+                *self.tls(f"meta{member}"),
+            ],
+            process_env(self.creds.env()),
+            self.work_dir,
+        )
+        self.members[member] = proc
+        return proc
+
+    def start_gateway(self, meta: str) -> str:
+        """A gateway whose --meta is `meta`; its S3 endpoint."""
+        gateway = start_gateway(
+            self.binary,
+            f"group-gateway-{len(self.others)}",
+            meta,
+            self.work_dir / "gateway.credential",
+            self.tls("gateway"),
+            process_env(self.creds.env()),
+            self.work_dir,
+        )
+        self.others.append(gateway)
+        fields = gateway.wait_ready()
+        require(fields, gateway, "s3")
+        return fields["s3"]
+
+    def admin(self, *args: str, meta: str | None = None) -> object:
+        return run_admin(meta or self.meta, self.creds.admin_token, *args, tls=self.tls("admin") or None)
+
+    def statuses(self) -> dict[int, dict]:
+        """Each running member's own view of the group."""
+        views = {}
+        for member, addr in self.addrs.items():
+            if not self.members[member].alive():
+                continue
+            [answer] = self.admin("meta", "status", meta=addr)
+            if "status" in answer:
+                views[member] = answer["status"]
+        return views
+
+    def leader(self, timeout: float = 30.0) -> int:
+        """The member every running member names as leader."""
+        deadline = time.monotonic() + timeout
+        views: dict[int, dict] = {}
+        while time.monotonic() < deadline:
+            views = self.statuses()
+            leaders = {v["node_id"] for v in views.values() if v["role"] == "leader"}
+            named = {v["leader"] for v in views.values()}
+            if len(leaders) == 1 and named == leaders:
+                return leaders.pop()
+            time.sleep(0.2)
+        raise HarnessError(f"the group agreed on no leader within {timeout:.0f} s: {views}")
+
+    def wait_caught_up(self, member: int, index: int, timeout: float = 60.0) -> dict:
+        """Wait until `member` has applied the entry at `index`; its status."""
+        deadline = time.monotonic() + timeout
+        view: dict = {}
+        while time.monotonic() < deadline:
+            view = self.statuses().get(member, {})
+            if (view.get("last_applied") or 0) >= index and view.get("role") in ("follower", "leader"):
+                return view
+            time.sleep(0.2)
+        raise HarnessError(f"member {member} did not apply entry {index} within {timeout:.0f} s: {view}")
+
+    def stop(self) -> None:
+        for proc in [*self.others, *self.members.values()]:
+            if proc.alive():
+                proc.terminate()
+
+
+def start_group(
+    tessera_bin: Path,
+    tmp_path: Path,
+    addrs: dict[int, str],
+    wrap: dict[int, list[str]] | None = None,
+    mutual_tls: bool = False,
+) -> MetaGroup:
+    """Three members at `addrs`, three datanodes and a gateway given every
+    member's address; the root key works when it returns. With
+    `mutual_tls`, every link runs it (members on other hosts must)."""
+    creds = Credentials.random()
+    running = MetaGroup(tessera_bin, tmp_path, creds, addrs, wrap=wrap or {})
+    if mutual_tls:
+        running.certs = tmp_path / "certs"
+        hosts = {f"meta{m}": addr.rpartition(":")[0] for m, addr in addrs.items()}
+        names = [*hosts, "gateway", "admin", *(f"dn{i}" for i in range(DATANODES))]
+        make_certs(tessera_bin, running.certs, names, hosts)
+    try:
+        dn_credentials = [tmp_path / f"dn{i}.credential" for i in range(DATANODES)]
+        gateway_credential = tmp_path / "gateway.credential"
+        running.member_dir(1).mkdir(parents=True)
+        # The first member's credential key, which the others copy at start.
+        mint_credentials(tessera_bin, running.member_dir(1), dn_credentials, gateway_credential)
+        for member in MEMBERS:
+            running.start_member(member)
+        for member in MEMBERS:
+            require(running.members[member].wait_ready(), running.members[member], "meta", "ops")
+        running.leader()
+        env = process_env(creds.env())
+        for i in range(DATANODES):
+            running.others.append(
+                start_datanode(
+                    tessera_bin,
+                    f"group-dn{i}",
+                    running.meta,
+                    tmp_path / f"dn{i}",
+                    dn_credentials[i],
+                    running.tls(f"dn{i}"),
+                    env,
+                    tmp_path,
+                )
+            )
+        for proc in running.others:
+            proc.wait_ready()
+        running.endpoint = running.start_gateway(running.meta)
+        # The root key is written by the group's first leader, just after its election.
+        client = s3_client(running.endpoint, creds.access_key, creds.secret_key)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                client.list_buckets()
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+    except BaseException:
+        running.stop()
+        raise
+    return running
+
+
+@pytest.fixture
+def group(tessera_bin, tmp_path):
+    running = start_group(tessera_bin, tmp_path, {member: f"127.0.0.1:{free_port()}" for member in MEMBERS})
+    yield running
+    running.stop()
+
+
+@dataclass
+class Load:
+    """Writers PUT new keys and a reader GETs acknowledged ones until stopped;
+    every outcome is kept with its time."""
+
+    client: object
+    bucket: str
+    acked: dict[str, bytes] = field(default_factory=dict)
+    outcomes: list[tuple[float, bool]] = field(default_factory=list)
+    wrong: list[str] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def note(self, started: float, ok: bool) -> None:
+        with self.lock:
+            self.outcomes.append((started, ok))
+
+    def writer(self, name: str, size: int) -> None:
+        n = 0
+        while not self.stop.is_set():
+            key = f"{name}-{n}"
+            body = os.urandom(size)
+            started = time.monotonic()
+            try:
+                self.client.put_object(Bucket=self.bucket, Key=key, Body=body)
+            except Exception:  # noqa: BLE001 - every failure is counted, none is fatal
+                self.note(started, False)
+            else:
+                with self.lock:
+                    self.acked[key] = body
+                self.note(started, True)
+            n += 1
+
+    def reader(self) -> None:
+        while not self.stop.is_set():
+            with self.lock:
+                keys = list(self.acked)
+            if not keys:
+                time.sleep(0.01)
+                continue
+            key = random.choice(keys)
+            started = time.monotonic()
+            try:
+                got = self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+            except Exception:  # noqa: BLE001
+                self.note(started, False)
+                continue
+            if got != self.acked[key]:
+                self.wrong.append(key)
+            self.note(started, True)
+
+    def longest_failure(self, since: float) -> float:
+        """The longest time from `since` on with requests failing and none
+        succeeding: how long clients saw meta down."""
+        longest = 0.0
+        down_from = None
+        for started, ok in sorted(self.outcomes):
+            if started < since:
+                continue
+            if ok:
+                if down_from is not None:
+                    longest = max(longest, started - down_from)
+                down_from = None
+            elif down_from is None:
+                down_from = started
+        if down_from is not None:
+            longest = max(longest, time.monotonic() - down_from)
+        return longest
+
+
+def test_leader_sigkill_under_load_loses_no_acknowledged_write(group):
+    client = s3_client(group.endpoint, group.creds.access_key, group.creds.secret_key, read_timeout=60)
+    bucket = new_bucket_name("group")
+    client.create_bucket(Bucket=bucket)
+    load = Load(client, bucket)
+    threads = [
+        threading.Thread(target=load.writer, args=("small-a", 1000)),
+        threading.Thread(target=load.writer, args=("small-b", 1000)),
+        threading.Thread(target=load.writer, args=("blocks", 100 * 1024)),
+        threading.Thread(target=load.reader),
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        time.sleep(3)
+        old_leader = group.leader()
+        acked_before = len(load.acked)
+        killed_at = time.monotonic()
+        group.members[old_leader].kill()
+        time.sleep(8)
+    finally:
+        load.stop.set()
+        for thread in threads:
+            thread.join()
+    assert acked_before > 0, "no PUT succeeded before the kill"
+    after = [ok for started, ok in load.outcomes if started > killed_at + ELECTION_OUTAGE_S / 2]
+    assert any(after), "no request succeeded after the election"
+    outage = load.longest_failure(killed_at - 1)
+    failed = sum(1 for _, ok in load.outcomes if not ok)
+    print(f"outage {outage:.2f} s, {failed} of {len(load.outcomes)} requests failed, {len(load.acked)} PUTs acked")
+    assert outage < ELECTION_OUTAGE_S, f"clients saw meta fail for {outage:.1f} s"
+    assert not load.wrong, f"GETs answered other bytes for {load.wrong[:5]}"
+    assert len(load.acked) > acked_before, "no PUT succeeded after the kill"
+
+    # Every acknowledged PUT is there, through the new leader.
+    new_leader = group.leader()
+    assert new_leader != old_leader
+    for key, body in load.acked.items():
+        assert client.get_object(Bucket=bucket, Key=key)["Body"].read() == body, key
+    listed = set()
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        listed.update(o["Key"] for o in page.get("Contents", []))
+    assert set(load.acked) <= listed
+
+    # The old leader comes back and catches up with what was written without it.
+    target = group.statuses()[new_leader]["last_applied"]
+    group.start_member(old_leader).wait_ready()
+    view = group.wait_caught_up(old_leader, target)
+    assert view["role"] == "follower" and view["leader"] == new_leader, view
+
+
+def test_wiped_member_rejoins_from_a_snapshot(group):
+    client = s3_client(group.endpoint, group.creds.access_key, group.creds.secret_key, read_timeout=60)
+    bucket = new_bucket_name("wiped")
+    client.create_bucket(Bucket=bucket)
+    bodies = {f"before-{i}": os.urandom(500) for i in range(20)}
+    for key, body in bodies.items():
+        client.put_object(Bucket=bucket, Key=key, Body=body)
+
+    leader = group.leader()
+    victim = next(m for m in MEMBERS if m != leader)
+    group.admin("meta", "remove", str(victim))
+    group.members[victim].kill()
+    shutil.rmtree(group.member_dir(victim))
+
+    # Written while the member is gone, then covered by a snapshot whose
+    # log is dropped: the returning member can only get them by snapshot.
+    more = {f"after-{i}": os.urandom(500) for i in range(20)}
+    for key, body in more.items():
+        client.put_object(Bucket=bucket, Key=key, Body=body)
+    bodies.update(more)
+    snapshot = group.admin("meta", "snapshot")["snapshot"]
+    assert snapshot > 0
+
+    group.start_member(victim).wait_ready()
+    group.admin("meta", "add", str(victim), group.addrs[victim])
+    view = group.wait_caught_up(victim, snapshot)
+    assert view["snapshot"] is not None and view["snapshot"] >= snapshot, view
+    assert any(m["id"] == victim and m["voter"] for m in view["members"]), view
+
+    # It holds the leader's snapshot byte for byte, and the group's secrets.
+    def snapshot_files(member: int) -> dict[str, bytes]:
+        folder = group.member_dir(member) / "raft-snapshots"
+        return {p.name: p.read_bytes() for p in folder.glob("snapshot-*.redb")}
+
+    leader_snapshots = snapshot_files(leader)
+    assert leader_snapshots and snapshot_files(victim) == leader_snapshots
+    for name in ("credential-key", "sse-master-key"):
+        assert (group.member_dir(victim) / name).read_bytes() == (group.member_dir(leader) / name).read_bytes()
+
+    # With the old leader gone, the two others elect one and serve it all.
+    group.members[leader].kill()
+    assert group.leader() != leader
+    for key, body in bodies.items():
+        assert client.get_object(Bucket=bucket, Key=key)["Body"].read() == body, key
+
+
+class Lab:
+    """Each member in a network namespace of its own, all on one bridge (in
+    a namespace of its own too) that this namespace also reaches, so that
+    the links between members can be cut while every member still reaches
+    the gateways and datanodes here. Deleting the namespaces undoes it all."""
+
+    # Members listen on an address of their own namespace, so this port
+    # cannot meet another process's.
+    PORT = 9879
+
+    def __init__(self) -> None:
+        tag = secrets.token_hex(3)
+        self.subnet = f"10.201.{random.randint(1, 250)}"
+        self.lab = f"tl{tag}"
+        self.spaces = {member: f"tm{tag}{member}" for member in MEMBERS}
+        self.cuts: list[tuple[str, str]] = []
+        self.host_link = f"v{tag}hb"
+        self.ip("netns", "add", self.lab)
+        self.ip("-n", self.lab, "link", "add", "br0", "type", "bridge")
+        self.ip("-n", self.lab, "link", "set", "br0", "up")
+        for member, space in self.spaces.items():
+            self.ip("netns", "add", space)
+            self.ip("-n", space, "link", "set", "lo", "up")
+            self.plug(f"v{tag}{member}a", f"v{tag}{member}b", space)
+            self.ip("-n", space, "addr", "add", f"{self.addr(member)}/24", "dev", f"v{tag}{member}b")
+        self.plug(f"v{tag}ha", self.host_link, None)
+        self.ip("addr", "add", f"{self.subnet}.254/24", "dev", self.host_link)
+
+    @staticmethod
+    def ip(*args: str) -> None:
+        result = subprocess.run(["ip", *args], check=False, capture_output=True, timeout=30)
+        if result.returncode != 0:
+            raise HarnessError(f"ip {' '.join(args)}: {result.stderr.decode(errors='replace')}")
+
+    def plug(self, bridge_end: str, other_end: str, space: str | None) -> None:
+        """A veth pair from the bridge to `space` (None: this namespace)."""
+        self.ip("link", "add", bridge_end, "type", "veth", "peer", "name", other_end)
+        self.ip("link", "set", bridge_end, "netns", self.lab)
+        self.ip("-n", self.lab, "link", "set", bridge_end, "master", "br0", "up")
+        if space is None:
+            self.ip("link", "set", other_end, "up")
+        else:
+            self.ip("link", "set", other_end, "netns", space)
+            self.ip("-n", space, "link", "set", other_end, "up")
+
+    def addr(self, member: int) -> str:
+        return f"{self.subnet}.{member}"
+
+    def wrap(self) -> dict[int, list[str]]:
+        return {member: ["ip", "netns", "exec", space] for member, space in self.spaces.items()}
+
+    def cut(self, member: int) -> None:
+        """Cuts `member` off from the other members, both ways."""
+        for other in MEMBERS:
+            if other != member:
+                for space, target in ((self.spaces[member], self.addr(other)), (self.spaces[other], self.addr(member))):
+                    self.ip("-n", space, "route", "add", "blackhole", f"{target}/32")
+                    self.cuts.append((space, target))
+
+    def heal(self) -> None:
+        while self.cuts:
+            space, target = self.cuts.pop()
+            self.ip("-n", space, "route", "del", "blackhole", f"{target}/32")
+
+    def close(self) -> None:
+        for space in [*self.spaces.values(), self.lab]:
+            subprocess.run(["ip", "netns", "del", space], check=False, capture_output=True, timeout=30)
+
+
+@pytest.fixture
+def lab_group(tessera_bin, tmp_path):
+    lab = Lab()
+    try:
+        addrs = {member: f"{lab.addr(member)}:{Lab.PORT}" for member in MEMBERS}
+        running = start_group(tessera_bin, tmp_path, addrs, lab.wrap(), mutual_tls=True)
+        try:
+            yield lab, running
+        finally:
+            lab.heal()
+            running.stop()
+    finally:
+        lab.close()
+
+
+def test_a_partitioned_leader_cannot_commit(lab_group):
+    lab, group = lab_group
+    leader = group.leader()
+    others = [m for m in MEMBERS if m != leader]
+    # Clients on each side: one gateway reaches only the old leader, one
+    # only the other two members.
+    lonely = group.start_gateway(group.addrs[leader])
+    majority = group.start_gateway(",".join(group.addrs[m] for m in others))
+    clients = {
+        side: s3_client(endpoint, group.creds.access_key, group.creds.secret_key, read_timeout=5)
+        for side, endpoint in (("lonely", lonely), ("majority", majority))
+    }
+    bucket = new_bucket_name("split")
+    clients["majority"].create_bucket(Bucket=bucket)
+
+    lab.cut(leader)
+    # Meta's own writes straight at the cut-off leader (its reads, which
+    # every S3 request starts with, already fail without a majority): each
+    # waits in its log until the partition heals, then fails.
+    names = [new_bucket_name("race") for _ in range(5)]
+    created: list[tuple[str, str, bool]] = []
+
+    def create(side: str, meta: str, name: str) -> None:
+        try:
+            group.admin("bucket", "create", name, meta=meta)
+            won = True
+        except HarnessError:
+            won = False
+        with lock:
+            created.append((name, side, won))
+
+    lock = threading.Lock()
+    majority_meta = ",".join(group.addrs[m] for m in others)
+    creators = [threading.Thread(target=create, args=("lonely", group.addrs[leader], n)) for n in names]
+    for thread in creators:
+        thread.start()
+    bodies = {(side, key): f"{side} {key} {secrets.token_hex(8)}".encode() for side in clients for key in range(30)}
+    history: list[tuple[int, str, str]] = []
+
+    def race(side: str, key: int) -> None:
+        try:
+            clients[side].put_object(Bucket=bucket, Key=f"k{key}", Body=bodies[(side, key)], IfNoneMatch="*")
+            outcome = "won"
+        except Exception as exc:  # noqa: BLE001 - every refusal or timeout is a loss
+            outcome = type(exc).__name__
+        with lock:
+            history.append((key, side, outcome))
+
+    threads = [threading.Thread(target=race, args=(side, key)) for key in range(30) for side in clients]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for name in names:
+        create("majority", majority_meta, name)
+    time.sleep(1)
+    lab.heal()
+    for thread in creators:
+        thread.join()
+    won = [(name, side) for name, side, ok in created if ok]
+    assert sorted(won) == sorted((name, "majority") for name in names), created
+    listed = [b["name"] for b in group.admin("bucket", "list") if b["name"] in names]
+    assert sorted(listed) == sorted(names)
+    new_leader = group.leader()
+    assert new_leader in others
+
+    winners: dict[int, list[str]] = {}
+    for key, side, outcome in history:
+        if outcome == "won":
+            winners.setdefault(key, []).append(side)
+    assert all(len(sides) <= 1 for sides in winners.values()), winners
+    assert not [k for k, sides in winners.items() if "lonely" in sides], "the cut-off leader committed"
+    assert len(winners) >= 25, f"the majority side won only {len(winners)} of 30 keys: {history}"
+    for key, [side] in winners.items():
+        got = clients["majority"].get_object(Bucket=bucket, Key=f"k{key}")["Body"].read()
+        assert got == bodies[(side, key)], key
