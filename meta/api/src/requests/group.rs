@@ -2,9 +2,10 @@
 //! other over the meta port, and `tessera admin meta`'s view and changes of
 //! its membership.
 //!
-//! Raft's own messages travel as JSON values so that this crate (which every
-//! client of meta links) does not depend on the Raft library; meta decodes
-//! them into the library's types.
+//! Raft's own messages travel as JSON text embedded in the frame as it is,
+//! so that this crate (which every client of meta links) does not depend on
+//! the Raft library, and a message is encoded and decoded once; meta
+//! decodes it into the library's types.
 
 use serde::{Deserialize, Serialize};
 
@@ -15,7 +16,7 @@ pub struct RaftMessage {
     /// Which message it is.
     pub kind: RaftMessageKind,
     /// The message, as the Raft layer encodes it.
-    pub body: serde_json::Value,
+    pub body: Box<serde_json::value::RawValue>,
 }
 
 /// The kinds of [`RaftMessage`].

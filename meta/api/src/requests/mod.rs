@@ -236,7 +236,7 @@ request_table! {
     CreateKmsKey => KmsKeyRecord, "create_kms_key", Admin, Write;
     ListKmsKeys => Vec<KmsKeyRecord>, "list_kms_keys", Admin, Read;
     // The meta group.
-    RaftMessage => serde_json::Value, "raft_message", Admin, Group;
+    RaftMessage => Box<serde_json::value::RawValue>, "raft_message", Admin, Group;
     GetGroupStatus => GroupStatus, "group_status", Admin, Group;
     AddGroupMember => (), "add_group_member", Admin, Group;
     RemoveGroupMember => (), "remove_group_member", Admin, Group;

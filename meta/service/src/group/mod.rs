@@ -325,23 +325,26 @@ impl MetaGroup {
     pub(crate) async fn receive(
         &self,
         message: RaftMessage,
-    ) -> Result<serde_json::Value, MetaError> {
-        let body = message.body;
+    ) -> Result<Box<serde_json::value::RawValue>, MetaError> {
+        let body = message.body.get();
         let bad = |e: serde_json::Error| MetaError::Protocol(format!("raft message: {e}"));
         let reply = match message.kind {
-            RaftMessageKind::AppendEntries => serde_json::to_value(
-                self.raft
-                    .append_entries(serde_json::from_value(body).map_err(bad)?)
+            RaftMessageKind::AppendEntries => serde_json::value::to_raw_value(
+                &self
+                    .raft
+                    .append_entries(serde_json::from_str(body).map_err(bad)?)
                     .await,
             ),
-            RaftMessageKind::Vote => serde_json::to_value(
-                self.raft
-                    .vote(serde_json::from_value(body).map_err(bad)?)
+            RaftMessageKind::Vote => serde_json::value::to_raw_value(
+                &self
+                    .raft
+                    .vote(serde_json::from_str(body).map_err(bad)?)
                     .await,
             ),
-            RaftMessageKind::InstallSnapshot => serde_json::to_value(
-                self.raft
-                    .install_snapshot(serde_json::from_value(body).map_err(bad)?)
+            RaftMessageKind::InstallSnapshot => serde_json::value::to_raw_value(
+                &self
+                    .raft
+                    .install_snapshot(serde_json::from_str(body).map_err(bad)?)
                     .await,
             ),
         };

@@ -68,7 +68,7 @@ impl Peer {
         E: std::error::Error + DeserializeOwned,
     {
         let network = |e: MetaError| RPCError::Network(NetworkError::new(&Failed(e)));
-        let body = serde_json::to_value(message)
+        let body = serde_json::value::to_raw_value(message)
             .map_err(|e| network(MetaError::Protocol(e.to_string())))?;
         let request = AnyRequest::RaftMessage(RaftMessage { kind, body });
         let sent = tokio::time::timeout(option.hard_ttl(), self.meta.attempt(&request)).await;
@@ -86,7 +86,7 @@ impl Peer {
                 ))))
             }
         };
-        let reply: Result<Resp, RaftError<u64, E>> = serde_json::from_value(answer)
+        let reply: Result<Resp, RaftError<u64, E>> = serde_json::from_str(answer.get())
             .map_err(|e| network(MetaError::Protocol(e.to_string())))?;
         reply.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
     }
