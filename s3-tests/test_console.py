@@ -24,6 +24,7 @@ import pytest
 import requests
 from botocore.exceptions import ClientError
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -49,6 +50,25 @@ def browser_binaries() -> tuple[str, str]:
     if os.environ.get("CI"):
         pytest.fail(reason, pytrace=False)
     pytest.skip(reason)
+
+
+def replaced(element):
+    """A wait condition: `element`'s page was replaced. Chromium reports a
+    node of a page that is gone either as stale or, while the next page
+    loads, as not belonging to the document; both mean gone."""
+
+    def gone(_driver) -> bool:
+        try:
+            element.is_enabled()
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as exc:
+            if "does not belong to the document" in str(exc):
+                return True
+            raise
+        return False
+
+    return gone
 
 
 class Browser:
@@ -91,7 +111,7 @@ class Browser:
         self.find("#access_key").send_keys(access_key)
         self.find("#secret_key").send_keys(secret_key)
         self.find("form.card button[type=submit]").click()
-        WebDriverWait(self.driver, WAIT_S).until(ready.staleness_of(form))
+        WebDriverWait(self.driver, WAIT_S).until(replaced(form))
         self.find("p.error" if refused else "form.signout")
 
     def submit(self, form_css: str) -> None:
@@ -99,7 +119,7 @@ class Browser:
         this one."""
         button = self.find(f"{form_css} button[type=submit]")
         button.click()
-        WebDriverWait(self.driver, WAIT_S).until(ready.staleness_of(button))
+        WebDriverWait(self.driver, WAIT_S).until(replaced(button))
 
     def submit_text(self, css: str, text: str) -> None:
         """Types `text` into the field and submits its form, waiting for the
@@ -107,7 +127,7 @@ class Browser:
         field = self.find(css)
         field.send_keys(text)
         field.submit()
-        WebDriverWait(self.driver, WAIT_S).until(ready.staleness_of(field))
+        WebDriverWait(self.driver, WAIT_S).until(replaced(field))
 
     def quit(self) -> None:
         self.driver.quit()
@@ -224,7 +244,7 @@ def test_buckets_and_objects_end_to_end(server, browser, s3, console_bucket, tmp
         browser.find(f"input[name=key][value='{key}']").click()
     delete = browser.find("form[action$='/delete-objects'] button.danger")
     delete.click()
-    WebDriverWait(browser.driver, WAIT_S).until(ready.staleness_of(delete))
+    WebDriverWait(browser.driver, WAIT_S).until(replaced(delete))
     browser.find("form.upload")
     assert "big.bin" not in browser.text()
     for key in (small.name, "big.bin"):
