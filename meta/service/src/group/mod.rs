@@ -66,13 +66,6 @@ pub struct GroupSettings {
     pub peers: BTreeMap<u64, String>,
 }
 
-impl GroupSettings {
-    /// This member's own address, as the peers list gives it.
-    pub fn own_addr(&self) -> Option<&str> {
-        self.peers.get(&self.node_id).map(String::as_str)
-    }
-}
-
 /// One entry of the log: what to apply, with the leader's clock and the
 /// seed of its random choices, so every member applies it alike.
 #[derive(Clone, Debug, Serialize, Deserialize)]
