@@ -15,7 +15,10 @@ use std::path::PathBuf;
 
 /// mimalloc instead of glibc's malloc: the gateway allocates and frees a few
 /// small buffers per request on every core, and glibc's arenas spent ~20% of
-/// its CPU in malloc/free under ranged GETs (docs/benchmarks.md).
+/// its CPU in malloc/free under ranged GETs (docs/benchmarks.md). Built
+/// without transparent huge pages (`no_thp`): with them, each span mimalloc
+/// takes back from the kernel after a burst faulted in a whole 2 MiB page
+/// zeroed, 9% of meta's CPU under small PUTs (docs/benchmarks.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

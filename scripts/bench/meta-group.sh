@@ -1,9 +1,10 @@
 #!/bin/bash
 # PUTs of 1 KiB, 64 KiB and 1 MiB objects (scripts/bench/small_puts.py)
 # through a cluster of separate processes whose meta is one `tessera meta`
-# (target `lone`) or a group of three members (target `group`), each with
-# five datanodes and a gateway, one cluster at a time, RUNS times: the cost
-# of replicating meta's writes through Raft. Needs wrk and fio.
+# without a log (target `lone`), a group of one member (`group1`) or a group
+# of three (`group3`), each with five datanodes and a gateway, one cluster at
+# a time, RUNS times: the cost of replicating meta's writes through Raft.
+# MEMBERS lists the metas to run (default "lone 1 3"). Needs wrk and fio.
 #   scripts/bench/meta-group.sh [RUNS] [SECONDS]
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$HERE/../..
@@ -32,15 +33,15 @@ run() {
 
 field() { tr ' ' '\n' <<<"$READY_FIELDS" | sed -n "s/^$1=//p"; }
 
-# cluster MEMBERS: meta (alone when MEMBERS is 1), five datanodes, a gateway;
-# sets ENDPOINT.
+# cluster MEMBERS: meta (without a log when MEMBERS is `lone`, else a group
+# of that many), five datanodes, a gateway; sets ENDPOINT.
 cluster() {
   local members=$1 meta peers="" i
   mkdir -p "$W/meta1"
   "$B" admin credential files --key-file "$W/meta1/credential-key" \
     --datanode "$W/dn1.cred" --datanode "$W/dn2.cred" --datanode "$W/dn3.cred" \
     --datanode "$W/dn4.cred" --datanode "$W/dn5.cred" --gateway "gw=$W/gw.cred" 2>/dev/null
-  if [ "$members" = 1 ]; then
+  if [ "$members" = lone ]; then
     run meta1 meta --data "$W/meta1" --listen 127.0.0.1:0 --ops-listen 127.0.0.1:0
     meta=$(field meta)
   else
@@ -76,11 +77,11 @@ cluster() {
 }
 
 for r in $(seq "$RUNS"); do
-  for members in 1 3; do
+  for members in ${MEMBERS:-lone 1 3}; do
     rm -rf "${W:?}"/*
     cluster "$members"
-    name=$([ "$members" = 1 ] && echo lone || echo group)
-    echo "# run $r: $name ($members meta)"
+    name=$([ "$members" = lone ] && echo lone || echo "group$members")
+    echo "# run $r: $name"
     "$PY" "$HERE/small_puts.py" --data-dir "$W" --duration "$DUR" \
       --target "$name=$ENDPOINT,AKBENCH,SKBENCHSECRET" | tee "$W/table"
     # CPU the meta processes spent over the phase, per PUT served: with
@@ -92,6 +93,17 @@ for r in $(seq "$RUNS"); do
     done
     puts=$(awk -F'|' -v d="$DUR" '$3 ~ /'"$name"'/ {gsub(/[ ,]/, "", $4); n += $4 * d} END {print n}' "$W/table")
     echo "meta CPU: $((ticks * 10)) ms for about $puts PUTs ($(awk -v t="$ticks" -v p="$puts" 'BEGIN {printf "%.2f", t * 10 / p}') ms per PUT)"
+    if [ "$members" != lone ]; then
+      # Entries per sync of the log, summed over the members.
+      entries=0 syncs=0
+      for i in $(seq "$members"); do
+        ops=$(grep -m1 READY "$W/meta$i.log" | tr ' ' '\n' | sed -n 's/^ops=//p')
+        m=$(curl -s "$ops/metrics")
+        entries=$((entries + $(awk '/^tessera_meta_log_entries_total/ {n += $2} END {print n + 0}' <<<"$m")))
+        syncs=$((syncs + $(awk '/^tessera_meta_log_syncs_total/ {n += $2} END {print n + 0}' <<<"$m")))
+      done
+      echo "log: $entries entries in $syncs syncs ($(awk -v e="$entries" -v s="$syncs" 'BEGIN {printf "%.1f", e / (s ? s : 1)}') per sync)"
+    fi
     kill "${PIDS[@]}" 2>/dev/null; wait; PIDS=()
   done
 done

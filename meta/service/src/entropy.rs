@@ -27,6 +27,16 @@ pub(crate) fn new_seed() -> Seed {
     seed
 }
 
+/// The seed of the `n`-th of several commands sharing `seed` (the requests
+/// of one log entry): each draws its own values.
+pub(crate) fn nth(seed: Seed, n: usize) -> Seed {
+    let mut derived = seed;
+    for (byte, mix) in derived.iter_mut().zip((n as u64).to_le_bytes()) {
+        *byte ^= mix;
+    }
+    derived
+}
+
 /// Runs `f` with every draw on this thread coming from a generator seeded
 /// with `seed` (ChaCha, so the values are as unpredictable as the seed).
 pub(crate) fn seeded<T>(seed: Seed, f: impl FnOnce() -> T) -> T {

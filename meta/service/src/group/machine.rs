@@ -20,7 +20,7 @@ use super::{Action, Applied, Command, TypeConfig};
 use crate::state::MetaState;
 use crate::store::db::{applying, get_json, AppliedMark, APPLIED};
 use crate::store::DATABASE_FILE;
-use meta_api::MetaError;
+use meta_api::{AnyResponse, MetaError, UnixMillis};
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{
     AnyError, BasicNode, Entry, EntryPayload, ErrorSubject, ErrorVerb, LogId, OptionalSend,
@@ -55,6 +55,9 @@ pub(crate) struct StateSlot {
     apply: Mutex<()>,
     /// When the store was last synced by the apply.
     synced: Mutex<std::time::Instant>,
+    /// What the store holds applied, whole entries only (the store's own
+    /// record may name an entry's requests while they are applied).
+    applied: Mutex<AppliedRecord>,
 }
 
 /// How often applying entries syncs the store.
@@ -67,6 +70,7 @@ impl StateSlot {
             state: RwLock::new(state),
             apply: Mutex::new(()),
             synced: Mutex::new(std::time::Instant::now()),
+            applied: Mutex::new(AppliedRecord::default()),
         }
     }
 
@@ -81,6 +85,11 @@ impl StateSlot {
 struct AppliedRecord {
     log_id: Option<LogId<u64>>,
     membership: StoredMembership<u64, BasicNode>,
+    /// The entry after `log_id` when only its first requests are applied
+    /// (a crash stopped its apply part-way), and how many: applying it
+    /// again skips those.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    partly: Option<(LogId<u64>, usize)>,
 }
 
 impl AppliedRecord {
@@ -100,11 +109,71 @@ impl AppliedRecord {
     }
 }
 
-/// Applies one command to `state`.
-fn run(state: &MetaState, command: Command) -> Applied {
-    let now = command.now;
-    match command.action {
-        Action::Request(request) => Applied::Answer(Box::new(request.dispatch(state, now))),
+/// The answer of a request a member applied before a restart, applied
+/// again as part of its entry: nobody waits for it.
+fn applied_before() -> std::result::Result<AnyResponse, MetaError> {
+    Err(MetaError::Transport(
+        "applied before this member restarted".into(),
+    ))
+}
+
+/// Applies the command of the entry at `log_id` to `state`, after the
+/// entries `applied` names: each of its writes also records what it
+/// completes. Clients' requests are applied one by one, each recorded as
+/// far as it goes, so a crash between two of them leaves the store
+/// knowing which are in.
+fn apply_command(
+    state: &MetaState,
+    applied: &AppliedRecord,
+    log_id: LogId<u64>,
+    command: Command,
+) -> Result<Applied> {
+    let (now, seed) = (command.now, command.seed);
+    let requests = match command.action {
+        Action::Requests(requests) => requests,
+        action => {
+            let whole = AppliedRecord {
+                log_id: Some(log_id),
+                partly: None,
+                ..applied.clone()
+            };
+            let answer = applying(whole.mark()?, || {
+                crate::entropy::seeded(seed, || run(state, now, action))
+            });
+            return checked(answer);
+        }
+    };
+    let skip = match applied.partly {
+        Some((id, done)) if id == log_id => done,
+        _ => 0,
+    };
+    let mut answers = Vec::with_capacity(requests.len());
+    for (i, request) in requests.into_iter().enumerate() {
+        if i < skip {
+            answers.push(applied_before());
+            continue;
+        }
+        let upto = AppliedRecord {
+            partly: Some((log_id, i + 1)),
+            ..applied.clone()
+        };
+        let answer = applying(upto.mark()?, || {
+            crate::entropy::seeded(crate::entropy::nth(seed, i), || {
+                request.dispatch(state, now)
+            })
+        });
+        if let Err(e @ (MetaError::Store(_) | MetaError::OutOfSpace(_))) = &answer {
+            return Err(state_machine_failed(ErrorVerb::Write, e));
+        }
+        answers.push(answer);
+    }
+    Ok(Applied::Answers(answers))
+}
+
+/// Runs one of the leader's own commands.
+fn run(state: &MetaState, now: UnixMillis, action: Action) -> Applied {
+    match action {
+        Action::Requests(_) => unreachable!("requests are applied one by one"),
         Action::Startup => Applied::Done(state.startup_writes(now).map(drop)),
         Action::Redundancy => Applied::Done(state.check_redundancy(now)),
         Action::Lifecycle => Applied::Pause(
@@ -115,13 +184,9 @@ fn run(state: &MetaState, command: Command) -> Applied {
     }
 }
 
-/// Applies one command of the entry `applied` names, recording it applied
-/// with each of its writes.
-fn apply_command(state: &MetaState, applied: &AppliedRecord, command: Command) -> Result<Applied> {
-    let seed = command.seed;
-    let answer = applying(applied.mark()?, || {
-        crate::entropy::seeded(seed, || run(state, command))
-    });
+/// `answer`, unless it is the store failing: a member whose store failed
+/// an entry others applied must stop, not go on unequal.
+fn checked(answer: Applied) -> Result<Applied> {
     if let Some(e) = store_failed(&answer) {
         return Err(state_machine_failed(ErrorVerb::Write, e));
     }
@@ -135,18 +200,23 @@ pub(super) fn apply_one(
     log_id: LogId<u64>,
     command: Command,
 ) -> Result<Applied> {
-    let applied = AppliedRecord {
-        log_id: Some(log_id),
-        membership: StoredMembership::default(),
-    };
-    apply_command(state, &applied, command)
+    apply_command(state, &AppliedRecord::default(), log_id, command)
 }
 
-/// Whether an answer is the store failing rather than a refusal: a member
-/// whose store failed an entry others applied must stop, not go on unequal.
+/// [`apply_command`] after what the store records as applied (tests of a
+/// restart part-way through an entry).
+#[cfg(test)]
+pub(super) fn apply_from_store(
+    state: &MetaState,
+    log_id: LogId<u64>,
+    command: Command,
+) -> Result<Applied> {
+    apply_command(state, &AppliedRecord::load(state)?, log_id, command)
+}
+
+/// Whether a command's outcome is the store failing rather than a refusal.
 fn store_failed(applied: &Applied) -> Option<&MetaError> {
     let error = match applied {
-        Applied::Answer(answer) => answer.as_ref().as_ref().err()?,
         Applied::Pause(Err(e)) | Applied::Done(Err(e)) => e,
         _ => return None,
     };
@@ -171,6 +241,7 @@ impl Machine {
             .map_err(|e| MetaError::Store(format!("creating {}: {e}", snapshots.display())))?;
         let applied =
             AppliedRecord::load(&slot.current()).map_err(|e| MetaError::Store(e.to_string()))?;
+        *slot.applied.lock() = applied.clone();
         Ok(Machine {
             slot,
             snapshots,
@@ -278,15 +349,18 @@ impl RaftStateMachine<TypeConfig> for Machine {
             let state = slot.current();
             let mut answers = Vec::with_capacity(entries.len());
             for entry in entries {
-                applied.log_id = Some(entry.log_id);
                 let answer = match entry.payload {
                     EntryPayload::Blank => Applied::Nothing,
                     EntryPayload::Membership(membership) => {
                         applied.membership = StoredMembership::new(Some(entry.log_id), membership);
                         Applied::Nothing
                     }
-                    EntryPayload::Normal(command) => apply_command(&state, &applied, command)?,
+                    EntryPayload::Normal(command) => {
+                        apply_command(&state, &applied, entry.log_id, command)?
+                    }
                 };
+                applied.log_id = Some(entry.log_id);
+                applied.partly = None;
                 answers.push(answer);
             }
             // The log holds every entry until a snapshot covers it, and a
@@ -301,6 +375,7 @@ impl RaftStateMachine<TypeConfig> for Machine {
                     .map_err(|e| state_machine_failed(ErrorVerb::Write, e))?;
                 *synced = std::time::Instant::now();
             }
+            *slot.applied.lock() = applied.clone();
             Ok::<_, StorageError<u64>>((answers, applied))
         })
         .await
@@ -355,6 +430,7 @@ impl RaftStateMachine<TypeConfig> for Machine {
             *slot.state.write() = Arc::new(reloaded);
             let applied = AppliedRecord::load(&slot.current())
                 .map_err(|e| std::io::Error::other(e.to_string()))?;
+            *slot.applied.lock() = applied.clone();
             tracing::info!(snapshot = %meta.snapshot_id, "meta store replaced by a snapshot from the leader");
             Ok::<_, std::io::Error>(applied)
         })
@@ -391,8 +467,9 @@ impl RaftSnapshotBuilder<TypeConfig> for Builder {
         let built = tokio::task::spawn_blocking(move || {
             let _applying = slot.apply.lock();
             let state = slot.current();
-            let applied = AppliedRecord::load(&state)?;
-            // Everything applied is durable in the file before it is copied.
+            let applied = slot.applied.lock().clone();
+            // Everything applied is durable in the file before it is copied,
+            // with the record of whole entries the snapshot describes.
             state
                 .store
                 .sync_applied(applied.mark()?)

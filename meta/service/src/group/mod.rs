@@ -56,6 +56,21 @@ openraft::declare_raft_types!(
 /// The Raft instance of one member.
 type Raft = openraft::Raft<TypeConfig>;
 
+/// A client's write waiting to join an entry, and where its answer goes.
+type QueuedWrite = (
+    AnyRequest,
+    tokio::sync::oneshot::Sender<Result<AnyResponse, MetaError>>,
+);
+
+/// Most entries of clients' writes proposed and not yet applied: one
+/// being synced to the log while the next gathers the writes that arrive
+/// meanwhile (openraft 0.9 syncs one entry at a time).
+const ENTRIES_IN_FLIGHT: usize = 2;
+/// Most requests in one entry.
+const BATCH_REQUESTS: usize = 256;
+/// Most bytes of requests (as JSON) in one entry, beyond its first.
+const BATCH_BYTES: usize = 4 * 1024 * 1024;
+
 /// How a group is formed: this member and every initial member's address.
 #[derive(Clone, Debug)]
 pub struct GroupSettings {
@@ -81,8 +96,9 @@ pub(crate) struct Command {
 /// What a [`Command`] does.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) enum Action {
-    /// A client's write.
-    Request(Box<AnyRequest>),
+    /// Clients' writes that reached the leader together, applied one after
+    /// the other (see [`MetaGroup::write`]).
+    Requests(Vec<AnyRequest>),
     /// What a lone meta writes when it starts (the root user, due token
     /// keys, the master key's check value, a lifecycle pass's restart
     /// count), proposed by each new leader.
@@ -96,7 +112,10 @@ pub(crate) enum Action {
 impl std::fmt::Display for Command {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.action {
-            Action::Request(request) => write!(f, "{}", request.name()),
+            Action::Requests(requests) => match requests.as_slice() {
+                [one] => write!(f, "{}", one.name()),
+                many => write!(f, "{} requests", many.len()),
+            },
             Action::Startup => f.write_str("startup"),
             Action::Redundancy => f.write_str("redundancy"),
             Action::Lifecycle => f.write_str("lifecycle"),
@@ -107,8 +126,8 @@ impl std::fmt::Display for Command {
 /// What applying one entry gave, for the member that proposed it.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum Applied {
-    /// A client's answer.
-    Answer(Box<Result<AnyResponse, MetaError>>),
+    /// The clients' answers, in the order of their requests.
+    Answers(Vec<Result<AnyResponse, MetaError>>),
     /// How long the lifecycle worker may pause, in milliseconds.
     Pause(Result<u64, MetaError>),
     /// A background round's outcome.
@@ -127,6 +146,54 @@ const ELECTION_TIMEOUT: Duration = Duration::from_millis(500);
 /// trip and clock rates.
 const LEASE: Duration = Duration::from_millis(250);
 
+/// Gathers the writes queued on `group` into entries: it takes every
+/// write waiting (up to [`BATCH_REQUESTS`] and [`BATCH_BYTES`]) once fewer
+/// than [`ENTRIES_IN_FLIGHT`] entries are on their way.
+async fn batch_writes(
+    group: Weak<MetaGroup>,
+    mut queued: tokio::sync::mpsc::UnboundedReceiver<QueuedWrite>,
+) {
+    let in_flight = Arc::new(tokio::sync::Semaphore::new(ENTRIES_IN_FLIGHT));
+    while let Some(first) = queued.recv().await {
+        let Ok(permit) = in_flight.clone().acquire_owned().await else {
+            return;
+        };
+        let mut batch = vec![first];
+        let mut bytes = 0;
+        while batch.len() < BATCH_REQUESTS && bytes < BATCH_BYTES {
+            let Ok(next) = queued.try_recv() else {
+                break;
+            };
+            bytes += encoded_len(&next.0);
+            batch.push(next);
+        }
+        let Some(group) = group.upgrade() else {
+            return;
+        };
+        tokio::spawn(async move {
+            group.propose_writes(batch).await;
+            drop(permit);
+        });
+    }
+}
+
+/// Length of `request` as JSON.
+fn encoded_len(request: &AnyRequest) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    drop(serde_json::to_writer(&mut counter, request));
+    counter.0
+}
+
 /// Heartbeats every 100 ms; an election after 0.5-1 s without one.
 fn raft_config() -> Result<Config, MetaError> {
     Config {
@@ -141,7 +208,9 @@ fn raft_config() -> Result<Config, MetaError> {
         purge_batch_size: 256,
         snapshot_max_chunk_size: 1024 * 1024,
         install_snapshot_timeout: 5_000,
-        max_payload_entries: 256,
+        // An entry holds up to BATCH_BYTES of requests (one request may
+        // exceed it): eight stay well within a meta frame.
+        max_payload_entries: 8,
         ..Config::default()
     }
     .validate()
@@ -154,6 +223,8 @@ pub(crate) struct MetaGroup {
     settings: GroupSettings,
     /// The state this member applies to, as the apply sees it.
     slot: Arc<StateSlot>,
+    /// Clients' writes on their way into entries ([`batch_writes`]).
+    writes: tokio::sync::mpsc::UnboundedSender<QueuedWrite>,
 }
 
 impl MetaGroup {
@@ -179,11 +250,15 @@ impl MetaGroup {
         )
         .await
         .map_err(|e| MetaError::Store(format!("starting raft: {e}")))?;
-        Ok(Arc::new(MetaGroup {
+        let (writes, queued) = tokio::sync::mpsc::unbounded_channel();
+        let group = Arc::new(MetaGroup {
             raft,
             settings,
             slot,
-        }))
+            writes,
+        });
+        tokio::spawn(batch_writes(Arc::downgrade(&group), queued));
+        Ok(group)
     }
 
     /// The peers this member was started with.
@@ -266,11 +341,45 @@ impl MetaGroup {
         }
     }
 
-    /// Serves a client's write through the log.
+    /// Serves a client's write through the log, in one entry with the
+    /// other writes that reach this member while the entries before are
+    /// synced: so concurrent writes share a log sync, a message to each
+    /// follower and an apply round.
     pub(crate) async fn write(&self, request: AnyRequest) -> Result<AnyResponse, MetaError> {
-        match self.propose(Action::Request(Box::new(request))).await? {
-            Applied::Answer(answer) => *answer,
-            other => Err(MetaError::Store(format!("a write applied as {other:?}"))),
+        if !self.is_leader() {
+            return Err(self.not_leader(None));
+        }
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        self.writes
+            .send((request, answer))
+            .map_err(|_| MetaError::Transport("the meta group is stopping".into()))?;
+        answered.await.unwrap_or_else(|_| {
+            Err(MetaError::Transport(
+                "the meta group stopped while the write was proposed; it may have been applied"
+                    .into(),
+            ))
+        })
+    }
+
+    /// Proposes `writes` as one entry and hands each its answer.
+    async fn propose_writes(&self, writes: Vec<QueuedWrite>) {
+        let (requests, answers): (Vec<_>, Vec<_>) = writes.into_iter().unzip();
+        let count = requests.len();
+        match self.propose(Action::Requests(requests)).await {
+            Ok(Applied::Answers(answered)) if answered.len() == count => {
+                for (answer, result) in answers.into_iter().zip(answered) {
+                    drop(answer.send(result));
+                }
+            }
+            outcome => {
+                let error = match outcome {
+                    Err(e) => e,
+                    Ok(other) => MetaError::Store(format!("writes applied as {other:?}")),
+                };
+                for answer in answers {
+                    drop(answer.send(Err(error.clone())));
+                }
+            }
         }
     }
 
@@ -302,13 +411,20 @@ impl MetaGroup {
     /// `election_timeout_min` without hearing from it), and its store
     /// applied an entry of its own term (so every entry committed before
     /// its term, and every write it acknowledged since, is in the store).
+    /// A leader that is the group's only voter holds it for good.
     fn holds_lease(&self) -> bool {
         let metrics = self.raft.metrics();
         let metrics = metrics.borrow();
+        let alone = metrics
+            .membership_config
+            .membership()
+            .voter_ids()
+            .eq([self.settings.node_id]);
         metrics.state == ServerState::Leader
-            && metrics
-                .millis_since_quorum_ack
-                .is_some_and(|ms| ms < LEASE.as_millis() as u64)
+            && (alone
+                || metrics
+                    .millis_since_quorum_ack
+                    .is_some_and(|ms| ms < LEASE.as_millis() as u64))
             && metrics
                 .last_applied
                 .is_some_and(|applied| applied.leader_id.term == metrics.current_term)

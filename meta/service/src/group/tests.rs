@@ -2,8 +2,8 @@
 //! members' stores leave the same records and give the same answers, random
 //! choices included.
 
-use super::machine::apply_one;
-use super::{Action, Command};
+use super::machine::{apply_from_store, apply_one};
+use super::{Action, Applied, Command};
 use crate::config::MetaConfig;
 use crate::state::MetaState;
 use crate::store::db::APPLIED;
@@ -68,7 +68,7 @@ fn commands() -> Vec<Command> {
         .into(),
     ];
     let mut commands: Vec<Command> = std::iter::once(Action::Startup)
-        .chain(requests.into_iter().map(|r| Action::Request(Box::new(r))))
+        .chain(requests.into_iter().map(|r| Action::Requests(vec![r])))
         .enumerate()
         .map(|(i, action)| Command {
             now: T0 + i as i64 * 1000,
@@ -76,7 +76,9 @@ fn commands() -> Vec<Command> {
             action,
         })
         .collect();
-    for (i, key) in ["a.jpg", "a.jpg", "b.jpg"].into_iter().enumerate() {
+    // Three writes that reached the leader together: one entry.
+    let mut together = Vec::new();
+    for key in ["a.jpg", "a.jpg", "b.jpg"] {
         let mut record = ObjectRecord::new(
             "photos",
             key,
@@ -86,31 +88,30 @@ fn commands() -> Vec<Command> {
         );
         record.size = 1;
         record.inline = Some(InlineBody(bytes::Bytes::from_static(b"a")));
-        commands.push(Command {
-            now: T0 + 100_000 + i as i64,
-            seed: crate::entropy::new_seed(),
-            action: Action::Request(Box::new(
-                CommitObject {
-                    record,
-                    condition: None,
-                }
-                .into(),
-            )),
-        });
+        together.push(
+            CommitObject {
+                record,
+                condition: None,
+            }
+            .into(),
+        );
     }
+    commands.push(Command {
+        now: T0 + 100_000,
+        seed: crate::entropy::new_seed(),
+        action: Action::Requests(together),
+    });
     commands.push(Command {
         now: T0 + 200_000,
         seed: crate::entropy::new_seed(),
-        action: Action::Request(Box::new(
-            DeleteObject {
-                bucket: "photos".into(),
-                key: "b.jpg".into(),
-                version: None,
-                bypass_governance: false,
-                marker_owner: None,
-            }
-            .into(),
-        )),
+        action: Action::Requests(vec![DeleteObject {
+            bucket: "photos".into(),
+            key: "b.jpg".into(),
+            version: None,
+            bypass_governance: false,
+            marker_owner: None,
+        }
+        .into()]),
     });
     let mut upload = test_support::meta::upload("photos", "c.jpg", "u1");
     upload.created = T0;
@@ -142,7 +143,7 @@ fn commands() -> Vec<Command> {
         commands.push(Command {
             now: T0 + 250_000 + i as i64,
             seed: crate::entropy::new_seed(),
-            action: Action::Request(Box::new(request)),
+            action: Action::Requests(vec![request]),
         });
     }
     commands.push(Command {
@@ -193,7 +194,7 @@ fn members_applying_the_same_commands_hold_the_same_records() {
             "answers to {command}"
         );
         assert!(
-            !matches!(&a, super::Applied::Answer(answer) if answer.is_err())
+            !matches!(&a, super::Applied::Answers(answers) if answers.iter().any(Result::is_err))
                 && !matches!(&a, super::Applied::Done(Err(_))),
             "{command} failed: {a:?}"
         );
@@ -235,4 +236,69 @@ fn a_members_store_is_written_only_by_its_log() {
     let state = member(dir.path());
     let outside = state.startup_writes(T0);
     assert!(matches!(outside, Err(MetaError::Store(_))), "{outside:?}");
+}
+
+#[test]
+fn an_entry_applied_part_way_before_a_crash_is_finished_not_repeated() {
+    let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let whole = member(one.path());
+    for name in [crate::CREDENTIAL_KEY_FILE, crate::MASTER_KEY_FILE] {
+        std::fs::copy(one.path().join(name), two.path().join(name)).unwrap();
+    }
+    let resumed = member(two.path());
+    let startup = Command {
+        now: T0,
+        seed: crate::entropy::new_seed(),
+        action: Action::Startup,
+    };
+    let first = openraft::LogId::new(openraft::CommittedLeaderId::new(1, 1), 1);
+    let entry = openraft::LogId::new(openraft::CommittedLeaderId::new(1, 1), 2);
+    for state in [&whole, &resumed] {
+        apply_one(state, first, startup.clone()).unwrap();
+    }
+    let bucket = |name: &str| -> AnyRequest {
+        CreateBucket {
+            name: name.into(),
+            owner: "root".into(),
+            replication: None,
+            access: Default::default(),
+            object_lock: false,
+        }
+        .into()
+    };
+    let seed = crate::entropy::new_seed();
+    let command = |requests| Command {
+        now: T0 + 1000,
+        seed,
+        action: Action::Requests(requests),
+    };
+    let three = || {
+        command(vec![
+            bucket("one"),
+            bucket("two"),
+            CreateKey {
+                user: "root".into(),
+            }
+            .into(),
+        ])
+    };
+    let all = apply_from_store(&whole, entry, three()).unwrap();
+    // The member stopped after its first request: the store says so.
+    apply_from_store(&resumed, entry, command(vec![bucket("one")])).unwrap();
+    let again = apply_from_store(&resumed, entry, three()).unwrap();
+    let (Applied::Answers(all), Applied::Answers(again)) = (all, again) else {
+        panic!("requests answered as something else");
+    };
+    assert!(all.iter().all(Result::is_ok), "{all:?}");
+    assert!(
+        matches!(again[0], Err(MetaError::Transport(_))),
+        "{again:?}"
+    );
+    assert_eq!(
+        serde_json::to_string(&all[1..]).unwrap(),
+        serde_json::to_string(&again[1..]).unwrap()
+    );
+    for table in [BUCKETS, ACCESS_KEYS] {
+        assert_eq!(rows(&whole, table), rows(&resumed, table));
+    }
 }
