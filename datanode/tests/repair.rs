@@ -408,10 +408,12 @@ async fn write_objects(cluster: &TestCluster) -> Vec<(String, Vec<u8>)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_decommissioned_datanode_is_copied_off_and_can_be_stopped() {
     // Decommissioned once empty for an orphan grace (writes placed before
-    // the decommission commit within it).
+    // the decommission commit within it). Nothing here waits for a
+    // datanode to go stale: a margin wide enough for a loaded machine's
+    // late heartbeats.
     let config = config().meta(|meta| {
-        meta.stale_after = Duration::from_millis(300);
-        meta.dead_after = Duration::from_millis(1_000);
+        meta.stale_after = Duration::from_millis(2_000);
+        meta.dead_after = Duration::from_millis(5_000);
         meta.orphan_grace = Duration::from_secs(1);
     });
     let mut cluster = TestCluster::start(7, config).await;
