@@ -28,7 +28,7 @@ use std::fmt::Debug;
 use std::ops::{Bound, RangeBounds};
 use std::path::Path;
 use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Name of the log's file in the data folder.
 pub(crate) const LOG_FILE: &str = "raft-log.redb";
@@ -112,12 +112,6 @@ fn write_batch(db: &Database, changes: &[&Change]) -> std::result::Result<(), re
     Ok(())
 }
 
-/// How long the writer lets appends gather before a sync when the last
-/// sync ended less than that long before: appends are then coming in
-/// about as fast as the log syncs, and a sync costs the CPU of applying
-/// many entries, so one sync should cover several.
-const GATHER: Duration = Duration::from_millis(1);
-
 /// How long a change nobody waits for (the commit point) may stay queued
 /// for a sync some other change needs.
 const RIDE_LIMIT: Duration = Duration::from_secs(1);
@@ -125,9 +119,9 @@ const RIDE_LIMIT: Duration = Duration::from_secs(1);
 /// The writer thread: waits for a change, takes every other one queued
 /// behind it, writes them all with one sync, then tells their waiters.
 /// Changes nobody waits for are held for the next sync someone needs (or
-/// [`RIDE_LIMIT`]); see [`GATHER`] for when it waits for more.
+/// [`RIDE_LIMIT`]). It never waits for more: openraft 0.9 sends the next
+/// append only once the last one is synced.
 fn write_changes(db: Arc<Database>, unwritten: Unwritten, queue: mpsc::Receiver<(Change, Waiter)>) {
-    let mut last_sync = Instant::now();
     let mut batch: Vec<(Change, Waiter)> = Vec::new();
     loop {
         let next = if batch.is_empty() {
@@ -150,9 +144,6 @@ fn write_changes(db: Arc<Database>, unwritten: Unwritten, queue: mpsc::Receiver<
         if !waited_for && !held_long {
             continue;
         }
-        if last_sync.elapsed() < GATHER {
-            std::thread::sleep(GATHER);
-        }
         batch.extend(queue.try_iter());
         let taken = std::mem::take(&mut batch);
         let changes: Vec<&Change> = taken.iter().map(|(change, _)| change).collect();
@@ -164,7 +155,6 @@ fn write_changes(db: Arc<Database>, unwritten: Unwritten, queue: mpsc::Receiver<
             })
             .sum();
         let outcome = write_batch(&db, &changes).map_err(|e| e.to_string());
-        last_sync = Instant::now();
         metrics::counter!("tessera_meta_log_syncs_total").increment(1);
         metrics::counter!("tessera_meta_log_entries_total").increment(appended as u64);
         if outcome.is_ok() {

@@ -162,8 +162,10 @@ fn apply_command(
                 request.dispatch(state, now)
             })
         });
-        if let Err(e @ (MetaError::Store(_) | MetaError::OutOfSpace(_))) = &answer {
-            return Err(state_machine_failed(ErrorVerb::Write, e));
+        if let Err(e) = &answer {
+            if is_store_failure(e) {
+                return Err(state_machine_failed(ErrorVerb::Write, e));
+            }
         }
         answers.push(answer);
     }
@@ -220,7 +222,13 @@ fn store_failed(applied: &Applied) -> Option<&MetaError> {
         Applied::Pause(Err(e)) | Applied::Done(Err(e)) => e,
         _ => return None,
     };
-    matches!(error, MetaError::Store(_) | MetaError::OutOfSpace(_)).then_some(error)
+    is_store_failure(error).then_some(error)
+}
+
+/// Whether an error is the store failing rather than a refusal: a member
+/// whose store failed an entry others applied must stop, not go on unequal.
+fn is_store_failure(error: &MetaError) -> bool {
+    matches!(error, MetaError::Store(_) | MetaError::OutOfSpace(_))
 }
 
 /// The state machine of one member.
