@@ -502,6 +502,7 @@ def test_a_partitioned_leader_cannot_commit(lab_group):
     }
     bucket = new_bucket_name("split")
     clients["majority"].create_bucket(Bucket=bucket)
+    clients["majority"].put_object(Bucket=bucket, Key="read", Body=b"before")
 
     lab.cut(leader)
     # Meta's own writes straight at the cut-off leader (its reads, which
@@ -541,6 +542,15 @@ def test_a_partitioned_leader_cannot_commit(lab_group):
         thread.start()
     for thread in threads:
         thread.join()
+    # The majority has a leader of its own by now: the cut-off one must not
+    # serve what it holds as current (its read lease ran out without a
+    # majority's answers).
+    clients["majority"].put_object(Bucket=bucket, Key="read", Body=b"after")
+    try:
+        stale = clients["lonely"].get_object(Bucket=bucket, Key="read")["Body"].read()
+    except Exception:  # noqa: BLE001 - a refusal or a timeout is the right outcome
+        stale = None
+    assert stale != b"before", "the cut-off leader served a read it could not know was current"
     for name in names:
         create("majority", majority_meta, name)
     time.sleep(1)

@@ -49,8 +49,37 @@ fn failed(subject: ErrorSubject<u64>, verb: ErrorVerb, e: impl ToString) -> Stor
     StorageIOError::new(subject, verb, AnyError::error(e.to_string())).into()
 }
 
-/// Entries appended and not yet on disk, by index.
-type Unwritten = Arc<Mutex<BTreeMap<u64, Entry<TypeConfig>>>>;
+/// How far the log's writes have got, as [`LogStore::progress`] shows it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Progress {
+    /// Appends so far.
+    pub(crate) appends: u64,
+    /// Whether every entry appended is on disk.
+    pub(crate) idle: bool,
+}
+
+/// Entries appended and not yet on disk, by index, and the [`Progress`]
+/// they make; both changed under the lock.
+#[derive(Clone)]
+struct Unwritten {
+    entries: Arc<Mutex<BTreeMap<u64, Entry<TypeConfig>>>>,
+    progress: Arc<tokio::sync::watch::Sender<Progress>>,
+}
+
+impl Unwritten {
+    fn lock(&self) -> parking_lot::MutexGuard<'_, BTreeMap<u64, Entry<TypeConfig>>> {
+        self.entries.lock()
+    }
+
+    /// Tells [`LogStore::progress`]'s watchers what `entries` (this map,
+    /// still locked) now holds, and of one more append if `appended`.
+    fn publish(&self, entries: &BTreeMap<u64, Entry<TypeConfig>>, appended: bool) {
+        self.progress.send_modify(|progress| {
+            progress.appends += u64::from(appended);
+            progress.idle = entries.is_empty();
+        });
+    }
+}
 
 /// Who waits for a change to be on disk.
 enum Waiter {
@@ -158,17 +187,18 @@ fn write_changes(db: Arc<Database>, unwritten: Unwritten, queue: mpsc::Receiver<
         metrics::counter!("tessera_meta_log_syncs_total").increment(1);
         metrics::counter!("tessera_meta_log_entries_total").increment(appended as u64);
         if outcome.is_ok() {
-            let mut unwritten = unwritten.lock();
+            let mut entries = unwritten.lock();
             for change in &changes {
                 if let Change::Append(rows) = change {
                     for (id, _) in rows {
                         // Unless a later append replaced it after a truncation.
-                        if unwritten.get(&id.index).is_some_and(|e| e.log_id == *id) {
-                            unwritten.remove(&id.index);
+                        if entries.get(&id.index).is_some_and(|e| e.log_id == *id) {
+                            entries.remove(&id.index);
                         }
                     }
                 }
             }
+            unwritten.publish(&entries, false);
         }
         for (_, waiter) in taken {
             waiter.tell(&outcome);
@@ -209,7 +239,13 @@ impl LogStore {
         txn.open_table(ENTRIES)?;
         txn.open_table(POINTS)?;
         txn.commit()?;
-        let unwritten = Unwritten::default();
+        let unwritten = Unwritten {
+            entries: Arc::default(),
+            progress: Arc::new(tokio::sync::watch::Sender::new(Progress {
+                appends: 0,
+                idle: true,
+            })),
+        };
         let (queue, changes) = mpsc::channel();
         let thread = std::thread::Builder::new().name("raft-log".into()).spawn({
             let (db, unwritten) = (db.clone(), unwritten.clone());
@@ -223,6 +259,12 @@ impl LogStore {
                 thread: Mutex::new(Some(thread)),
             }),
         })
+    }
+
+    /// The log's [`Progress`], watched: the leader forms its next entry of
+    /// clients' writes once the last one is on disk (`batch_writes`).
+    pub(crate) fn progress(&self) -> tokio::sync::watch::Receiver<Progress> {
+        self.unwritten.progress.subscribe()
     }
 
     /// Queues `change` for the writer thread.
@@ -443,13 +485,18 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             rows.push((entry.log_id, bytes));
             unwritten.insert(entry.log_id.index, entry);
         }
+        self.unwritten.publish(&unwritten, true);
         // Queued under the lock, so the writer stores appends in the order
         // their entries became readable.
         self.queue(Change::Append(rows), Waiter::Raft(callback))
     }
 
     async fn truncate(&mut self, log_id: LogId<u64>) -> Result<()> {
-        self.unwritten.lock().split_off(&log_id.index);
+        {
+            let mut unwritten = self.unwritten.lock();
+            unwritten.split_off(&log_id.index);
+            self.unwritten.publish(&unwritten, false);
+        }
         self.write(
             Change::Remove(log_id.index, None),
             ErrorSubject::Logs,
@@ -464,6 +511,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             let mut unwritten = self.unwritten.lock();
             let kept = unwritten.split_off(&(log_id.index + 1));
             *unwritten = kept;
+            self.unwritten.publish(&unwritten, false);
         }
         self.queue(Change::Point(PURGED, bytes), Waiter::Nobody)?;
         self.write(

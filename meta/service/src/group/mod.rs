@@ -62,9 +62,9 @@ type QueuedWrite = (
     tokio::sync::oneshot::Sender<Result<AnyResponse, MetaError>>,
 );
 
-/// Most entries of clients' writes proposed and not yet applied: one
-/// being synced to the log while the next gathers the writes that arrive
-/// meanwhile (openraft 0.9 syncs one entry at a time).
+/// Most entries of clients' writes proposed and not yet answered: one
+/// being applied while the next is synced to the log (openraft 0.9 syncs
+/// one entry at a time).
 const ENTRIES_IN_FLIGHT: usize = 2;
 /// Most requests in one entry.
 const BATCH_REQUESTS: usize = 256;
@@ -141,23 +141,43 @@ const HEARTBEAT: Duration = Duration::from_millis(100);
 /// The least time a follower waits without hearing from the leader before
 /// it stands for election (the most is twice as long).
 const ELECTION_TIMEOUT: Duration = Duration::from_millis(500);
-/// How long after a majority's answer the leader serves reads on its own:
-/// half the election timeout, leaving the other half for the heartbeat's
-/// trip and clock rates.
+/// How long after sending the appends a majority accepted the leader serves
+/// reads on its own: a quarter of openraft's leader lease (the longest
+/// election timeout, for which a member that accepted an append refuses
+/// other candidates), leaving the rest for clocks that run at other rates.
 const LEASE: Duration = Duration::from_millis(250);
 
 /// Gathers the writes queued on `group` into entries: it takes every
-/// write waiting (up to [`BATCH_REQUESTS`] and [`BATCH_BYTES`]) once fewer
-/// than [`ENTRIES_IN_FLIGHT`] entries are on their way.
+/// write waiting (up to [`BATCH_REQUESTS`] and [`BATCH_BYTES`]) when no
+/// entry is on its way, or when fewer than [`ENTRIES_IN_FLIGHT`] are and
+/// the log has synced the last one proposed. openraft 0.9 appends nothing
+/// before the last append's sync, so an entry formed earlier would wait
+/// for that sync anyway, holding only the writes that came first, and the
+/// writes arriving meanwhile would wait for its sync as well.
 async fn batch_writes(
     group: Weak<MetaGroup>,
     mut queued: tokio::sync::mpsc::UnboundedReceiver<QueuedWrite>,
+    mut log: tokio::sync::watch::Receiver<log::Progress>,
 ) {
-    let in_flight = Arc::new(tokio::sync::Semaphore::new(ENTRIES_IN_FLIGHT));
+    let (entries_tx, mut entries) = tokio::sync::watch::channel(0_usize);
+    let entries_tx = Arc::new(entries_tx);
+    // The log's appends when the last entry was proposed: one more means
+    // that entry reached the log (or, rarely, another did just before it).
+    let mut appends_then = 0;
     while let Some(first) = queued.recv().await {
-        let Ok(permit) = in_flight.clone().acquire_owned().await else {
-            return;
-        };
+        loop {
+            let on_their_way = *entries.borrow_and_update();
+            let progress = *log.borrow_and_update();
+            let last_synced = progress.idle && progress.appends > appends_then;
+            if on_their_way == 0 || (on_their_way < ENTRIES_IN_FLIGHT && last_synced) {
+                break;
+            }
+            tokio::select! {
+                _ = entries.changed() => {}
+                changed = log.changed() => if changed.is_err() { return },
+            }
+        }
+        appends_then = log.borrow().appends;
         let mut batch = vec![first];
         let mut bytes = 0;
         while batch.len() < BATCH_REQUESTS && bytes < BATCH_BYTES {
@@ -170,9 +190,11 @@ async fn batch_writes(
         let Some(group) = group.upgrade() else {
             return;
         };
+        entries_tx.send_modify(|n| *n += 1);
+        let answered = entries_tx.clone();
         tokio::spawn(async move {
             group.propose_writes(batch).await;
-            drop(permit);
+            answered.send_modify(|n| *n -= 1);
         });
     }
 }
@@ -225,6 +247,8 @@ pub(crate) struct MetaGroup {
     slot: Arc<StateSlot>,
     /// Clients' writes on their way into entries ([`batch_writes`]).
     writes: tokio::sync::mpsc::UnboundedSender<QueuedWrite>,
+    /// The peers' answers to this member's appends, for its read lease.
+    acks: Arc<network::Acks>,
 }
 
 impl MetaGroup {
@@ -239,8 +263,10 @@ impl MetaGroup {
         let dir = slot.current().config.data_dir.clone();
         let log = log::LogStore::open(&dir)
             .map_err(|e| MetaError::Store(format!("opening the raft log: {e}")))?;
+        let progress = log.progress();
         let machine = machine::Machine::open(slot.clone(), &dir)?;
-        let network = network::Network::new(admin_token, tls);
+        let acks = Arc::new(network::Acks::default());
+        let network = network::Network::new(admin_token, tls, acks.clone());
         let raft = Raft::new(
             settings.node_id,
             Arc::new(raft_config()?),
@@ -256,8 +282,9 @@ impl MetaGroup {
             settings,
             slot,
             writes,
+            acks,
         });
-        tokio::spawn(batch_writes(Arc::downgrade(&group), queued));
+        tokio::spawn(batch_writes(Arc::downgrade(&group), queued, progress));
         Ok(group)
     }
 
@@ -406,25 +433,23 @@ impl MetaGroup {
     }
 
     /// Whether this leader may serve a read without a round of heartbeats:
-    /// a majority answered one within [`LEASE`] (no other member can have
-    /// been elected since: none starts an election before
-    /// `election_timeout_min` without hearing from it), and its store
-    /// applied an entry of its own term (so every entry committed before
-    /// its term, and every write it acknowledged since, is in the store).
-    /// A leader that is the group's only voter holds it for good.
+    /// a majority of the voters, itself counted, took it for leader in
+    /// answer to appends sent within [`LEASE`] ([`network::Acks`]: no other
+    /// member can have been elected since), and its store applied an entry
+    /// of its own term (so every entry committed before its term, and every
+    /// write it acknowledged since, is in the store). A leader that is the
+    /// group's only voter is its own majority.
     fn holds_lease(&self) -> bool {
         let metrics = self.raft.metrics();
         let metrics = metrics.borrow();
-        let alone = metrics
-            .membership_config
-            .membership()
-            .voter_ids()
-            .eq([self.settings.node_id]);
         metrics.state == ServerState::Leader
-            && (alone
-                || metrics
-                    .millis_since_quorum_ack
-                    .is_some_and(|ms| ms < LEASE.as_millis() as u64))
+            && self.acks.quorum_within(
+                metrics.membership_config.membership().get_joint_config(),
+                self.settings.node_id,
+                &metrics.vote,
+                std::time::Instant::now(),
+                LEASE,
+            )
             && metrics
                 .last_applied
                 .is_some_and(|applied| applied.leader_id.term == metrics.current_term)

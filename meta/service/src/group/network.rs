@@ -13,22 +13,71 @@ use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
     VoteRequest, VoteResponse,
 };
-use openraft::BasicNode;
+use openraft::{BasicNode, Vote};
+use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tls::ClusterTls;
+
+/// When each peer last took this member for its leader: the time the
+/// append (or heartbeat) it accepted was *sent*, and the vote it was sent
+/// under. A peer that accepts a leader's append votes for no one else for
+/// openraft's leader lease after it arrives, so the leader's reads may
+/// lean on a majority of these (see [`Acks::quorum_within`]). Kept here
+/// rather than read from openraft's metrics, whose time since the last
+/// majority's answer is computed when the metrics are reported, and so
+/// reads as fresh while its core waits for a long log sync.
+#[derive(Default)]
+pub(crate) struct Acks(Mutex<HashMap<u64, (Vote<u64>, Instant)>>);
+
+impl Acks {
+    fn record(&self, peer: u64, vote: Vote<u64>, sent: Instant) {
+        let mut acks = self.0.lock();
+        let ack = acks.entry(peer).or_insert((vote, sent));
+        if (ack.0, ack.1) <= (vote, sent) {
+            *ack = (vote, sent);
+        }
+    }
+
+    /// Whether a majority of each of `configs` (the voters; more than one
+    /// while the membership changes) took `me` for leader under `vote`
+    /// within `lease` of `now`, counting `me` itself.
+    pub(crate) fn quorum_within(
+        &self,
+        configs: &[BTreeSet<u64>],
+        me: u64,
+        vote: &Vote<u64>,
+        now: Instant,
+        lease: Duration,
+    ) -> bool {
+        let acks = self.0.lock();
+        let fresh = |id: &u64| {
+            *id == me
+                || acks.get(id).is_some_and(|(acked, sent)| {
+                    acked == vote && now.saturating_duration_since(*sent) < lease
+                })
+        };
+        configs
+            .iter()
+            .all(|voters| voters.iter().filter(|id| fresh(id)).count() * 2 > voters.len())
+    }
+}
 
 /// Makes a connection to each peer.
 pub(crate) struct Network {
     token: String,
     tls: Option<Arc<ClusterTls>>,
+    acks: Arc<Acks>,
 }
 
 impl Network {
-    /// Peers are reached presenting `token` (the group's admin token).
-    pub(crate) fn new(token: String, tls: Option<Arc<ClusterTls>>) -> Network {
-        Network { token, tls }
+    /// Peers are reached presenting `token` (the group's admin token);
+    /// their answers to appends are noted in `acks`.
+    pub(crate) fn new(token: String, tls: Option<Arc<ClusterTls>>, acks: Arc<Acks>) -> Network {
+        Network { token, tls, acks }
     }
 }
 
@@ -39,6 +88,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
         Peer {
             target,
             meta: RemoteMeta::new(&node.addr, &self.token).with_tls(self.tls.clone()),
+            acks: self.acks.clone(),
         }
     }
 }
@@ -47,6 +97,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
 pub(crate) struct Peer {
     target: u64,
     meta: RemoteMeta,
+    acks: Arc<Acks>,
 }
 
 /// A meta error as Raft's network error.
@@ -98,8 +149,19 @@ impl RaftNetwork<TypeConfig> for Peer {
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
-        self.send(RaftMessageKind::AppendEntries, &rpc, &option)
-            .await
+        let (sent, vote) = (Instant::now(), rpc.vote);
+        let answer = self
+            .send(RaftMessageKind::AppendEntries, &rpc, &option)
+            .await;
+        // Any answer but a higher vote means the peer took the sender for
+        // its leader (a conflict is about the log, after the vote was taken).
+        if answer
+            .as_ref()
+            .is_ok_and(|a| !matches!(a, AppendEntriesResponse::HigherVote(_)))
+        {
+            self.acks.record(self.target, vote, sent);
+        }
+        answer
     }
 
     async fn install_snapshot(
@@ -120,5 +182,40 @@ impl RaftNetwork<TypeConfig> for Peer {
         option: RPCOption,
     ) -> Result<VoteResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
         self.send(RaftMessageKind::Vote, &rpc, &option).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vote(term: u64) -> Vote<u64> {
+        Vote::new_committed(term, 1)
+    }
+
+    #[test]
+    fn a_lease_needs_a_fresh_majority_under_the_current_vote() {
+        let acks = Acks::default();
+        let start = Instant::now();
+        let lease = Duration::from_millis(250);
+        let three = [BTreeSet::from([1, 2, 3])];
+        // Alone among three: no majority.
+        assert!(!acks.quorum_within(&three, 1, &vote(2), start, lease));
+        acks.record(2, vote(2), start);
+        assert!(acks.quorum_within(&three, 1, &vote(2), start, lease));
+        // An ack as old as the lease no longer counts.
+        assert!(!acks.quorum_within(&three, 1, &vote(2), start + lease, lease));
+        // An ack under another vote (an earlier term) does not count.
+        assert!(!acks.quorum_within(&three, 1, &vote(3), start, lease));
+        // A late answer to an older append does not move the time back.
+        acks.record(3, vote(2), start + lease);
+        acks.record(3, vote(2), start);
+        assert!(acks.quorum_within(&three, 1, &vote(2), start + lease, lease));
+        // While the membership changes, each configuration needs its majority.
+        let joint = [BTreeSet::from([1, 2, 3]), BTreeSet::from([4, 5, 6])];
+        assert!(!acks.quorum_within(&joint, 1, &vote(2), start + lease, lease));
+        acks.record(4, vote(2), start + lease);
+        acks.record(5, vote(2), start + lease);
+        assert!(acks.quorum_within(&joint, 1, &vote(2), start + lease, lease));
     }
 }
