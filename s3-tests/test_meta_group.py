@@ -1,7 +1,7 @@
-"""Meta as a group of three members (Raft), with datanodes and a gateway that
-take every member's address: the leader SIGKILLed under a PUT and GET load
-loses no acknowledged write, the outage lasts an election, and the old leader
-catches up when it is back; a member whose data folder was wiped rejoins from
+"""Meta as a group of three or five members (Raft), with datanodes and a
+gateway that take every member's address: the leader SIGKILLed under a PUT and
+GET load (with a follower too, of five) loses no acknowledged write, the
+outage lasts an election, and the killed members catch up when they are back; a member whose data folder was wiped rejoins from
 a snapshot streamed by the leader; a leader cut off from the others by a
 network partition (members in network namespaces) commits nothing, and
 clients racing `If-None-Match: *` PUTs on both sides get one winner per key
@@ -55,7 +55,7 @@ def free_port() -> int:
 
 @dataclass
 class MetaGroup:
-    """Three `tessera meta` members, three datanodes and a gateway."""
+    """`tessera meta` members, three datanodes and a gateway."""
 
     binary: Path
     work_dir: Path
@@ -175,7 +175,7 @@ def start_group(
     wrap: dict[int, list[str]] | None = None,
     mutual_tls: bool = False,
 ) -> MetaGroup:
-    """Three members at `addrs`, three datanodes and a gateway given every
+    """Members at `addrs`, three datanodes and a gateway given every
     member's address; the root key works when it returns. With
     `mutual_tls`, every link runs it (members on other hosts must)."""
     creds = Credentials.random()
@@ -191,9 +191,9 @@ def start_group(
         running.member_dir(1).mkdir(parents=True)
         # The first member's credential key, which the others copy at start.
         mint_credentials(tessera_bin, running.member_dir(1), dn_credentials, gateway_credential)
-        for member in MEMBERS:
+        for member in addrs:
             running.start_member(member)
-        for member in MEMBERS:
+        for member in addrs:
             require(running.members[member].wait_ready(), running.members[member], "meta", "ops")
         running.leader()
         env = process_env(creds.env())
@@ -230,11 +230,20 @@ def start_group(
     return running
 
 
-@pytest.fixture
-def group(tessera_bin, tmp_path):
-    running = start_group(tessera_bin, tmp_path, {member: f"127.0.0.1:{free_port()}" for member in MEMBERS})
+def local_group(tessera_bin: Path, tmp_path: Path, members: tuple[int, ...] = MEMBERS):
+    running = start_group(tessera_bin, tmp_path, {member: f"127.0.0.1:{free_port()}" for member in members})
     yield running
     running.stop()
+
+
+@pytest.fixture
+def group(tessera_bin, tmp_path):
+    yield from local_group(tessera_bin, tmp_path)
+
+
+@pytest.fixture(params=[3, 5], ids=["three", "five"])
+def sized_group(request, tessera_bin, tmp_path):
+    yield from local_group(tessera_bin, tmp_path, tuple(range(1, request.param + 1)))
 
 
 @dataclass
@@ -307,7 +316,10 @@ class Load:
         return longest
 
 
-def test_leader_sigkill_under_load_loses_no_acknowledged_write(group):
+def test_leader_sigkill_under_load_loses_no_acknowledged_write(sized_group):
+    """Of three members the leader is killed; of five, the leader and a
+    follower: a majority is left either way."""
+    group = sized_group
     client = s3_client(group.endpoint, group.creds.access_key, group.creds.secret_key, read_timeout=60)
     bucket = new_bucket_name("group")
     client.create_bucket(Bucket=bucket)
@@ -323,9 +335,12 @@ def test_leader_sigkill_under_load_loses_no_acknowledged_write(group):
     try:
         time.sleep(3)
         old_leader = group.leader()
+        followers = [m for m in group.addrs if m != old_leader]
+        killed = [old_leader, *followers[: (len(group.addrs) - 1) // 2 - 1]]
         acked_before = len(load.acked)
         killed_at = time.monotonic()
-        group.members[old_leader].kill()
+        for member in killed:
+            group.members[member].kill()
         time.sleep(8)
     finally:
         load.stop.set()
@@ -343,7 +358,7 @@ def test_leader_sigkill_under_load_loses_no_acknowledged_write(group):
 
     # Every acknowledged PUT is there, through the new leader.
     new_leader = group.leader()
-    assert new_leader != old_leader
+    assert new_leader not in killed
     for key, body in load.acked.items():
         assert client.get_object(Bucket=bucket, Key=key)["Body"].read() == body, key
     listed = set()
@@ -351,11 +366,13 @@ def test_leader_sigkill_under_load_loses_no_acknowledged_write(group):
         listed.update(o["Key"] for o in page.get("Contents", []))
     assert set(load.acked) <= listed
 
-    # The old leader comes back and catches up with what was written without it.
+    # The killed members come back and catch up with what was written without them.
     target = group.statuses()[new_leader]["last_applied"]
-    group.start_member(old_leader).wait_ready()
-    view = group.wait_caught_up(old_leader, target)
-    assert view["role"] == "follower" and view["leader"] == new_leader, view
+    for member in killed:
+        group.start_member(member).wait_ready()
+    for member in killed:
+        view = group.wait_caught_up(member, target)
+        assert view["role"] == "follower" and view["leader"] == new_leader, view
 
 
 def test_wiped_member_rejoins_from_a_snapshot(group):
