@@ -1,7 +1,10 @@
 """Meta on a full disk: its data folder is a small tmpfs that a filler file
 fills up. Writes then fail with 503 and meta's /health says why, reads go
 on, and once the filler is deleted writes succeed again without a restart;
-nothing acknowledged before is lost.
+nothing acknowledged before is lost. Checked for a lone meta process (its
+store finds the disk full) and for `tessera server --meta-group`, whose meta
+is a group of one (it refuses new log entries once free space falls under
+its reserve, before a log write could fail).
 
 Needs root (to mount the tmpfs); under CI a missing one fails the test."""
 
@@ -16,11 +19,13 @@ import requests
 from botocore.exceptions import ClientError
 
 from tessera_clients import s3_client
-from tessera_procs import start_cluster
+from tessera_procs import start_cluster, start_server
 
 pytestmark = pytest.mark.tessera
 
-META_FS_BYTES = 24 * 1024 * 1024
+# A lone meta's store fails on the full disk itself; a group member keeps
+# 64 MiB and a copy of its store free, so its tmpfs is larger.
+META_FS_BYTES = {"lone meta": 24 * 1024 * 1024, "server (group of one)": 192 * 1024 * 1024}
 
 
 def require_root() -> None:
@@ -49,24 +54,44 @@ def fill(folder, name="filler"):
     return path
 
 
-def health(cluster):
-    return requests.get(f"{cluster.meta_ops}/health", timeout=10)
+def start(kind, tessera_bin, tmp_path):
+    """The cluster of `kind` over `tmp_path`, its meta folder in
+    `tmp_path/meta` or `tmp_path/server-data/meta`; answers it with its meta's
+    /health address."""
+    if kind == "lone meta":
+        cluster = start_cluster(tessera_bin, tmp_path)
+        return cluster, cluster.meta_ops
+    server = start_server(tessera_bin, tmp_path, extra_args=("--meta-group",))
+    return server, server.ops
 
 
-def test_meta_survives_a_full_disk(tessera_bin, tmp_path):
+def stop(cluster):
+    if hasattr(cluster, "proc"):
+        cluster.proc.terminate()
+    else:
+        cluster.stop()
+
+
+@pytest.mark.parametrize("kind", list(META_FS_BYTES))
+def test_meta_survives_a_full_disk(kind, tessera_bin, tmp_path):
     require_root()
-    meta_dir = tmp_path / "meta"
-    meta_dir.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={META_FS_BYTES}", "tmpfs", str(meta_dir)], check=True)
+    meta_dir = tmp_path / "meta" if kind == "lone meta" else tmp_path / "server-data" / "meta"
+    meta_dir.mkdir(parents=True)
+    size = META_FS_BYTES[kind]
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(meta_dir)], check=True)
     cluster = None
     try:
-        cluster = start_cluster(tessera_bin, tmp_path)
+        cluster, ops = start(kind, tessera_bin, tmp_path)
+
+        def health():
+            return requests.get(f"{ops}/health", timeout=10)
+
         client = s3_client(cluster.endpoint, cluster.access_key, cluster.secret_key, read_timeout=60)
         client.create_bucket(Bucket="full")
         before = {f"before-{i}": os.urandom(1000 + i) for i in range(20)}
         for key, body in before.items():
             client.put_object(Bucket="full", Key=key, Body=body)
-        assert health(cluster).status_code == 200
+        assert health().status_code == 200
 
         filler = fill(meta_dir)
         # redb may still commit a few writes into pages its file already
@@ -83,7 +108,7 @@ def test_meta_survives_a_full_disk(tessera_bin, tmp_path):
                 if failed_in_a_row == 10:
                     break
         assert failed_in_a_row == 10, f"{len(acknowledged)} PUTs succeeded on a full disk"
-        answer = health(cluster)
+        answer = health()
         assert answer.status_code == 503 and "refuses writes" in answer.text, answer.text
         # Reads go on while writes are refused.
         for key, body in before.items():
@@ -99,7 +124,7 @@ def test_meta_survives_a_full_disk(tessera_bin, tmp_path):
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
-        assert health(cluster).status_code == 200
+        assert health().status_code == 200
         assert client.get_object(Bucket="full", Key="after")["Body"].read() == b"space is back"
         for key, body in before.items():
             assert client.get_object(Bucket="full", Key=key)["Body"].read() == body
@@ -109,5 +134,5 @@ def test_meta_survives_a_full_disk(tessera_bin, tmp_path):
         assert {k for k in listed if k.startswith("during-")} == acknowledged
     finally:
         if cluster is not None:
-            cluster.stop()
+            stop(cluster)
         subprocess.run(["umount", "-l", str(meta_dir)], check=False)

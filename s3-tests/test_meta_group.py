@@ -34,6 +34,7 @@ from tessera_procs import (
     run_admin,
     start_datanode,
     start_gateway,
+    start_server,
     tls_args,
 )
 
@@ -419,6 +420,86 @@ def test_wiped_member_rejoins_from_a_snapshot(group):
     assert group.leader() != leader
     for key, body in bodies.items():
         assert client.get_object(Bucket=bucket, Key=key)["Body"].read() == body, key
+
+
+def test_a_server_grows_into_a_group(tessera_bin, tmp_path):
+    """`tessera server --meta-group` is a group of one: restarted on another
+    meta port it records its new address, and a member started with
+    `--peers` naming it joins with `meta add` and holds what it applied."""
+    server = start_server(tessera_bin, tmp_path, name="grow", extra_args=("--meta-group",))
+    try:
+        client = s3_client(server.endpoint, server.access_key, server.secret_key)
+        bucket = new_bucket_name("grow")
+        client.create_bucket(Bucket=bucket)
+        bodies = {f"first-{i}": os.urandom(300 + i) for i in range(10)}
+        for key, body in bodies.items():
+            client.put_object(Bucket=bucket, Key=key, Body=body)
+        old_meta = server.meta
+        server.proc.terminate()
+
+        server = start_server(tessera_bin, tmp_path, name="grow", extra_args=("--meta-group",), creds=server.creds)
+        assert server.meta != old_meta
+        client = s3_client(server.endpoint, server.access_key, server.secret_key)
+        for key, body in bodies.items():
+            assert client.get_object(Bucket=bucket, Key=key)["Body"].read() == body, key
+        # The leader corrects its own address in the membership just after
+        # its start-up writes.
+        deadline = time.monotonic() + 20
+        while True:
+            [answer] = server.admin("meta", "status")
+            status = answer["status"]
+            if [m["addr"] for m in status["members"]] == [server.meta]:
+                break
+            assert time.monotonic() < deadline, status
+            time.sleep(0.2)
+        assert status["role"] == "leader" and status["members"] == [{"id": 1, "addr": server.meta, "voter": True}]
+
+        addr = f"127.0.0.1:{free_port()}"
+        member_dir = tmp_path / "member2"
+        member = Proc(
+            "grow-member2",
+            [
+                str(tessera_bin),
+                "meta",
+                "--data",
+                str(member_dir),
+                "--listen",
+                addr,
+                "--ops-listen",
+                "127.0.0.1:0",
+                "--node-id",
+                "2",
+                "--peers",
+                f"1={server.meta},2={addr}",
+            ],
+            process_env(server.creds.env()),
+            tmp_path,
+        )
+        try:
+            require(member.wait_ready(), member, "meta")
+            server.admin("meta", "add", "2", addr)
+            more = {f"second-{i}": os.urandom(300 + i) for i in range(10)}
+            for key, body in more.items():
+                client.put_object(Bucket=bucket, Key=key, Body=body)
+            [answer] = server.admin("meta", "status")
+            leader = answer["status"]
+            assert sorted((m["id"], m["voter"]) for m in leader["members"]) == [(1, True), (2, True)], leader
+            # Every write since is committed by both, so the member holds it.
+            deadline = time.monotonic() + 30
+            while True:
+                [answer] = run_admin(addr, server.creds.admin_token, "meta", "status")
+                view = answer["status"]
+                if view["role"] == "follower" and (view["last_applied"] or 0) >= leader["last_log_index"]:
+                    break
+                assert time.monotonic() < deadline, view
+                time.sleep(0.2)
+            for name in ("credential-key", "sse-master-key"):
+                assert (member_dir / name).read_bytes() == (server.data_dir / "meta" / name).read_bytes()
+        finally:
+            member.terminate()
+    finally:
+        if server.proc.alive():
+            server.proc.terminate()
 
 
 class Lab:

@@ -19,6 +19,7 @@ use crate::store::BlockStore;
 use meta_api::{
     BlockReport, DatanodeReport, Heartbeat, HeartbeatReply, MetaClient, MetaError, ReportedBlock,
 };
+use proto::durable::available_space;
 use proto::{BlockKey, DatanodeId};
 use std::future::Future;
 use std::path::Path;
@@ -88,13 +89,6 @@ pub(crate) struct HeartbeatSettings {
     pub block_report_interval: Duration,
     /// Uploads untouched this long are discarded, their files removed.
     pub upload_grace: Duration,
-}
-
-/// Bytes still free for unprivileged use in the filesystem holding `path`
-/// (statvfs `f_bavail * f_frsize`).
-pub fn available_space(path: &Path) -> std::io::Result<u64> {
-    let stat = rustix::fs::statvfs(path)?;
-    Ok(stat.f_bavail.saturating_mul(stat.f_frsize))
 }
 
 /// Capacity to report for a store using `used` bytes in the filesystem holding

@@ -1,7 +1,9 @@
 //! `tessera meta`: the metadata service as its own process, alone or as a
 //! member of a meta group (`--node-id`, `--peers`).
 
-use super::{open_meta, open_meta_member, print_ready, serve_meta, ClusterTlsArgs, MetaSettings};
+use super::{
+    open_meta, open_meta_member, print_ready, print_root, serve_meta, ClusterTlsArgs, MetaSettings,
+};
 use crate::ops;
 use crate::shutdown::Shutdown;
 use anyhow::{bail, Context, Result};
@@ -106,7 +108,11 @@ pub async fn run(args: MetaArgs) -> Result<()> {
         _ => None,
     };
     let service = match group {
-        Some(_) => open_meta_member(&args.data, &args.meta, args.block_size)?,
+        Some(_) => {
+            let service = open_meta_member(&args.data, &args.meta, args.block_size)?;
+            print_root(&service, &args.meta);
+            service
+        }
         None => open_meta(&args.data, &args.meta, args.block_size)?,
     };
     let health = ops::meta_health(service.clone());

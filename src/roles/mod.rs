@@ -374,10 +374,8 @@ pub fn open_meta_member(
     settings: &MetaSettings,
     block_size: u64,
 ) -> Result<Arc<MetaService>> {
-    let service = MetaService::open_member(meta_config(dir, settings, block_size)?)
-        .with_context(|| format!("opening metadata in {}", dir.display()))?;
-    print_root(&service, settings);
-    Ok(service)
+    MetaService::open_member(meta_config(dir, settings, block_size)?)
+        .with_context(|| format!("opening metadata in {}", dir.display()))
 }
 
 fn meta_config(dir: &Path, settings: &MetaSettings, block_size: u64) -> Result<MetaConfig> {
@@ -403,7 +401,7 @@ fn meta_config(dir: &Path, settings: &MetaSettings, block_size: u64) -> Result<M
 }
 
 /// Prints the root credentials where the operator starting meta sees them.
-fn print_root(service: &MetaService, settings: &MetaSettings) {
+pub fn print_root(service: &MetaService, settings: &MetaSettings) {
     let Some(root) = service.root_credentials() else {
         eprintln!(
             "root credentials: made by the group's first leader, then saved in {}",

@@ -1,10 +1,14 @@
 //! `tessera server`: the embedded default. Meta, several datanodes (each on its
 //! own folder and loopback port) and the gateway in one process over one data
 //! folder; the meta RPC is served too so `tessera admin` works against it.
+//! With `--meta-group` its meta is a meta group of one member, which can
+//! grow into a group (`tessera admin meta add`); by default a lone meta,
+//! which writes its store directly and is faster for bodies kept in blocks
+//! on one machine (docs/benchmarks.md).
 
 use super::{
-    datanode, open_meta, print_ready, serve_gateway, serve_meta, ClusterTlsArgs, DatanodeSettings,
-    GatewaySettings, MetaSettings, StorageSettings,
+    datanode, open_meta, open_meta_member, print_ready, print_root, serve_gateway, serve_meta,
+    ClusterTlsArgs, DatanodeSettings, GatewaySettings, MetaSettings, StorageSettings,
 };
 use crate::ops;
 use crate::shutdown::Shutdown;
@@ -13,12 +17,21 @@ use anyhow::{Context, Result};
 use clap::Args;
 use meta_api::{DatanodeState, GetClusterStatus, Principal};
 use proto::DatanodeId;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// The name of the gateway inside `tessera server` (its principal at meta).
 const SERVER_GATEWAY: &str = "server";
+
+/// The server's member id in its meta group.
+const SERVER_META_NODE: u64 = 1;
+
+/// Longest wait for the server's meta to lead its group of one: an
+/// election timeout after a restart, a moment on a new data folder.
+const META_START: Duration = Duration::from_secs(60);
 
 /// Flags of `tessera server`.
 #[derive(Args, Debug)]
@@ -35,6 +48,11 @@ pub struct ServerArgs {
     /// Address of /health and /metrics.
     #[arg(long, env = "TESSERA_OPS_LISTEN", default_value = "127.0.0.1:9880")]
     pub ops_listen: String,
+    /// Run meta as a meta group of one member (node 1 at --meta-listen),
+    /// which members started later with --peers can join
+    /// (`tessera admin meta add`); a lone meta without it.
+    #[arg(long, env = "TESSERA_META_GROUP")]
+    pub meta_group: bool,
     /// Number of datanodes to run.
     #[arg(long, env = "TESSERA_DATANODES", default_value_t = 5)]
     pub datanodes: usize,
@@ -57,6 +75,39 @@ pub struct ServerArgs {
     /// links to them); clear text by default, for loopback.
     #[command(flatten)]
     pub cluster_tls: ClusterTlsArgs,
+}
+
+/// Starts the server's meta and serves its port: a lone meta, or with
+/// `--meta-group` the one member of its group (its membership records the
+/// meta port, for members added later), once it leads and has written its
+/// start-up records.
+async fn start_meta(
+    args: &ServerArgs,
+    tls: Option<Arc<tls::ClusterTls>>,
+    shutdown: &Shutdown,
+) -> Result<(Arc<MetaService>, SocketAddr, tokio::task::JoinHandle<()>)> {
+    let dir = args.data.join("meta");
+    if !args.meta_group {
+        let service = open_meta(&dir, &args.meta, args.storage.block_size)?;
+        let (addr, rpc) = serve_meta(&args.meta_listen, service.clone(), tls, shutdown).await?;
+        return Ok((service, addr, rpc));
+    }
+    let service = open_meta_member(&dir, &args.meta, args.storage.block_size)?;
+    let (addr, rpc) = serve_meta(&args.meta_listen, service.clone(), tls.clone(), shutdown).await?;
+    let settings = ::meta::GroupSettings {
+        node_id: SERVER_META_NODE,
+        peers: BTreeMap::from([(SERVER_META_NODE, addr.to_string())]),
+    };
+    service
+        .join_group(settings, tls)
+        .await
+        .context("starting meta's raft")?;
+    service
+        .wait_until_leading(META_START)
+        .await
+        .context("starting meta")?;
+    print_root(&service, &args.meta);
+    Ok((service, addr, rpc))
 }
 
 /// Waits until meta sees `count` healthy datanodes, so the first PUT gets the
@@ -117,10 +168,8 @@ pub async fn run(args: ServerArgs) -> Result<()> {
     let shutdown = Shutdown::on_signals();
     proto::durable::create_private_dir(&args.data)?;
     let tls = args.cluster_tls.load()?;
-    let service = open_meta(&args.data.join("meta"), &args.meta, args.storage.block_size)?;
+    let (service, meta_addr, meta_rpc) = start_meta(&args, tls.clone(), &shutdown).await?;
     let meta = service.client(Principal::Gateway(SERVER_GATEWAY.into()));
-    let (meta_addr, meta_rpc) =
-        serve_meta(&args.meta_listen, service.clone(), tls.clone(), &shutdown).await?;
     let mut nodes = Vec::with_capacity(args.datanodes);
     for i in 1..=args.datanodes {
         let dir = args.data.join(format!("datanode-{i}"));
@@ -173,5 +222,6 @@ pub async fn run(args: ServerArgs) -> Result<()> {
         node.shutdown().await;
     }
     meta_rpc.await?;
+    service.leave_group().await;
     Ok(())
 }

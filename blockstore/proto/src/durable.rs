@@ -33,6 +33,13 @@ pub fn create_private_dir(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// Bytes still free for unprivileged use in the file system holding `path`
+/// (statvfs `f_bavail * f_frsize`): what a data folder can still fill.
+pub fn available_space(path: &Path) -> io::Result<u64> {
+    let stat = rustix::fs::statvfs(path)?;
+    Ok(stat.f_bavail.saturating_mul(stat.f_frsize))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

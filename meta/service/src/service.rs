@@ -44,6 +44,9 @@ pub struct MetaService {
     /// group's first leader has written them.
     root: Option<RootCredentials>,
     group: OnceLock<Arc<MetaGroup>>,
+    /// Whether this member leads and has applied its term's start-up
+    /// writes ([`MetaService::wait_until_leading`]).
+    started: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl MetaService {
@@ -51,6 +54,15 @@ impl MetaService {
     /// its access key and the tokens exist. Blocking: call it at start-up or
     /// inside `spawn_blocking`.
     pub fn open(config: MetaConfig) -> Result<Arc<MetaService>, MetaError> {
+        if group::holds_log(&config.data_dir) {
+            // Written here directly, a member's store would part from its
+            // group's (and from its own log).
+            return Err(MetaError::InvalidRequest(format!(
+                "{} holds a meta group member's log: start it as that member (--node-id and \
+                 --peers, or --meta-group for tessera server)",
+                config.data_dir.display()
+            )));
+        }
         let store = Self::open_store(&config, false)?;
         let state = MetaState::load(config, Arc::new(store))?;
         let root = state.startup_writes(state.config.clock.now())?;
@@ -103,6 +115,7 @@ impl MetaService {
             slot: Arc::new(StateSlot::new(Arc::new(state))),
             root,
             group: OnceLock::new(),
+            started: Arc::new(tokio::sync::watch::Sender::new(false)),
         });
         spawn_gauge_refresher(Arc::downgrade(&service));
         service
@@ -174,9 +187,37 @@ impl MetaService {
     /// The root user's S3 credentials (a group member's only once its
     /// group's first leader made them).
     pub fn root_credentials(&self) -> Option<RootCredentials> {
-        self.root
-            .clone()
-            .or_else(|| credentials::saved_root(&self.state().config).ok().flatten())
+        self.root.clone().or_else(|| {
+            let config = &self.state().config;
+            match (&config.root_access_key, &config.root_secret_key) {
+                (Some(access_key), Some(secret_key)) => Some(RootCredentials {
+                    access_key: access_key.clone(),
+                    secret_key: secret_key.clone(),
+                    generated: false,
+                }),
+                _ => credentials::saved_root(config).ok().flatten(),
+            }
+        })
+    }
+
+    /// Waits until this member leads and has applied its term's start-up
+    /// writes (the root user among them): what `tessera server
+    /// --meta-group`, a group of one, waits for before it starts its
+    /// datanodes and gateway. A lone meta serves from the start.
+    pub async fn wait_until_leading(&self, within: Duration) -> Result<(), MetaError> {
+        if self.group().is_none() {
+            return Ok(());
+        }
+        let mut started = self.started.subscribe();
+        let led = tokio::time::timeout(within, started.wait_for(|started| *started))
+            .await
+            .is_ok_and(|waited| waited.is_ok());
+        if !led {
+            return Err(MetaError::Transport(format!(
+                "this meta did not lead its group within {within:?}"
+            )));
+        }
+        Ok(())
     }
 
     /// The configuration the service was opened with.
@@ -200,10 +241,13 @@ impl MetaService {
         crate::ops::listing::bulk_insert_objects(&self.state(), records)
     }
 
-    /// Why the store refuses writes now (a full disk), or None when healthy:
-    /// what meta's `/health` reports.
+    /// Why the store refuses writes now (a full disk, or for a group
+    /// member too little free space), or None when healthy: what meta's
+    /// `/health` reports.
     pub fn store_failure(&self) -> Option<String> {
-        self.state().store.failure()
+        self.group()
+            .and_then(|group| group.space_refusal())
+            .or_else(|| self.state().store.failure())
     }
 
     /// Ends the lifecycle pass under way, then runs a whole new pass at
@@ -483,25 +527,29 @@ fn spawn_leader_work(service: Weak<MetaService>) {
                 return;
             };
             let lifecycle = service.state().config.lifecycle.background;
+            let started = service.started.clone();
             drop(service);
             let term = group.status().term;
             if !group.is_leader() {
                 started_term = None;
+                started.send_if_modified(|started| std::mem::replace(started, false));
                 continue;
             }
             if started_term != Some(term) {
                 match group.propose(Action::Startup).await {
-                    Ok(_) => started_term = Some(term),
-                    Err(e) => {
-                        tracing::warn!(error = %e, "start-up writes of the new leader failed")
+                    Ok(_) => {
+                        started_term = Some(term);
+                        group.correct_own_address().await;
+                        started.send_replace(true);
                     }
+                    Err(e) => background_failed("start-up writes of the new leader", &e),
                 }
                 continue;
             }
             if tokio::time::Instant::now() >= redundancy_at {
                 redundancy_at = tokio::time::Instant::now() + REDUNDANCY_CHECK_INTERVAL;
                 if let Err(e) = group.propose(Action::Redundancy).await {
-                    tracing::warn!(error = %e, "redundancy check failed");
+                    background_failed("redundancy check", &e);
                 }
             }
             if lifecycle && tokio::time::Instant::now() >= lifecycle_at {
@@ -512,7 +560,7 @@ fn spawn_leader_work(service: Weak<MetaService>) {
                         LIFECYCLE_RETRY
                     }
                     Err(e) => {
-                        tracing::warn!(error = %e, "lifecycle step failed");
+                        background_failed("lifecycle step", &e);
                         LIFECYCLE_RETRY
                     }
                 };
@@ -520,4 +568,13 @@ fn spawn_leader_work(service: Weak<MetaService>) {
             }
         }
     });
+}
+
+/// Logs a background entry that was not applied, except for a full disk's
+/// refusal, which the member logs once when it begins.
+fn background_failed(what: &str, error: &MetaError) {
+    match error {
+        MetaError::OutOfSpace(_) => tracing::debug!(%error, "{what} refused"),
+        _ => tracing::warn!(%error, "{what} failed"),
+    }
 }

@@ -50,7 +50,7 @@ fn failed(subject: ErrorSubject<u64>, verb: ErrorVerb, e: impl ToString) -> Stor
 }
 
 /// How far the log's writes have got, as [`LogStore::progress`] shows it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Progress {
     /// Appends so far.
     pub(crate) appends: u64,

@@ -136,6 +136,13 @@ pub(crate) enum Applied {
     Nothing,
 }
 
+/// Free space a member keeps on its data folder's disk beyond the size of
+/// its store: room for the entries on their way into the log, the store's
+/// growth as they are applied, and a snapshot (a copy of the store file).
+/// Below it new entries are refused, since a log or store write that fails
+/// stops the member's Raft.
+const SPACE_RESERVE: u64 = 64 * 1024 * 1024;
+
 /// How often the leader sends heartbeats.
 const HEARTBEAT: Duration = Duration::from_millis(100);
 /// The least time a follower waits without hearing from the leader before
@@ -249,6 +256,9 @@ pub(crate) struct MetaGroup {
     writes: tokio::sync::mpsc::UnboundedSender<QueuedWrite>,
     /// The peers' answers to this member's appends, for its read lease.
     acks: Arc<network::Acks>,
+    /// Whether the last look at free space refused writes (to log and
+    /// count only the changes).
+    refusing: std::sync::atomic::AtomicBool,
 }
 
 impl MetaGroup {
@@ -283,6 +293,7 @@ impl MetaGroup {
             slot,
             writes,
             acks,
+            refusing: Default::default(),
         });
         tokio::spawn(batch_writes(Arc::downgrade(&group), queued, progress));
         Ok(group)
@@ -348,6 +359,9 @@ impl MetaGroup {
             // it to the leader.
             return Err(self.not_leader(None));
         }
+        if let Some(reason) = self.space_refusal() {
+            return Err(MetaError::OutOfSpace(reason));
+        }
         let command = Command {
             now: self.slot.current().config.clock.now(),
             seed: crate::entropy::new_seed(),
@@ -366,6 +380,43 @@ impl MetaGroup {
             }
             Err(e) => Err(MetaError::Store(format!("meta group: {e}"))),
         }
+    }
+
+    /// Why this member refuses new entries now, or None: its data folder's
+    /// disk has less free space than [`SPACE_RESERVE`] beyond the store's
+    /// size. Checked once per entry (two system calls), so space freed by
+    /// an operator lets writes through again at once.
+    pub(crate) fn space_refusal(&self) -> Option<String> {
+        let dir = self.slot.current().config.data_dir.clone();
+        let store = std::fs::metadata(dir.join(crate::store::DATABASE_FILE)).map_or(0, |m| m.len());
+        let needed = SPACE_RESERVE.saturating_add(store);
+        let refusal = match proto::durable::available_space(&dir) {
+            Ok(free) if free >= needed => None,
+            Ok(free) => Some(format!(
+                "{free} bytes free on the disk of {}, under the {needed} a meta group member keeps \
+                 free (a copy of its store and {SPACE_RESERVE} more)",
+                dir.display()
+            )),
+            Err(e) => Some(format!(
+                "cannot tell the free space of {}: {e}",
+                dir.display()
+            )),
+        };
+        let was_refusing = self
+            .refusing
+            .swap(refusal.is_some(), std::sync::atomic::Ordering::Relaxed);
+        match &refusal {
+            Some(reason) if !was_refusing => {
+                tracing::error!(%reason, "meta refuses writes until space is freed");
+                metrics::gauge!("tessera_meta_store_failed").set(1.0);
+            }
+            None if was_refusing => {
+                tracing::info!("meta takes writes again: space was freed");
+                metrics::gauge!("tessera_meta_store_failed").set(0.0);
+            }
+            _ => {}
+        }
+        refusal
     }
 
     /// Serves a client's write through the log, in one entry with the
@@ -537,6 +588,40 @@ impl MetaGroup {
         Ok(())
     }
 
+    /// Sets this leader's address in the group's membership to the one it
+    /// was started with, when they differ (a member whose port moved, such
+    /// as `tessera server --meta-group` on port 0): the address peers and clients are
+    /// sent to. Only the leader's own entry changes, so no vote is at stake.
+    pub(crate) async fn correct_own_address(&self) {
+        let Some(addr) = self.settings.peers.get(&self.settings.node_id) else {
+            return;
+        };
+        let known = self
+            .raft
+            .metrics()
+            .borrow()
+            .membership_config
+            .membership()
+            .get_node(&self.settings.node_id)
+            .map(|node| node.addr.clone());
+        if known.as_deref().is_none_or(|known| known == addr) {
+            return;
+        }
+        let node = BTreeMap::from([(self.settings.node_id, BasicNode::new(addr))]);
+        match self
+            .raft
+            .change_membership(ChangeMembers::SetNodes(node), false)
+            .await
+        {
+            Ok(_) => {
+                tracing::info!(%addr, was = ?known, "this member's address in the group updated")
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "updating this member's address in the group failed")
+            }
+        }
+    }
+
     /// Removes a member.
     pub(crate) async fn remove(&self, request: RemoveGroupMember) -> Result<(), MetaError> {
         self.raft
@@ -585,6 +670,11 @@ impl MetaGroup {
             tracing::warn!(error = %e, "raft did not stop cleanly");
         }
     }
+}
+
+/// Whether `dir` holds a group member's log.
+pub(crate) fn holds_log(dir: &Path) -> bool {
+    dir.join(log::LOG_FILE).exists()
 }
 
 /// Longest wait for a snapshot asked for by an operator.
@@ -653,7 +743,7 @@ pub async fn fetch_secrets(
             }
         }
         let waited = started.elapsed();
-        if first && waited >= FIRST_MEMBER_WAIT {
+        if first && (waited >= FIRST_MEMBER_WAIT || settings.peers.len() == 1) {
             tracing::info!("no peer holds the group's secrets: this first member makes them");
             return Ok(());
         }
