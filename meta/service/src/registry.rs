@@ -75,7 +75,10 @@ impl Registry {
     }
 
     /// Records a heartbeat; a late-arriving older one never overwrites a newer one.
-    pub(crate) fn upsert(&self, record: DatanodeRecord) {
+    /// The admin state known here is kept: the heartbeat read it from the
+    /// store before its commit, and an operator's change committed since
+    /// (which [`Registry::set_admin`] brought here) must not be undone.
+    pub(crate) fn upsert(&self, mut record: DatanodeRecord) {
         let mut nodes = self.nodes.write();
         match nodes.get_mut(&record.id) {
             Some(node) if node.record.last_heartbeat > record.last_heartbeat => {}
@@ -83,6 +86,7 @@ impl Registry {
                 if node.record.addr != record.addr {
                     self.addresses.fetch_add(1, Ordering::AcqRel);
                 }
+                record.admin = node.record.admin;
                 node.record = record;
                 node.pending = 0;
             }
@@ -224,6 +228,20 @@ mod tests {
             scrub: Default::default(),
             admin: AdminState::InService,
         }
+    }
+
+    #[test]
+    fn a_heartbeat_read_before_an_admin_change_does_not_undo_it() {
+        let registry = Registry::load(vec![record("a", "h:1", 10)]);
+        let id = DatanodeId("a".into());
+        // The operator's change commits (and reaches the registry) between
+        // the heartbeat's read of the record and its upsert.
+        assert!(registry.set_admin(&id, AdminState::Maintenance));
+        registry.upsert(record("a", "h:1", 20));
+        let nodes = registry.snapshot(20, Duration::from_secs(1), Duration::from_secs(2));
+        assert_eq!(nodes.len(), 1);
+        assert_eq!(nodes[0].record.admin, AdminState::Maintenance);
+        assert_eq!(nodes[0].record.last_heartbeat, 20);
     }
 
     /// The value of the series `name{labels}` in Prometheus text `text`.
