@@ -229,6 +229,9 @@ class Server:
     def admin(self, *args: str) -> object:
         return run_admin(self.meta, self.admin_token, *args)
 
+    def stop(self) -> None:
+        self.proc.terminate()
+
 
 def start_server(
     binary: Path,

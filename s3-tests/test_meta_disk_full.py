@@ -65,13 +65,6 @@ def start(kind, tessera_bin, tmp_path):
     return server, server.ops
 
 
-def stop(cluster):
-    if hasattr(cluster, "proc"):
-        cluster.proc.terminate()
-    else:
-        cluster.stop()
-
-
 @pytest.mark.parametrize("kind", list(META_FS_BYTES))
 def test_meta_survives_a_full_disk(kind, tessera_bin, tmp_path):
     require_root()
@@ -134,5 +127,5 @@ def test_meta_survives_a_full_disk(kind, tessera_bin, tmp_path):
         assert {k for k in listed if k.startswith("during-")} == acknowledged
     finally:
         if cluster is not None:
-            stop(cluster)
+            cluster.stop()
         subprocess.run(["umount", "-l", str(meta_dir)], check=False)

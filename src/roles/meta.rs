@@ -108,13 +108,10 @@ pub async fn run(args: MetaArgs) -> Result<()> {
         _ => None,
     };
     let service = match group {
-        Some(_) => {
-            let service = open_meta_member(&args.data, &args.meta, args.block_size)?;
-            print_root(&service, &args.meta);
-            service
-        }
+        Some(_) => open_meta_member(&args.data, &args.meta, args.block_size)?,
         None => open_meta(&args.data, &args.meta, args.block_size)?,
     };
+    print_root(&service, &args.meta);
     let health = ops::meta_health(service.clone());
     let (addr, rpc) = serve_meta(&args.listen, service.clone(), tls.clone(), &shutdown).await?;
     if let Some(settings) = group {

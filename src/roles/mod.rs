@@ -358,13 +358,11 @@ fn parse_inline_max(text: &str) -> Result<u64, String> {
     Ok(size)
 }
 
-/// Opens the metadata service in `dir`, printing the root credentials when
-/// they were generated now.
+/// Opens a lone metadata service in `dir` ([`print_root`] then shows its
+/// root credentials).
 pub fn open_meta(dir: &Path, settings: &MetaSettings, block_size: u64) -> Result<Arc<MetaService>> {
-    let service = MetaService::open(meta_config(dir, settings, block_size)?)
-        .with_context(|| format!("opening metadata in {}", dir.display()))?;
-    print_root(&service, settings);
-    Ok(service)
+    MetaService::open(meta_config(dir, settings, block_size)?)
+        .with_context(|| format!("opening metadata in {}", dir.display()))
 }
 
 /// Opens the store of a meta group's member in `dir` (its Raft starts

@@ -87,25 +87,25 @@ async fn start_meta(
     shutdown: &Shutdown,
 ) -> Result<(Arc<MetaService>, SocketAddr, tokio::task::JoinHandle<()>)> {
     let dir = args.data.join("meta");
-    if !args.meta_group {
-        let service = open_meta(&dir, &args.meta, args.storage.block_size)?;
-        let (addr, rpc) = serve_meta(&args.meta_listen, service.clone(), tls, shutdown).await?;
-        return Ok((service, addr, rpc));
-    }
-    let service = open_meta_member(&dir, &args.meta, args.storage.block_size)?;
-    let (addr, rpc) = serve_meta(&args.meta_listen, service.clone(), tls.clone(), shutdown).await?;
-    let settings = ::meta::GroupSettings {
-        node_id: SERVER_META_NODE,
-        peers: BTreeMap::from([(SERVER_META_NODE, addr.to_string())]),
+    let service = match args.meta_group {
+        true => open_meta_member(&dir, &args.meta, args.storage.block_size)?,
+        false => open_meta(&dir, &args.meta, args.storage.block_size)?,
     };
-    service
-        .join_group(settings, tls)
-        .await
-        .context("starting meta's raft")?;
-    service
-        .wait_until_leading(META_START)
-        .await
-        .context("starting meta")?;
+    let (addr, rpc) = serve_meta(&args.meta_listen, service.clone(), tls.clone(), shutdown).await?;
+    if args.meta_group {
+        let settings = ::meta::GroupSettings {
+            node_id: SERVER_META_NODE,
+            peers: BTreeMap::from([(SERVER_META_NODE, addr.to_string())]),
+        };
+        service
+            .join_group(settings, tls)
+            .await
+            .context("starting meta's raft")?;
+        service
+            .wait_until_leading(META_START)
+            .await
+            .context("starting meta")?;
+    }
     print_root(&service, &args.meta);
     Ok((service, addr, rpc))
 }

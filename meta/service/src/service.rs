@@ -578,3 +578,36 @@ fn background_failed(what: &str, error: &MetaError) {
         _ => tracing::warn!(%error, "{what} failed"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_lone_meta_refuses_a_members_data_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let member = MetaService::open_member(MetaConfig::new(dir.path())).unwrap();
+        let settings = GroupSettings {
+            node_id: 1,
+            peers: [(1, "127.0.0.1:1".to_string())].into(),
+        };
+        member.join_group(settings, None).await.unwrap();
+        member
+            .wait_until_leading(Duration::from_secs(30))
+            .await
+            .unwrap();
+        member.leave_group().await;
+        drop(member);
+        let opened = tokio::task::spawn_blocking({
+            let config = MetaConfig::new(dir.path());
+            move || MetaService::open(config)
+        })
+        .await
+        .unwrap();
+        assert!(
+            matches!(&opened, Err(MetaError::InvalidRequest(why)) if why.contains("member's log")),
+            "{:?}",
+            opened.err()
+        );
+    }
+}
