@@ -13,6 +13,8 @@
 //! allocated before `S - grace`, so every such block whose write succeeded was
 //! committed before the snapshot and is in it. A block id at or above the
 //! stored allocation counter (never handed out by this meta) is never deleted.
+//! In a group the clock is fed by the log's reservations of id ranges,
+//! and rebuilt from their record on load, so every member dates ids alike.
 
 use crate::store::db::StoreError;
 use crate::store::tables::{COUNTERS, NEXT_BLOCK, OBJECTS, PARTS, VERSIONS};
@@ -55,12 +57,30 @@ impl AllocationClock {
         }
     }
 
+    /// A clock that knows only `dated`: (time, bound) pairs, oldest first,
+    /// each saying every id below `bound` was allocated at or before `time`.
+    pub(crate) fn dated(grace: Duration, dated: &[(UnixMillis, u64)]) -> Self {
+        let clock = Self {
+            grace,
+            samples: Mutex::new(VecDeque::new()),
+        };
+        for &(time, bound) in dated {
+            clock.note_below(bound, time);
+        }
+        clock
+    }
+
     /// Records that `block` was handed out by `now`.
     pub(crate) fn note(&self, block: BlockId, now: UnixMillis) {
+        self.note_below(block.0.saturating_add(1), now);
+    }
+
+    /// Records that every id below `bound` was handed out by `now`.
+    pub(crate) fn note_below(&self, bound: u64, now: UnixMillis) {
         let mut samples = self.samples.lock();
         let (last_time, last_bound) = samples.back().copied().unwrap_or((now, 0));
         let time = now.max(last_time);
-        let bound = block.0.saturating_add(1).max(last_bound);
+        let bound = bound.max(last_bound);
         if time / 1000 == last_time / 1000 && !samples.is_empty() {
             if let Some(back) = samples.back_mut() {
                 *back = (time, bound);
@@ -128,11 +148,23 @@ pub(crate) struct OrphanDetector {
 }
 
 impl OrphanDetector {
-    /// A detector whose clock starts at `now` with the stored allocation counter.
+    /// A detector whose clock starts at `now` with the stored allocation
+    /// counter; a group member's, from the reservations its store records
+    /// (ids of the newest range may still be handed out, so `now` vouches
+    /// for none of them).
     pub(crate) fn open(store: &Store, grace: Duration, now: UnixMillis) -> Result<Self, MetaError> {
-        let first_unused = stored_counter(store)?;
+        let reserved = if store.is_replicated() {
+            crate::placement::reservations(store)?
+        } else {
+            Vec::new()
+        };
+        let clock = if reserved.is_empty() {
+            AllocationClock::start(grace, now, stored_counter(store)?)
+        } else {
+            AllocationClock::dated(grace, &reserved)
+        };
         Ok(Self {
-            clock: AllocationClock::start(grace, now, first_unused),
+            clock,
             grace,
             snapshot: Mutex::new(None),
         })
@@ -249,5 +281,27 @@ mod tests {
         let reopened = AllocationClock::start(GRACE, T0, 4096);
         assert_eq!(reopened.horizon(T0 + g - 1), 0);
         assert_eq!(reopened.horizon(T0 + g), 4096);
+    }
+
+    #[test]
+    fn a_clock_rebuilt_from_reservations_dates_ids_as_the_live_one() {
+        let g = GRACE.as_millis() as i64;
+        let reservations = [(T0, 1), (T0 + 5 * SECOND, 1025), (T0 + 90 * SECOND, 2049)];
+        let live = AllocationClock::start(GRACE, T0, 0);
+        for (time, start) in reservations {
+            live.note_below(start, time);
+        }
+        let rebuilt = AllocationClock::dated(GRACE, &reservations);
+        for at in [
+            T0 + g,
+            T0 + g + 5 * SECOND,
+            T0 + g + 89 * SECOND,
+            T0 + g + 90 * SECOND,
+        ] {
+            assert_eq!(live.horizon(at), rebuilt.horizon(at), "at {at}");
+        }
+        // Ids of the newest range are never vouched for, however late.
+        assert_eq!(rebuilt.horizon(T0 + 100 * g), 2049);
+        assert_eq!(rebuilt.horizon(T0 + g + 5 * SECOND), 1025);
     }
 }

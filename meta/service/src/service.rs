@@ -300,6 +300,9 @@ impl MetaService {
         } else {
             match self.group() {
                 Some(group) if request.access() == Access::Write => group.write(request).await,
+                Some(group) if request.access() == Access::Reserved => {
+                    group.serve_reserved(request).await
+                }
                 Some(group) => match group.linearizable().await {
                     Ok(()) => self.serve_here(request).await,
                     Err(e) => Err(e),
@@ -582,11 +585,13 @@ fn background_failed(what: &str, error: &MetaError) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use meta_api::{AllocateBlock, Heartbeat};
+    use proto::{BlockId, ReplicationConfig};
+    use std::path::Path;
 
-    #[tokio::test]
-    async fn a_lone_meta_refuses_a_members_data_folder() {
-        let dir = tempfile::tempdir().unwrap();
-        let member = MetaService::open_member(MetaConfig::new(dir.path())).unwrap();
+    /// A group of one in `dir`, leading.
+    async fn leading_member(dir: &Path) -> Arc<MetaService> {
+        let member = MetaService::open_member(MetaConfig::new(dir)).unwrap();
         let settings = GroupSettings {
             node_id: 1,
             peers: [(1, "127.0.0.1:1".to_string())].into(),
@@ -596,6 +601,80 @@ mod tests {
             .wait_until_leading(Duration::from_secs(30))
             .await
             .unwrap();
+        member
+    }
+
+    /// `count` blocks allocated by `member`, and the log entries applied meanwhile.
+    async fn allocate(member: &MetaService, count: usize) -> (Vec<BlockId>, u64) {
+        let applied = || member.group().unwrap().status().last_applied.unwrap();
+        let before = applied();
+        let mut ids = Vec::new();
+        for _ in 0..count {
+            let request = AllocateBlock {
+                config: ReplicationConfig::Replicated { replicas: 1 },
+                exclude: Vec::new(),
+            };
+            ids.push(member.call(request, &Principal::Admin).await.unwrap().block);
+        }
+        (ids, applied() - before)
+    }
+
+    #[tokio::test]
+    async fn a_leader_allocates_from_ranges_the_log_reserves_per_term() {
+        let dir = tempfile::tempdir().unwrap();
+        let member = leading_member(dir.path()).await;
+        let report = test_support::meta::report("a", 1 << 40, 0);
+        member
+            .call(Heartbeat { report }, &Principal::Admin)
+            .await
+            .unwrap();
+        let (first, entries) = allocate(&member, 300).await;
+        // One entry reserves a range of ids (background rounds may add a few).
+        assert!(entries < 30, "{entries} entries for 300 allocations");
+        let mut seen = std::collections::HashSet::new();
+        assert!(
+            first.iter().all(|id| seen.insert(*id)),
+            "an id handed out twice"
+        );
+        let first_reserved = reserved_up_to(&member);
+        member.leave_group().await;
+        drop(member);
+
+        // The next term's leader reserves anew: none of the last range's
+        // ids, handed out or not, is handed out again.
+        let member = leading_member(dir.path()).await;
+        let (second, _) = allocate(&member, 20).await;
+        let second_reserved = reserved_up_to(&member);
+        for id in &second {
+            assert!(seen.insert(*id), "{id:?} handed out twice");
+            assert!(
+                (first_reserved..second_reserved).contains(&id.0),
+                "{id:?} is not of the new term's range {first_reserved}..{second_reserved}"
+            );
+        }
+        member.leave_group().await;
+    }
+
+    /// The stored block id counter: every id reserved is below it.
+    fn reserved_up_to(member: &MetaService) -> u64 {
+        use crate::store::tables::{COUNTERS, NEXT_BLOCK};
+        member
+            .state()
+            .store
+            .read(|txn| {
+                Ok(txn
+                    .open_table(COUNTERS)?
+                    .get(NEXT_BLOCK)?
+                    .map(|v| v.value()))
+            })
+            .unwrap()
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_lone_meta_refuses_a_members_data_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let member = leading_member(dir.path()).await;
         member.leave_group().await;
         drop(member);
         let opened = tokio::task::spawn_blocking({

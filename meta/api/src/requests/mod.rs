@@ -56,6 +56,11 @@ pub enum Access {
     /// A change to the store: in a group, replicated through the log and
     /// applied by every member.
     Write,
+    /// A handout from a range the store reserves ahead (block ids): a lone
+    /// meta takes it from its own reservation; a group's leader from the
+    /// range the log reserved for its term, without an entry of its own.
+    /// Sent again after a lost answer, it only skips an id.
+    Reserved,
     /// The group's own business (Raft messages, membership), served by the
     /// group layer rather than a handler.
     Group,
@@ -185,7 +190,7 @@ request_table! {
     BlockReport => u64, "block_report", Datanode, Write;
     FinishRepair => (), "finish_repair", Datanode, Write;
     ReportBadReplica => (), "report_bad_replica", Gateway, Write;
-    AllocateBlock => BlockGroup, "allocate_block", Gateway, Write;
+    AllocateBlock => BlockGroup, "allocate_block", Gateway, Reserved;
     DiscardBlocks => (), "discard_blocks", Gateway, Write;
     // Credentials.
     GetAccessKey => Option<AccessKeyRecord>, "get_access_key", Gateway, PointRead;

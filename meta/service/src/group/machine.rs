@@ -142,8 +142,9 @@ fn apply_command(
                 partly: None,
                 ..applied.clone()
             };
+            let term = log_id.leader_id.term;
             let answer = applying(whole.mark()?, || {
-                crate::entropy::seeded(seed, || run(state, now, action))
+                crate::entropy::seeded(seed, || run(state, now, term, action))
             });
             return checked(answer);
         }
@@ -177,8 +178,8 @@ fn apply_command(
     Ok(Applied::Answers(answers))
 }
 
-/// Runs one of the leader's own commands.
-fn run(state: &MetaState, now: UnixMillis, action: Action) -> Applied {
+/// Runs one of the leader's own commands, proposed in `term`.
+fn run(state: &MetaState, now: UnixMillis, term: u64, action: Action) -> Applied {
     match action {
         Action::Requests(_) => unreachable!("requests are applied one by one"),
         Action::Startup => Applied::Done(state.startup_writes(now).map(drop)),
@@ -188,6 +189,7 @@ fn run(state: &MetaState, now: UnixMillis, action: Action) -> Applied {
                 .lifecycle_step(now, false)
                 .map(|pause| u64::try_from(pause.as_millis()).unwrap_or(u64::MAX)),
         ),
+        Action::ReserveBlockIds => Applied::Reserved(state.reserve_block_ids(term, now)),
     }
 }
 
@@ -224,7 +226,7 @@ pub(super) fn apply_from_store(
 /// Whether a command's outcome is the store failing rather than a refusal.
 fn store_failed(applied: &Applied) -> Option<&MetaError> {
     let error = match applied {
-        Applied::Pause(Err(e)) | Applied::Done(Err(e)) => e,
+        Applied::Pause(Err(e)) | Applied::Done(Err(e)) | Applied::Reserved(Err(e)) => e,
         _ => return None,
     };
     is_store_failure(error).then_some(error)

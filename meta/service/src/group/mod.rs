@@ -27,6 +27,7 @@ mod tests;
 pub(crate) use machine::StateSlot;
 
 use crate::entropy::Seed;
+use crate::placement::ReservedIds;
 use meta_api::{
     AddGroupMember, AnyRequest, AnyResponse, GetGroupSecrets, GetGroupStatus, GroupMember,
     GroupSecrets, GroupStatus, MetaError, RaftMessage, RaftMessageKind, RemoteMeta,
@@ -34,6 +35,7 @@ use meta_api::{
 };
 use openraft::error::{ClientWriteError, RaftError};
 use openraft::{BasicNode, ChangeMembers, Config, ServerState, SnapshotPolicy};
+use proto::BlockId;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -68,6 +70,9 @@ type QueuedWrite = (
 const ENTRIES_IN_FLIGHT: usize = 2;
 /// Most requests in one entry.
 const BATCH_REQUESTS: usize = 256;
+/// Most ranges of block ids one allocation reserves before it gives up (each
+/// one taken by others, or in a term that ended).
+const RESERVE_ATTEMPTS: usize = 4;
 /// Most bytes of requests (as JSON) in one entry, beyond its first.
 const BATCH_BYTES: usize = 4 * 1024 * 1024;
 
@@ -107,6 +112,9 @@ pub(crate) enum Action {
     Redundancy,
     /// One step of the lifecycle worker.
     Lifecycle,
+    /// The next range of block ids, for the proposing leader to hand out
+    /// in its term (see `crate::placement`).
+    ReserveBlockIds,
 }
 
 impl std::fmt::Display for Command {
@@ -119,6 +127,7 @@ impl std::fmt::Display for Command {
             Action::Startup => f.write_str("startup"),
             Action::Redundancy => f.write_str("redundancy"),
             Action::Lifecycle => f.write_str("lifecycle"),
+            Action::ReserveBlockIds => f.write_str("block id reservation"),
         }
     }
 }
@@ -132,6 +141,8 @@ pub(crate) enum Applied {
     Pause(Result<u64, MetaError>),
     /// A background round's outcome.
     Done(Result<(), MetaError>),
+    /// The block ids reserved for the proposing leader.
+    Reserved(Result<ReservedIds, MetaError>),
     /// Raft's own entries.
     Nothing,
 }
@@ -259,6 +270,8 @@ pub(crate) struct MetaGroup {
     /// Whether the last look at free space refused writes (to log and
     /// count only the changes).
     refusing: std::sync::atomic::AtomicBool,
+    /// Held while a range of block ids is reserved.
+    reserving: tokio::sync::Mutex<()>,
 }
 
 impl MetaGroup {
@@ -294,9 +307,61 @@ impl MetaGroup {
             writes,
             acks,
             refusing: Default::default(),
+            reserving: Default::default(),
         });
         tokio::spawn(batch_writes(Arc::downgrade(&group), queued, progress));
         Ok(group)
+    }
+
+    /// Serves a request of [`meta_api::Access::Reserved`] (a block's allocation) on
+    /// the leader, from the range of ids the log reserved for its term;
+    /// the range is reserved first when it is used up, or was reserved in
+    /// another term.
+    pub(crate) async fn serve_reserved(
+        &self,
+        request: AnyRequest,
+    ) -> Result<AnyResponse, MetaError> {
+        let AnyRequest::AllocateBlock(request) = request else {
+            return Err(MetaError::Protocol(format!(
+                "{} is not served from a reserved range",
+                request.name()
+            )));
+        };
+        self.linearizable().await?;
+        let block = self.granted_block_id().await?;
+        let state = self.slot.current();
+        state
+            .place_block(request, state.config.clock.now(), || Ok(block))
+            .map(AnyResponse::AllocateBlock)
+    }
+
+    /// The next id of the range reserved for this leader's term. A range
+    /// is handed out only in the term it was reserved in: a leader that
+    /// lost and won back its place leaves the rest of its old range
+    /// unused, since others reserved after it (the orphan detector dates
+    /// every id below a reservation by that reservation's time).
+    async fn granted_block_id(&self) -> Result<BlockId, MetaError> {
+        for _ in 0..RESERVE_ATTEMPTS {
+            let term = self.raft.metrics().borrow().current_term;
+            let state = self.slot.current();
+            if let Some(block) = state.block_ids.take_granted(term) {
+                return Ok(block);
+            }
+            // One reservation at a time: the allocations waiting meanwhile
+            // share the range it brings.
+            let _reserving = self.reserving.lock().await;
+            if let Some(block) = state.block_ids.take_granted(term) {
+                return Ok(block);
+            }
+            match self.propose(Action::ReserveBlockIds).await? {
+                Applied::Reserved(Ok(ids)) => state.block_ids.grant(ids),
+                Applied::Reserved(Err(e)) => return Err(e),
+                other => return Err(MetaError::Store(format!("block ids reserved as {other:?}"))),
+            }
+        }
+        Err(MetaError::Transport(
+            "the meta leader changed while it reserved block ids".into(),
+        ))
     }
 
     /// The peers this member was started with.

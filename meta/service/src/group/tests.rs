@@ -151,8 +151,18 @@ fn commands() -> Vec<Command> {
         seed: crate::entropy::new_seed(),
         action: Action::Redundancy,
     });
+    for i in 0..3 {
+        commands.push(Command {
+            now: RESERVED_AT + i * 1000,
+            seed: crate::entropy::new_seed(),
+            action: Action::ReserveBlockIds,
+        });
+    }
     commands
 }
+
+/// When the commands reserve ranges of block ids.
+const RESERVED_AT: UnixMillis = T0 + 400_000;
 
 /// Every row of a table, as bytes.
 fn rows<K: redb::Key + 'static, V: redb::Value + 'static>(
@@ -195,7 +205,10 @@ fn members_applying_the_same_commands_hold_the_same_records() {
         );
         assert!(
             !matches!(&a, super::Applied::Answers(answers) if answers.iter().any(Result::is_err))
-                && !matches!(&a, super::Applied::Done(Err(_))),
+                && !matches!(
+                    &a,
+                    super::Applied::Done(Err(_)) | super::Applied::Reserved(Err(_))
+                ),
             "{command} failed: {a:?}"
         );
     }
@@ -214,9 +227,18 @@ fn members_applying_the_same_commands_hold_the_same_records() {
         ACCESS_KEYS,
         DATANODES,
         COUNTERS,
+        BLOCK_ID_RESERVATIONS,
         TOKEN_KEYS,
         APPLIED
     );
+    // A member that loads its store again dates block ids as the others do.
+    let reloaded = MetaState::load(first.config.clone(), first.store.clone()).unwrap();
+    let grace = first.config.orphan_grace.as_millis() as i64;
+    for at in [RESERVED_AT, RESERVED_AT + 1000, RESERVED_AT + 5000].map(|t| t + grace) {
+        let horizon = first.orphans.clock.horizon(at);
+        assert_eq!(horizon, second.orphans.clock.horizon(at), "at {at}");
+        assert_eq!(horizon, reloaded.orphans.clock.horizon(at), "at {at}");
+    }
     // Sealed values carry random nonces: their bytes differ, their keys do not.
     assert_eq!(
         rows(&first, KMS_KEYS)

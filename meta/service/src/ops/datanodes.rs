@@ -3,7 +3,7 @@
 //! block groups.
 
 use crate::ops::bad_replicas::record_bad_replica;
-use crate::placement::{choose, validate_replication, Candidate};
+use crate::placement::{choose, validate_replication, Candidate, ReservedIds};
 use crate::state::MetaState;
 use crate::store::db::{decode, encode, get_json};
 use crate::store::deletions::DeletionQueue;
@@ -14,7 +14,7 @@ use meta_api::{
     MAX_REPORTED_BLOCKS,
 };
 use proto::token::Modes;
-use proto::{BlockKey, ReplicationConfig};
+use proto::{BlockId, BlockKey, ReplicationConfig};
 use redb::ReadableTable;
 
 /// Most deletions handed to one datanode per heartbeat.
@@ -95,8 +95,26 @@ impl Handle<Heartbeat> for MetaState {
 impl Handle<AllocateBlock> for MetaState {
     /// A fresh block (group) on `config.width()` distinct healthy datanodes with
     /// free space, none of `exclude`; on as few as `config.min_width()` when
-    /// no more are available.
+    /// no more are available. Its id comes from the store's counter: a lone
+    /// meta's allocations, and a group's applied as entries of their own.
     fn handle(&self, request: AllocateBlock, now: UnixMillis) -> Result<BlockGroup, MetaError> {
+        self.place_block(request, now, || {
+            let block = self.block_ids.next(&self.store)?;
+            self.orphans.clock.note(block, now);
+            Ok(block)
+        })
+    }
+}
+
+impl MetaState {
+    /// [`AllocateBlock`] under the id `block_id` gives once datanodes are
+    /// chosen: the store's counter, or a group leader's reserved range.
+    pub(crate) fn place_block(
+        &self,
+        request: AllocateBlock,
+        now: UnixMillis,
+        block_id: impl FnOnce() -> Result<BlockId, MetaError>,
+    ) -> Result<BlockGroup, MetaError> {
         let AllocateBlock { config, exclude } = request;
         validate_replication(&config)?;
         let block_size = self.config.block_size;
@@ -123,7 +141,7 @@ impl Handle<AllocateBlock> for MetaState {
             metrics::counter!("tessera_meta_short_groups_allocated_total").increment(1);
         }
         let chosen = crate::entropy::with_rng(|rng| choose(candidates, width, rng))?;
-        let block = self.block_ids.next(&self.store)?;
+        let block = block_id()?;
         self.registry.note_allocated(chosen.iter().map(|c| &c.id));
         let replicas = chosen
             .into_iter()
@@ -139,7 +157,6 @@ impl Handle<AllocateBlock> for MetaState {
             })
             .collect();
         metrics::counter!("tessera_meta_blocks_allocated_total").increment(1);
-        self.orphans.clock.note(block, now);
         let mut group = BlockGroup {
             block,
             length: 0,
@@ -148,6 +165,19 @@ impl Handle<AllocateBlock> for MetaState {
         };
         self.tokens.sign(&mut group, Modes::WRITE, now);
         Ok(group)
+    }
+
+    /// Reserves the next range of block ids for the group leader of `term`
+    /// (an entry every member applies) and dates the ids below it for the
+    /// orphan detector.
+    pub(crate) fn reserve_block_ids(
+        &self,
+        term: u64,
+        now: UnixMillis,
+    ) -> Result<ReservedIds, MetaError> {
+        let reserved = crate::placement::reserve(&self.store, term, now, self.config.orphan_grace)?;
+        self.orphans.clock.note_below(reserved.start, now);
+        Ok(reserved)
     }
 }
 

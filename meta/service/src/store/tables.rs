@@ -48,6 +48,13 @@ pub(crate) const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("co
 /// Counter holding the first block id not yet handed out.
 pub(crate) const NEXT_BLOCK: &str = "next_block";
 
+/// Start of a range of block ids a group's leader reserved -> the time of
+/// the reserving entry: every id below the start was handed out by then.
+/// The orphan detector dates ids from it, so every member, restarted or
+/// not, dates them alike (see `crate::placement::reserve`).
+pub(crate) const BLOCK_ID_RESERVATIONS: TableDefinition<u64, i64> =
+    TableDefinition::new("block_id_reservations");
+
 /// Separator between bucket and key in `OBJECTS`; bucket names never contain it.
 const BUCKET_SEPARATOR: u8 = b'/';
 
