@@ -13,7 +13,7 @@ RUNS=${1:-1}; DUR=${2:-5}
 PY=${PYTHON:-$ROOT/.venv/bin/python}
 PIDS=()
 # On the disk the repository is on (a tmpfs /tmp would measure no disk).
-W=$(mktemp -d -p "$ROOT/target"); trap 'kill "${PIDS[@]}" 2>/dev/null; wait; rm -rf "$W"' EXIT
+TOP=$(mktemp -d -p "$ROOT/target"); trap 'kill "${PIDS[@]}" 2>/dev/null; wait; rm -rf "$TOP"' EXIT
 export TESSERA_ROOT_ACCESS_KEY=AKBENCH TESSERA_ROOT_SECRET_KEY=SKBENCHSECRET TESSERA_ADMIN_TOKEN=benchadmintoken
 export TESSERA_CONSOLE_LISTEN=off RUST_LOG=warn
 
@@ -78,7 +78,9 @@ cluster() {
 
 for r in $(seq "$RUNS"); do
   for members in ${MEMBERS:-lone 1 3}; do
-    rm -rf "${W:?}"/*
+    # A folder of its own per cluster, all removed at the end (as in
+    # small-puts.sh: ext4 makes file creation dear after mass deletions).
+    W=$TOP/$r-$members; mkdir -p "$W"
     cluster "$members"
     name=$([ "$members" = lone ] && echo lone || echo "group$members")
     echo "# run $r: $name"

@@ -21,7 +21,7 @@ BASE_ARGS=${TESSERA_BASELINE_ARGS:-}
 if [ -n "$BASE_ARGS" ] && [ -z "$BASE" ]; then BASE=$B; fi
 PIDS=()
 # On the disk the repository is on (a tmpfs /tmp would measure no disk).
-W=$(mktemp -d -p "$ROOT/target"); trap 'kill "${PIDS[@]}" 2>/dev/null; wait; rm -rf "$W"' EXIT
+TOP=$(mktemp -d -p "$ROOT/target"); trap 'kill "${PIDS[@]}" 2>/dev/null; wait; rm -rf "$TOP"' EXIT
 export TESSERA_ROOT_ACCESS_KEY=AKBENCH TESSERA_ROOT_SECRET_KEY=SKBENCHSECRET
 
 # start NAME BIN PORT_BASE [ARGS...]: a `tessera server` on 127.0.0.1:PORT_BASE..+2.
@@ -36,7 +36,11 @@ start() {
 }
 
 for r in $(seq "$RUNS"); do
-  rm -rf "${W:?}"/*
+  # A folder of its own per run, all removed at the end: ext4 skips inodes
+  # deleted in the last minute (longer while their table is unwritten) when
+  # it allocates new ones, so files removed between runs would make the
+  # next run's file creations cost several times their usual CPU.
+  W=$TOP/run$r; mkdir -p "$W"
   TARGETS=()
   start tessera "$B" 19878
   TARGETS+=(--target tessera=http://127.0.0.1:19878,AKBENCH,SKBENCHSECRET)

@@ -2,8 +2,8 @@
 //! committed entry is applied by the handlers a lone meta runs.
 //!
 //! The store records the last entry applied (and the membership as of it)
-//! in the same transaction as each entry's changes, and is synced about
-//! once a second and before each snapshot, so after a crash it holds
+//! in the same transaction as each entry's changes, and is synced every
+//! few milliseconds and before each snapshot, so after a crash it holds
 //! exactly the entries up to the one it names; Raft applies the rest again
 //! from the log, which keeps every entry a snapshot does not cover.
 //!
@@ -238,6 +238,28 @@ fn is_store_failure(error: &MetaError) -> bool {
     matches!(error, MetaError::Store(_) | MetaError::OutOfSpace(_))
 }
 
+/// Syncs the store with the record of what it holds applied. The log
+/// holds every entry until a snapshot covers it, and a snapshot syncs the
+/// store first: so the store is synced only now and then, which bounds
+/// what a restart applies again and the space redb holds for unsynced
+/// commits. It runs after the entries' answers are out, beside the next
+/// log sync rather than before the answers; a sync that fails is tried
+/// again at the next one (the log keeps what the store lacks).
+fn sync_store(slot: &StateSlot) {
+    let _applying = slot.apply.lock();
+    // What is applied now, which later entries may have moved past the
+    // ones whose apply found the sync due.
+    let synced = slot.applied.lock().mark().and_then(|mark| {
+        slot.current()
+            .store
+            .sync_applied(mark)
+            .map_err(|e| state_machine_failed(ErrorVerb::Write, e))
+    });
+    if let Err(e) = synced {
+        tracing::warn!(error = %e, "meta store sync failed");
+    }
+}
+
 /// The state machine of one member.
 pub(crate) struct Machine {
     slot: Arc<StateSlot>,
@@ -378,25 +400,25 @@ impl RaftStateMachine<TypeConfig> for Machine {
                 applied.partly = None;
                 answers.push(answer);
             }
-            // The log holds every entry until a snapshot covers it, and a
-            // snapshot syncs the store first: so the store is synced only
-            // now and then, which bounds what a restart applies again and
-            // the space redb holds for unsynced commits.
-            let mut synced = slot.synced.lock();
-            if synced.elapsed() >= SYNC_INTERVAL {
-                state
-                    .store
-                    .sync_applied(applied.mark()?)
-                    .map_err(|e| state_machine_failed(ErrorVerb::Write, e))?;
-                *synced = std::time::Instant::now();
-            }
             *slot.applied.lock() = applied.clone();
-            Ok::<_, StorageError<u64>>((answers, applied))
+            let sync_due = {
+                let mut synced = slot.synced.lock();
+                let due = synced.elapsed() >= SYNC_INTERVAL;
+                if due {
+                    *synced = std::time::Instant::now();
+                }
+                due
+            };
+            Ok::<_, StorageError<u64>>((answers, applied, sync_due))
         })
         .await
         .map_err(|e| state_machine_failed(ErrorVerb::Write, e))?;
-        let (answers, applied) = ran?;
+        let (answers, applied, sync_due) = ran?;
         self.applied = applied;
+        if sync_due {
+            let slot = self.slot.clone();
+            tokio::task::spawn_blocking(move || sync_store(&slot));
+        }
         Ok(answers)
     }
 
