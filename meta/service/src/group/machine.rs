@@ -58,6 +58,12 @@ pub(crate) struct StateSlot {
     /// What the store holds applied, whole entries only (the store's own
     /// record may name an entry's requests while they are applied).
     applied: Mutex<AppliedRecord>,
+    /// Why the store no longer matches `applied`: an apply that did not
+    /// finish, or a sync that failed (the store reopened after a disk error
+    /// has lost its unsynced commits). Every later apply, sync and snapshot
+    /// is refused, which stops this member's Raft; a restart applies again
+    /// from the log what the store lacks.
+    damaged: Mutex<Option<String>>,
 }
 
 /// How often applying entries syncs the store. redb frees the pages its
@@ -76,7 +82,28 @@ impl StateSlot {
             apply: Mutex::new(()),
             synced: Mutex::new(std::time::Instant::now()),
             applied: Mutex::new(AppliedRecord::default()),
+            damaged: Mutex::new(None),
         }
+    }
+
+    /// Fails when the store no longer matches what it records as applied.
+    fn intact(&self) -> Result<()> {
+        match &*self.damaged.lock() {
+            Some(why) => Err(state_machine_failed(ErrorVerb::Write, why)),
+            None => Ok(()),
+        }
+    }
+
+    /// Marks the store as not matching its record while an apply runs.
+    fn damage_quietly(&self, why: &str) {
+        *self.damaged.lock() = Some(why.to_string());
+    }
+
+    /// Records why the store no longer matches its record.
+    fn damage(&self, why: impl ToString) {
+        let why = why.to_string();
+        tracing::error!(%why, "meta store out of step with its log: this member stops applying");
+        self.damaged.lock().get_or_insert(why);
     }
 
     /// The state now.
@@ -243,10 +270,14 @@ fn is_store_failure(error: &MetaError) -> bool {
 /// store first: so the store is synced only now and then, which bounds
 /// what a restart applies again and the space redb holds for unsynced
 /// commits. It runs after the entries' answers are out, beside the next
-/// log sync rather than before the answers; a sync that fails is tried
-/// again at the next one (the log keeps what the store lacks).
+/// log sync rather than before the answers. Nothing is synced once the
+/// store is damaged (its record would name entries it lacks or lack some
+/// it holds), and a sync that fails damages it.
 fn sync_store(slot: &StateSlot) {
     let _applying = slot.apply.lock();
+    if slot.intact().is_err() {
+        return;
+    }
     // What is applied now, which later entries may have moved past the
     // ones whose apply found the sync due.
     let synced = slot.applied.lock().mark().and_then(|mark| {
@@ -256,7 +287,7 @@ fn sync_store(slot: &StateSlot) {
             .map_err(|e| state_machine_failed(ErrorVerb::Write, e))
     });
     if let Err(e) = synced {
-        tracing::warn!(error = %e, "meta store sync failed");
+        slot.damage(format!("syncing the store: {e}"));
     }
 }
 
@@ -383,6 +414,10 @@ impl RaftStateMachine<TypeConfig> for Machine {
         let mut applied = self.applied.clone();
         let ran = tokio::task::spawn_blocking(move || {
             let _applying = slot.apply.lock();
+            slot.intact()?;
+            // Cleared once every entry is applied: an apply that fails or
+            // panics part-way leaves the store ahead of `slot.applied`.
+            slot.damage_quietly("an apply did not finish");
             let state = slot.current();
             let mut answers = Vec::with_capacity(entries.len());
             for entry in entries {
@@ -401,6 +436,7 @@ impl RaftStateMachine<TypeConfig> for Machine {
                 answers.push(answer);
             }
             *slot.applied.lock() = applied.clone();
+            *slot.damaged.lock() = None;
             let sync_due = {
                 let mut synced = slot.synced.lock();
                 let due = synced.elapsed() >= SYNC_INTERVAL;
@@ -416,8 +452,14 @@ impl RaftStateMachine<TypeConfig> for Machine {
         let (answers, applied, sync_due) = ran?;
         self.applied = applied;
         if sync_due {
-            let slot = self.slot.clone();
-            tokio::task::spawn_blocking(move || sync_store(&slot));
+            // Weak: a sync still queued does not keep a stopped member's
+            // store open.
+            let slot = Arc::downgrade(&self.slot);
+            tokio::task::spawn_blocking(move || {
+                if let Some(slot) = slot.upgrade() {
+                    sync_store(&slot);
+                }
+            });
         }
         Ok(answers)
     }
@@ -468,6 +510,8 @@ impl RaftStateMachine<TypeConfig> for Machine {
             let applied = AppliedRecord::load(&slot.current())
                 .map_err(|e| std::io::Error::other(e.to_string()))?;
             *slot.applied.lock() = applied.clone();
+            // The store is the snapshot now, and its record is what it holds.
+            *slot.damaged.lock() = None;
             tracing::info!(snapshot = %meta.snapshot_id, "meta store replaced by a snapshot from the leader");
             Ok::<_, std::io::Error>(applied)
         })
@@ -503,6 +547,7 @@ impl RaftSnapshotBuilder<TypeConfig> for Builder {
         let dir = self.snapshots.clone();
         let built = tokio::task::spawn_blocking(move || {
             let _applying = slot.apply.lock();
+            slot.intact()?;
             let state = slot.current();
             let applied = slot.applied.lock().clone();
             // Everything applied is durable in the file before it is copied,
@@ -545,5 +590,58 @@ impl RaftSnapshotBuilder<TypeConfig> for Builder {
             meta,
             snapshot: open_snapshot(&file).await?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::MetaConfig;
+
+    fn reservation(index: u64) -> Entry<TypeConfig> {
+        Entry {
+            log_id: LogId::new(openraft::CommittedLeaderId::new(1, 1), index),
+            payload: EntryPayload::Normal(Command {
+                now: 1_780_000_000_000,
+                seed: crate::entropy::new_seed(),
+                action: Action::ReserveBlockIds,
+            }),
+        }
+    }
+
+    /// The stored block id counter.
+    fn counter(slot: &StateSlot) -> u64 {
+        crate::placement::reservations(&slot.current().store)
+            .unwrap()
+            .last()
+            .map_or(0, |(_, start)| *start)
+    }
+
+    #[tokio::test]
+    async fn a_store_out_of_step_with_its_log_is_neither_applied_to_synced_nor_copied() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::open_replicated(&dir.path().join(DATABASE_FILE)).unwrap();
+        let state = MetaState::load(MetaConfig::new(dir.path()), Arc::new(store)).unwrap();
+        let slot = Arc::new(StateSlot::new(Arc::new(state)));
+        let mut machine = Machine::open(slot.clone(), dir.path()).unwrap();
+        let answers = machine.apply(vec![reservation(1)]).await.unwrap();
+        assert!(
+            matches!(answers[..], [Applied::Reserved(Ok(_))]),
+            "{answers:?}"
+        );
+        sync_store(&slot);
+        let synced = AppliedRecord::load(&slot.current()).unwrap();
+        assert_eq!(synced.log_id.map(|id| id.index), Some(1));
+        let reserved = counter(&slot);
+
+        slot.damage("a sync failed");
+        assert!(machine.apply(vec![reservation(2)]).await.is_err());
+        assert_eq!(counter(&slot), reserved, "applied to a damaged store");
+        sync_store(&slot);
+        assert_eq!(
+            AppliedRecord::load(&slot.current()).unwrap().log_id,
+            synced.log_id
+        );
+        assert!(machine.builder().build_snapshot().await.is_err());
     }
 }

@@ -329,6 +329,10 @@ impl MetaGroup {
         };
         self.linearizable().await?;
         let block = self.granted_block_id().await?;
+        // Leading still, after the id was taken: no other leader can have
+        // reserved ids since, so the reservation that follows dates this
+        // id no earlier than its handout (an id dropped here is skipped).
+        self.linearizable().await?;
         let state = self.slot.current();
         state
             .place_block(request, state.config.clock.now(), || Ok(block))
@@ -353,15 +357,20 @@ impl MetaGroup {
             if let Some(block) = state.block_ids.take_granted(term) {
                 return Ok(block);
             }
-            match self.propose(Action::ReserveBlockIds).await? {
+            // A reservation lost to a change of leader only skips ids: the
+            // client may ask the next leader.
+            let proposed = self.propose(Action::ReserveBlockIds).await;
+            match proposed.map_err(|e| match e {
+                MetaError::Transport(_) => self.not_leader(None),
+                other => other,
+            })? {
                 Applied::Reserved(Ok(ids)) => state.block_ids.grant(ids),
                 Applied::Reserved(Err(e)) => return Err(e),
                 other => return Err(MetaError::Store(format!("block ids reserved as {other:?}"))),
             }
         }
-        Err(MetaError::Transport(
-            "the meta leader changed while it reserved block ids".into(),
-        ))
+        // Each range was taken by others, or reserved in a term that ended.
+        Err(self.not_leader(None))
     }
 
     /// The peers this member was started with.

@@ -344,11 +344,21 @@ impl MetaState {
             }
         }
         let holders: HashSet<&DatanodeId> = group.replicas.iter().map(|r| &r.datanode).collect();
+        // A group's members apply this alike; blocks placed since the
+        // last heartbeat are counted by the leader alone (allocations are
+        // not entries), so they weigh only in a lone meta's choice.
+        let placed = |n: &RegisteredNode| {
+            if self.store.is_replicated() {
+                0
+            } else {
+                n.pending
+            }
+        };
         let candidates: Vec<Candidate> = nodes
             .iter()
             .filter(|n| eligible(n) && !holders.contains(&n.record.id))
             .map(|n| Candidate {
-                load: n.record.used / block_size + n.pending,
+                load: n.record.used / block_size + placed(n),
                 id: n.record.id.clone(),
                 addr: n.record.addr.clone(),
             })
