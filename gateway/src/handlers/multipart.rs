@@ -24,8 +24,6 @@ use crate::xml::object_documents;
 use crate::xml::parse::{parse_complete_upload, COMPLETE_UPLOAD_BODY_LIMIT};
 use axum::body::Body;
 use axum::response::Response;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
 use http::header::HeaderValue;
 use http::header::{ETAG, HOST};
 use http::StatusCode;
@@ -33,13 +31,13 @@ use meta_api::now_millis;
 use meta_api::ObjectAttributes;
 use meta_api::{BucketRecord, PartRecord, PartsPage, UploadQuery, UploadRecord};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
-use rand::RngCore;
 
-/// A fresh upload id: 32 URL-safe characters, unguessable.
+/// A fresh upload id: 32 letters and digits (190 bits), unguessable. Never
+/// `-` or `_`: an id beginning with `-` reads as an option to aws-cli
+/// (`--upload-id -x...` fails before any request is sent).
 fn new_upload_id() -> String {
-    let mut bytes = [0u8; 24];
-    rand::thread_rng().fill_bytes(&mut bytes);
-    URL_SAFE_NO_PAD.encode(bytes)
+    use rand::distributions::{Alphanumeric, DistString};
+    Alphanumeric.sample_string(&mut rand::thread_rng(), 32)
 }
 
 /// The checksum algorithm and type an upload asks for
@@ -419,12 +417,13 @@ mod tests {
     }
 
     #[test]
-    fn upload_ids_are_random_and_url_safe() {
-        let a = new_upload_id();
-        assert_eq!(a.len(), 32);
-        assert!(a
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
-        assert_ne!(a, new_upload_id());
+    fn upload_ids_are_random_letters_and_digits() {
+        let ids: Vec<String> = (0..2000).map(|_| new_upload_id()).collect();
+        for id in &ids {
+            assert_eq!(id.len(), 32);
+            assert!(id.bytes().all(|b| b.is_ascii_alphanumeric()), "{id}");
+        }
+        let distinct: std::collections::HashSet<&String> = ids.iter().collect();
+        assert_eq!(distinct.len(), ids.len());
     }
 }
