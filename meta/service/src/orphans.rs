@@ -60,10 +60,7 @@ impl AllocationClock {
     /// A clock that knows only `dated`: (time, bound) pairs, oldest first,
     /// each saying every id below `bound` was allocated at or before `time`.
     pub(crate) fn dated(grace: Duration, dated: &[(UnixMillis, u64)]) -> Self {
-        let clock = Self {
-            grace,
-            samples: Mutex::new(VecDeque::new()),
-        };
+        let clock = Self::start(grace, 0, 0);
         for &(time, bound) in dated {
             clock.note_below(bound, time);
         }

@@ -15,7 +15,7 @@ use meta_api::{MetaError, UnixMillis};
 use parking_lot::Mutex;
 use proto::{BlockId, DatanodeId, ReplicationConfig};
 use rand::Rng;
-use redb::ReadableTable;
+use redb::{ReadableTable, WriteTransaction};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -60,15 +60,7 @@ pub(crate) fn reserve(
 ) -> Result<ReservedIds, MetaError> {
     let cutoff = now.saturating_sub(i64::try_from(grace.as_millis()).unwrap_or(i64::MAX));
     store.write(|txn| {
-        let mut counters = txn.open_table(COUNTERS)?;
-        let start = counters
-            .get(NEXT_BLOCK)?
-            .map_or(FIRST_BLOCK_ID, |g| g.value())
-            .max(FIRST_BLOCK_ID);
-        let end = start
-            .checked_add(RESERVED_IDS)
-            .ok_or_else(|| StoreError::Corrupt("block ids exhausted".into()))?;
-        counters.insert(NEXT_BLOCK, end)?;
+        let (start, end) = advance_counter(txn, RESERVED_IDS)?;
         let mut reservations = txn.open_table(BLOCK_ID_RESERVATIONS)?;
         let mut expired = Vec::new();
         for row in reservations.iter()? {
@@ -85,6 +77,20 @@ pub(crate) fn reserve(
         reservations.insert(start, now)?;
         Ok(ReservedIds { term, start, end })
     })
+}
+
+/// Moves the stored counter `by` ids on: the ids `start..end` it passed.
+fn advance_counter(txn: &WriteTransaction, by: u64) -> Result<(u64, u64), StoreError> {
+    let mut counters = txn.open_table(COUNTERS)?;
+    let start = counters
+        .get(NEXT_BLOCK)?
+        .map_or(FIRST_BLOCK_ID, |g| g.value())
+        .max(FIRST_BLOCK_ID);
+    let end = start
+        .checked_add(by)
+        .ok_or_else(|| StoreError::Corrupt("block ids exhausted".into()))?;
+    counters.insert(NEXT_BLOCK, end)?;
+    Ok((start, end))
 }
 
 /// Every reservation recorded, as (time, start), oldest first.
@@ -142,18 +148,7 @@ impl BlockIds {
             // before leaders reserved ranges): every member must hand out
             // the same id whenever it loaded, so the stored counter is the
             // next id itself.
-            return store.write(|txn| {
-                let mut counters = txn.open_table(COUNTERS)?;
-                let next = counters
-                    .get(NEXT_BLOCK)?
-                    .map_or(FIRST_BLOCK_ID, |g| g.value())
-                    .max(FIRST_BLOCK_ID);
-                let after = next
-                    .checked_add(1)
-                    .ok_or_else(|| StoreError::Corrupt("block ids exhausted".into()))?;
-                counters.insert(NEXT_BLOCK, after)?;
-                Ok(BlockId(next))
-            });
+            return store.write(|txn| Ok(BlockId(advance_counter(txn, 1)?.0)));
         }
         let mut range = self.range.lock();
         let (next, limit) = *range;

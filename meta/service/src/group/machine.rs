@@ -609,7 +609,7 @@ mod tests {
         }
     }
 
-    /// The stored block id counter.
+    /// The start of the newest range of block ids reserved.
     fn counter(slot: &StateSlot) -> u64 {
         crate::placement::reservations(&slot.current().store)
             .unwrap()

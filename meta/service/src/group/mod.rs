@@ -327,7 +327,8 @@ impl MetaGroup {
                 request.name()
             )));
         };
-        self.linearizable().await?;
+        // A member that does not lead holds no range of its current term,
+        // so it is refused when it proposes one.
         let block = self.granted_block_id().await?;
         // Leading still, after the id was taken: no other leader can have
         // reserved ids since, so the reservation that follows dates this
