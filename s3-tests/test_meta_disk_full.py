@@ -4,7 +4,9 @@ on, and once the filler is deleted writes succeed again without a restart;
 nothing acknowledged before is lost. Checked for a lone meta process (its
 store finds the disk full) and for `tessera server --meta-group`, whose meta
 is a group of one (it refuses new log entries once free space falls under
-its reserve, before a log write could fail).
+its reserve, before a log write could fail). In a group of three, a follower
+whose disk fills refuses the leader's entries while the two others go on
+committing, and catches up once space is freed, without a restart.
 
 Needs root (to mount the tmpfs); under CI a missing one fails the test."""
 
@@ -20,12 +22,14 @@ from botocore.exceptions import ClientError
 
 from tessera_clients import s3_client
 from tessera_procs import start_cluster, start_server
+from test_meta_group import MEMBERS, free_port, start_group
 
 pytestmark = pytest.mark.tessera
 
 # A lone meta's store fails on the full disk itself; a group member keeps
 # 64 MiB and a copy of its store free, so its tmpfs is larger.
 META_FS_BYTES = {"lone meta": 24 * 1024 * 1024, "server (group of one)": 192 * 1024 * 1024}
+GROUP_MEMBER_FS_BYTES = META_FS_BYTES["server (group of one)"]
 
 
 def require_root() -> None:
@@ -129,3 +133,57 @@ def test_meta_survives_a_full_disk(kind, tessera_bin, tmp_path):
         if cluster is not None:
             cluster.stop()
         subprocess.run(["umount", "-l", str(meta_dir)], check=False)
+
+
+def test_a_follower_short_of_space_catches_up_once_it_is_freed(tessera_bin, tmp_path):
+    require_root()
+    folders = [tmp_path / f"meta{member}" for member in MEMBERS]
+    group = None
+    try:
+        for folder in folders:
+            folder.mkdir()
+            subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", f"size={GROUP_MEMBER_FS_BYTES}", "tmpfs", str(folder)],
+                check=True,
+            )
+        group = start_group(tessera_bin, tmp_path, {member: f"127.0.0.1:{free_port()}" for member in MEMBERS})
+        client = s3_client(group.endpoint, group.creds.access_key, group.creds.secret_key, read_timeout=60)
+        client.create_bucket(Bucket="full")
+        bodies = {f"before-{i}": os.urandom(1000 + i) for i in range(20)}
+        for key, body in bodies.items():
+            client.put_object(Bucket="full", Key=key, Body=body)
+        leader = group.leader()
+        follower = next(m for m in MEMBERS if m != leader)
+        follower_proc = group.members[follower]
+        term = group.statuses()[leader]["term"]
+
+        filler = fill(group.member_dir(follower))
+        # The leader and the other follower are a majority with room: every
+        # write is acknowledged.
+        during = {f"during-{i}": os.urandom(2000 + i) for i in range(30)}
+        for key, body in during.items():
+            client.put_object(Bucket="full", Key=key, Body=body)
+        bodies.update(during)
+        time.sleep(2)
+        views = group.statuses()
+        assert views[follower]["last_log_index"] < views[leader]["last_log_index"], views
+        # Nobody stood for election meanwhile, the full follower included.
+        assert views[leader]["role"] == "leader" and views[leader]["term"] == term, views
+        assert views[follower]["role"] == "follower" and views[follower]["term"] == term, views
+
+        filler.unlink()
+        group.wait_caught_up(follower, views[leader]["last_log_index"])
+        # Caught up by the process that was full, not by a restart.
+        assert group.members[follower] is follower_proc and follower_proc.alive()
+
+        # It votes and serves again: with the leader gone, the two others
+        # elect one of them, which holds every acknowledged write.
+        group.members[leader].kill()
+        assert group.leader() != leader
+        for key, body in bodies.items():
+            assert client.get_object(Bucket="full", Key=key)["Body"].read() == body, key
+    finally:
+        if group is not None:
+            group.stop()
+        for folder in folders:
+            subprocess.run(["umount", "-l", str(folder)], check=False)

@@ -189,7 +189,7 @@ def start_group(
     try:
         dn_credentials = [tmp_path / f"dn{i}.credential" for i in range(DATANODES)]
         gateway_credential = tmp_path / "gateway.credential"
-        running.member_dir(1).mkdir(parents=True)
+        running.member_dir(1).mkdir(parents=True, exist_ok=True)
         # The first member's credential key, which the others copy at start.
         mint_credentials(tessera_bin, running.member_dir(1), dn_credentials, gateway_credential)
         for member in addrs:

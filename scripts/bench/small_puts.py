@@ -106,6 +106,7 @@ def main():
     ap.add_argument("--data-dir", required=True, help="a folder on the disk the servers store on")
     ap.add_argument("--duration", type=int, default=5)
     ap.add_argument("--bucket", default="smallputs")
+    ap.add_argument("--only", action="append", help="run only this scenario (repeatable)")
     a = ap.parse_args()
     region = os.environ.get("REGION", "us-east-1")
     device = device_of(a.data_dir)
@@ -119,6 +120,8 @@ def main():
     print("| scenario | target | req/s | MB/s | p50 ms | p99 ms | errors | disk bytes per byte |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for scenario, size, conns in SCENARIOS:
+        if a.only and scenario not in a.only:
+            continue
         for name, url, ak, sk in targets:
             requests = []
             for k in range(KEYS):

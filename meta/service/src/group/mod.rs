@@ -34,6 +34,7 @@ use meta_api::{
     RemoveGroupMember, UnixMillis,
 };
 use openraft::error::{ClientWriteError, RaftError};
+use openraft::raft::AppendEntriesRequest;
 use openraft::{BasicNode, ChangeMembers, Config, ServerState, SnapshotPolicy};
 use proto::BlockId;
 use serde::{Deserialize, Serialize};
@@ -581,32 +582,48 @@ impl MetaGroup {
                 .is_some_and(|applied| applied.leader_id.term == metrics.current_term)
     }
 
-    /// Serves one Raft message from a peer.
+    /// Serves one Raft message from a peer. Entries and snapshots are
+    /// refused while this member is short of space (a log or store write
+    /// that failed would stop its Raft for good): the leader keeps sending
+    /// them, and this member catches up once space is freed. Heartbeats
+    /// without entries still pass, so it does not stand for election.
     pub(crate) async fn receive(
         &self,
         message: RaftMessage,
     ) -> Result<Box<serde_json::value::RawValue>, MetaError> {
         let body = message.body.get();
         let bad = |e: serde_json::Error| MetaError::Protocol(format!("raft message: {e}"));
+        // While short of space it stands for no election either: a
+        // candidate's higher term would depose a leader that has room.
+        let short_of_space = || {
+            let refusal = self.space_refusal();
+            self.raft.runtime_config().elect(refusal.is_none());
+            match refusal {
+                Some(reason) => Err(MetaError::OutOfSpace(reason)),
+                None => Ok(()),
+            }
+        };
         let reply = match message.kind {
-            RaftMessageKind::AppendEntries => serde_json::value::to_raw_value(
-                &self
-                    .raft
-                    .append_entries(serde_json::from_str(body).map_err(bad)?)
-                    .await,
-            ),
+            RaftMessageKind::AppendEntries => {
+                let append: AppendEntriesRequest<TypeConfig> =
+                    serde_json::from_str(body).map_err(bad)?;
+                let checked = short_of_space();
+                if !append.entries.is_empty() {
+                    checked?;
+                }
+                serde_json::value::to_raw_value(&self.raft.append_entries(append).await)
+            }
             RaftMessageKind::Vote => serde_json::value::to_raw_value(
                 &self
                     .raft
                     .vote(serde_json::from_str(body).map_err(bad)?)
                     .await,
             ),
-            RaftMessageKind::InstallSnapshot => serde_json::value::to_raw_value(
-                &self
-                    .raft
-                    .install_snapshot(serde_json::from_str(body).map_err(bad)?)
-                    .await,
-            ),
+            RaftMessageKind::InstallSnapshot => {
+                let chunk = serde_json::from_str(body).map_err(bad)?;
+                short_of_space()?;
+                serde_json::value::to_raw_value(&self.raft.install_snapshot(chunk).await)
+            }
         };
         reply.map_err(bad)
     }

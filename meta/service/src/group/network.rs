@@ -125,7 +125,9 @@ impl Peer {
         let sent = tokio::time::timeout(option.hard_ttl(), self.meta.attempt(&request)).await;
         let answer = match sent {
             Err(_) => return Err(network(MetaError::Transport("timed out".into()))),
-            Ok(Err(Failure::Unreached(e))) => {
+            // A peer short of space refuses entries until it is freed:
+            // sending them again at once would only load both sides.
+            Ok(Err(Failure::Unreached(e) | Failure::Answered(e @ MetaError::OutOfSpace(_)))) => {
                 return Err(RPCError::Unreachable(Unreachable::new(&Failed(e))))
             }
             Ok(Err(failure)) => return Err(network(failure.into_error())),
