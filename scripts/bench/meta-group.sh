@@ -5,12 +5,15 @@
 # of three (`group3`), each with five datanodes and a gateway, one cluster at
 # a time, RUNS times: the cost of replicating meta's writes through Raft.
 # MEMBERS lists the metas to run (default "lone 1 3"). Needs wrk and fio.
+# SCENARIOS picks some of the sizes (e.g. "put1k-c64").
 #   scripts/bench/meta-group.sh [RUNS] [SECONDS]
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$HERE/../..
 B=${TESSERA_BIN:-$ROOT/target/x86_64-unknown-linux-gnu/release/tessera}
 RUNS=${1:-1}; DUR=${2:-5}
 PY=${PYTHON:-$ROOT/.venv/bin/python}
+ONLY=()
+for s in ${SCENARIOS:-}; do ONLY+=(--only "$s"); done
 PIDS=()
 # On the disk the repository is on (a tmpfs /tmp would measure no disk).
 TOP=$(mktemp -d -p "$ROOT/target"); trap 'kill "${PIDS[@]}" 2>/dev/null; wait; rm -rf "$TOP"' EXIT
@@ -84,7 +87,7 @@ for r in $(seq "$RUNS"); do
     cluster "$members"
     name=$([ "$members" = lone ] && echo lone || echo "group$members")
     echo "# run $r: $name"
-    "$PY" "$HERE/small_puts.py" --data-dir "$W" --duration "$DUR" \
+    "$PY" "$HERE/small_puts.py" --data-dir "$W" --duration "$DUR" "${ONLY[@]}" \
       --target "$name=$ENDPOINT,AKBENCH,SKBENCHSECRET" | tee "$W/table"
     # CPU the meta processes spent over the phase, per PUT served: with
     # every member on this one machine, a group spends it three times.

@@ -8,6 +8,7 @@
 # (and alone, with this build: e.g. "--inline-max 0" measures this build
 # without inline objects). Needs wrk and fio (apt-get install -y
 # wrk fio) and boto3 (the repo's .venv has it).
+# SCENARIOS picks some of the sizes (e.g. "put64k-c16").
 #   scripts/bench/small-puts.sh [RUNS] [SECONDS]
 set -u
 export TESSERA_CONSOLE_LISTEN=off
@@ -16,6 +17,8 @@ B=${TESSERA_BIN:-$ROOT/target/x86_64-unknown-linux-gnu/release/tessera}
 F=${FOLDER_S3_BIN:-$ROOT/target/release/folder-s3}
 RUNS=${1:-1}; DUR=${2:-5}
 PY=${PYTHON:-$ROOT/.venv/bin/python}
+ONLY=()
+for s in ${SCENARIOS:-}; do ONLY+=(--only "$s"); done
 BASE=${TESSERA_BASELINE_BIN:-}
 BASE_ARGS=${TESSERA_BASELINE_ARGS:-}
 if [ -n "$BASE_ARGS" ] && [ -z "$BASE" ]; then BASE=$B; fi
@@ -55,6 +58,6 @@ for r in $(seq "$RUNS"); do
   FOLDER=$(awk '/LISTENING/ {print $2}' "$W/folder.log")
   TARGETS+=(--target "folder-s3=http://$FOLDER,AKBENCH,SKBENCHSECRET")
   echo "# run $r"
-  "$PY" "$HERE/small_puts.py" --data-dir "$W" --duration "$DUR" "${TARGETS[@]}"
+  "$PY" "$HERE/small_puts.py" --data-dir "$W" --duration "$DUR" "${ONLY[@]}" "${TARGETS[@]}"
   kill "${PIDS[@]}" 2>/dev/null; wait; PIDS=()
 done
