@@ -42,7 +42,7 @@ declare -A TEST_ARGS=(
 )
 ORDER=(proto codec sse access gateway meta datanode)
 # CI's sample: this many shards of proto's mutants, one a run.
-SAMPLE_SHARDS=12
+SAMPLE_SHARDS=16
 
 ensure_cargo_mutants() {
     if ! cargo mutants --version >/dev/null 2>&1; then
