@@ -5,7 +5,7 @@ nothing acknowledged before is lost. Checked for a lone meta process (its
 store finds the disk full) and for `tessera server --meta-group`, whose meta
 is a group of one (it refuses new log entries once free space falls under
 its reserve, before a log write could fail). In a group of three, a follower
-whose disk fills refuses the leader's entries while the two others go on
+whose disk runs short refuses the leader's entries while the two others go on
 committing, and catches up once space is freed, without a restart.
 
 Needs root (to mount the tmpfs); under CI a missing one fails the test."""
@@ -40,18 +40,21 @@ def require_root() -> None:
         pytest.skip(reason)
 
 
-def fill(folder, name="filler"):
-    """Writes a file until the file system is full; returns its path."""
+def fill(folder, name="filler", leave=0):
+    """Writes a file until the file system has `leave` bytes free (none by
+    default: full to the last byte); returns its path."""
     path = folder / name
     chunk = b"\0" * (1 << 20)
+
+    def room():
+        stats = os.statvfs(folder)
+        return stats.f_bavail * stats.f_frsize - leave
+
     with open(path, "wb", buffering=0) as f:
         try:
-            while True:
+            while room() >= len(chunk):
                 f.write(chunk)
-        except OSError:
-            pass
-        try:
-            while True:
+            while room() >= 4096:
                 f.write(b"\0" * 4096)
         except OSError:
             pass
@@ -157,7 +160,10 @@ def test_a_follower_short_of_space_catches_up_once_it_is_freed(tessera_bin, tmp_
         follower_proc = group.members[follower]
         term = group.statuses()[leader]["term"]
 
-        filler = fill(group.member_dir(follower))
+        # Under its reserve but not full: entries it took just before still
+        # have room to be applied, and the build without the refusal would
+        # go on taking new ones.
+        filler = fill(group.member_dir(follower), leave=8 * 1024 * 1024)
         # The leader and the other follower are a majority with room: every
         # write is acknowledged.
         during = {f"during-{i}": os.urandom(2000 + i) for i in range(30)}
@@ -170,6 +176,8 @@ def test_a_follower_short_of_space_catches_up_once_it_is_freed(tessera_bin, tmp_
         # Nobody stood for election meanwhile, the full follower included.
         assert views[leader]["role"] == "leader" and views[leader]["term"] == term, views
         assert views[follower]["role"] == "follower" and views[follower]["term"] == term, views
+        answer = requests.get(f"{follower_proc.wait_ready()['ops']}/health", timeout=10)
+        assert answer.status_code == 503 and "refuses writes" in answer.text, answer.text
 
         filler.unlink()
         group.wait_caught_up(follower, views[leader]["last_log_index"])
