@@ -106,7 +106,9 @@ def main():
     ap.add_argument("--data-dir", required=True, help="a folder on the disk the servers store on")
     ap.add_argument("--duration", type=int, default=5)
     ap.add_argument("--bucket", default="smallputs")
-    ap.add_argument("--only", action="append", help="run only this scenario (repeatable)")
+    ap.add_argument(
+        "--only", action="append", choices=[s[0] for s in SCENARIOS], help="run only this scenario (repeatable)"
+    )
     a = ap.parse_args()
     region = os.environ.get("REGION", "us-east-1")
     device = device_of(a.data_dir)
