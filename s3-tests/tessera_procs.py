@@ -33,7 +33,7 @@ class HarnessError(Exception):
 
 def find_binary() -> Path:
     """The tessera binary under test: $TESSERA_BIN, else the static release
-    build, else the plain release build."""
+    build, else the plain release build, else the debug build."""
     explicit = os.environ.get("TESSERA_BIN")
     if explicit:
         path = Path(explicit)
@@ -43,13 +43,14 @@ def find_binary() -> Path:
     candidates = [
         REPO_ROOT / "target/x86_64-unknown-linux-gnu/release/tessera",
         REPO_ROOT / "target/release/tessera",
+        REPO_ROOT / "target/debug/tessera",
     ]
     for path in candidates:
         if path.is_file() and os.access(path, os.X_OK):
             return path
     raise HarnessError(
         "no tessera binary: set TESSERA_BIN or build one with "
-        "`cargo build --release` (looked at " + ", ".join(str(c) for c in candidates) + ")"
+        "`cargo build` (looked at " + ", ".join(str(c) for c in candidates) + ")"
     )
 
 

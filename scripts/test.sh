@@ -4,12 +4,15 @@
 #   2. lint       cargo fmt --check, cargo clippy --all-targets -D warnings, no module cycles
 #   3. cargo test the workspace's unit and integration tests (debug build)
 #      mutants    one shard of cargo-mutants over the wire protocol (docs/testing.md)
-#   4. release    the static release binary (target/x86_64-unknown-linux-gnu/release/tessera)
-#                 and powercut-fs, the FUSE filesystem of the power-loss test
+#   4. binaries   tessera and powercut-fs (the FUSE filesystem of the power-loss
+#                 test) as the cargo stage built them (debug, dynamically linked)
 #   5. s3-tests   the Python conformance suite (pytest) against that binary
-#   6. compose    scripts/compose-smoke.sh, when a Docker engine answers
-# Environment: TESSERA_SKIP_COMPOSE=1 skips stage 6; PYTEST_TIMEOUT (seconds per
-# test, default 300); PYTEST_ARGS (extra pytest arguments, e.g. "-k listing").
+#   6. compose    scripts/compose-smoke.sh on an image of that binary, when a
+#                 Docker engine answers
+# Environment: TESSERA_TEST_RELEASE=1 builds the static release binary in stage 4
+# and tests it in stages 5 and 6 instead; TESSERA_SKIP_COMPOSE=1 skips stage 6;
+# PYTEST_TIMEOUT (seconds per test, default 300); PYTEST_ARGS (extra pytest
+# arguments, e.g. "-k listing").
 set -euo pipefail
 
 # shellcheck source=scripts/lib.sh
@@ -77,14 +80,31 @@ cargo_tests() {
     cargo test --workspace
 }
 
-release_build() {
-    build_release
-    if is_static "$TESSERA_RELEASE_BIN"; then
-        log "static binary: $TESSERA_RELEASE_BIN ($(du -h "$TESSERA_RELEASE_BIN" | cut -f1))"
+# The binaries stages 5 and 6 test. By default the debug builds the cargo
+# stage has just made: a release build compiles every dependency again, a
+# quarter of a clean run on two cores, and the debug build checks overflows
+# and debug assertions besides.
+if [ "${TESSERA_TEST_RELEASE:-0}" = 1 ]; then
+    TEST_BIN=$TESSERA_RELEASE_BIN
+    TEST_POWERCUT_BIN=$TESSERA_ROOT/target/release/powercut-fs
+else
+    TEST_BIN=$TESSERA_ROOT/target/debug/tessera
+    TEST_POWERCUT_BIN=$TESSERA_ROOT/target/debug/powercut-fs
+fi
+
+binaries() {
+    if [ "${TESSERA_TEST_RELEASE:-0}" = 1 ]; then
+        build_release
+        is_static "$TEST_BIN" || die "$TEST_BIN is dynamically linked"
+        cargo build --release --locked -p powercut-fs
     else
-        log "WARNING: $TESSERA_RELEASE_BIN is dynamically linked; the image will carry its shared libraries"
+        # With --tests, the features of the cargo stage's build (its dev
+        # dependencies' among them): only the binaries that stage did not
+        # need are linked, in seconds, where `-p tessera` alone would
+        # compile a third of the dependencies again.
+        cargo build --locked --workspace --bins --tests
     fi
-    cargo build --release --locked -p powercut-fs
+    log "testing $TEST_BIN ($(du -h "$TEST_BIN" | cut -f1)) and $TEST_POWERCUT_BIN"
 }
 
 s3_tests() {
@@ -92,7 +112,7 @@ s3_tests() {
     if [ -n "${PYTEST_ARGS:-}" ]; then
         read -r -a args <<<"$PYTEST_ARGS"
     fi
-    TESSERA_BIN=$TESSERA_RELEASE_BIN POWERCUT_FS_BIN=$TESSERA_ROOT/target/release/powercut-fs \
+    TESSERA_BIN=$TEST_BIN POWERCUT_FS_BIN=$TEST_POWERCUT_BIN \
         "$TESSERA_VENV/bin/python" -m pytest s3-tests \
         -v --timeout="${PYTEST_TIMEOUT:-300}" --durations=10 "${args[@]}"
 }
@@ -103,7 +123,7 @@ compose_smoke() {
     elif ! docker_reachable; then
         log "skipped: no Docker engine answers (docker info failed)"
     else
-        bash "$TESSERA_ROOT/scripts/compose-smoke.sh"
+        TESSERA_IMAGE_BIN=$TEST_BIN bash "$TESSERA_ROOT/scripts/compose-smoke.sh"
     fi
 }
 
@@ -111,6 +131,6 @@ stage tools "Python venv with boto3, aws-cli v1, pytest" tools
 stage lint "rustfmt, clippy, module cycles" lint
 stage cargo "cargo test --workspace (debug)" cargo_tests
 stage mutants "cargo-mutants: today's shard of the protocol modules" bash scripts/mutants.sh --sample
-stage release "static release build of tessera, powercut-fs" release_build
-stage s3-tests "pytest s3-tests against the release binary" s3_tests
+stage binaries "the tessera and powercut-fs binaries under test" binaries
+stage s3-tests "pytest s3-tests against that tessera" s3_tests
 stage compose "docker compose cluster smoke test" compose_smoke
