@@ -2,8 +2,8 @@
 fills up. Writes then fail with 503 and meta's /health says why, reads go
 on, and once the filler is deleted writes succeed again without a restart;
 nothing acknowledged before is lost. Checked for a lone meta process (its
-store finds the disk full) and for `tessera server --meta-group`, whose meta
-is a group of one (it refuses new log entries once free space falls under
+store finds the disk full) and for `tessera server`, whose meta is a group
+of one (it refuses new log entries once free space falls under
 its reserve, before a log write could fail). In a group of three, a follower
 whose disk runs short refuses the leader's entries while the two others go on
 committing, and catches up once space is freed, without a restart.
@@ -68,7 +68,7 @@ def start(kind, tessera_bin, tmp_path):
     if kind == "lone meta":
         cluster = start_cluster(tessera_bin, tmp_path)
         return cluster, cluster.meta_ops
-    server = start_server(tessera_bin, tmp_path, extra_args=("--meta-group",))
+    server = start_server(tessera_bin, tmp_path)
     return server, server.ops
 
 

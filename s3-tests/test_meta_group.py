@@ -5,7 +5,9 @@ outage lasts an election, and the killed members catch up when they are back; a 
 a snapshot streamed by the leader; a leader cut off from the others by a
 network partition (members in network namespaces) commits nothing, and
 clients racing `If-None-Match: *` PUTs on both sides get one winner per key
-at most."""
+at most; a lone meta's folder (of `tessera server --lone-meta` or of
+`tessera meta`) becomes a group's, whose new members start from a snapshot
+and hold what the lone meta wrote."""
 
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ from tessera_procs import (
     process_env,
     require,
     run_admin,
+    start_cluster,
     start_datanode,
     start_gateway,
     start_server,
@@ -422,22 +425,43 @@ def test_wiped_member_rejoins_from_a_snapshot(group):
         assert client.get_object(Bucket=bucket, Key=key)["Body"].read() == body, key
 
 
-def test_a_server_grows_into_a_group(tessera_bin, tmp_path):
-    """`tessera server --meta-group` is a group of one: restarted on another
-    meta port it records its new address, and a member started with
-    `--peers` naming it joins with `meta add` and holds what it applied."""
-    server = start_server(tessera_bin, tmp_path, name="grow", extra_args=("--meta-group",))
+def write_small_objects(client, name: str) -> tuple[str, dict[str, bytes]]:
+    """A new bucket with ten objects of about 300 bytes, written by a lone
+    meta: kept in their meta records, so members serve them without the
+    datanodes. Answers the bucket and the bodies by key."""
+    bucket = new_bucket_name(name)
+    client.create_bucket(Bucket=bucket)
+    bodies = {f"lone-{i}": os.urandom(300 + i) for i in range(10)}
+    for key, body in bodies.items():
+        client.put_object(Bucket=bucket, Key=key, Body=body)
+    return bucket, bodies
+
+
+def test_a_lone_server_grows_into_a_group(tessera_bin, tmp_path):
+    """A `tessera server --lone-meta`'s folder becomes a group of one when
+    the server starts without the flag; restarted on another meta port the
+    server records its new address; members started with `--peers` naming
+    it join with `meta add` from a snapshot, so they hold what the lone meta
+    wrote before the log began too, and serve it all once the server is
+    gone."""
+    server = start_server(tessera_bin, tmp_path, name="grow", extra_args=("--lone-meta",))
     try:
         client = s3_client(server.endpoint, server.access_key, server.secret_key)
-        bucket = new_bucket_name("grow")
-        client.create_bucket(Bucket=bucket)
-        bodies = {f"first-{i}": os.urandom(300 + i) for i in range(10)}
+        bucket, bodies = write_small_objects(client, "grow")
+        server.proc.terminate()
+
+        server = start_server(tessera_bin, tmp_path, name="grow", creds=server.creds)
+        client = s3_client(server.endpoint, server.access_key, server.secret_key)
         for key, body in bodies.items():
+            assert client.get_object(Bucket=bucket, Key=key)["Body"].read() == body, key
+        first = {f"first-{i}": os.urandom(300 + i) for i in range(10)}
+        for key, body in first.items():
             client.put_object(Bucket=bucket, Key=key, Body=body)
+        bodies |= first
         old_meta = server.meta
         server.proc.terminate()
 
-        server = start_server(tessera_bin, tmp_path, name="grow", extra_args=("--meta-group",), creds=server.creds)
+        server = start_server(tessera_bin, tmp_path, name="grow", creds=server.creds)
         assert server.meta != old_meta
         client = s3_client(server.endpoint, server.access_key, server.secret_key)
         for key, body in bodies.items():
@@ -454,52 +478,136 @@ def test_a_server_grows_into_a_group(tessera_bin, tmp_path):
             time.sleep(0.2)
         assert status["role"] == "leader" and status["members"] == [{"id": 1, "addr": server.meta, "voter": True}]
 
-        addr = f"127.0.0.1:{free_port()}"
-        member_dir = tmp_path / "member2"
-        member = Proc(
-            "grow-member2",
-            [
-                str(tessera_bin),
-                "meta",
-                "--data",
-                str(member_dir),
-                "--listen",
-                addr,
-                "--ops-listen",
-                "127.0.0.1:0",
-                "--node-id",
-                "2",
-                "--peers",
-                f"1={server.meta},2={addr}",
-            ],
-            process_env(server.creds.env()),
-            tmp_path,
-        )
+        addrs = {node: f"127.0.0.1:{free_port()}" for node in (2, 3)}
+        peers = ",".join([f"1={server.meta}", *(f"{node}={addr}" for node, addr in addrs.items())])
+        members = {}
+        gateway = None
         try:
-            require(member.wait_ready(), member, "meta")
-            server.admin("meta", "add", "2", addr)
+            for node, addr in addrs.items():
+                members[node] = Proc(
+                    f"grow-member{node}",
+                    [
+                        str(tessera_bin),
+                        "meta",
+                        "--data",
+                        str(tmp_path / f"member{node}"),
+                        "--listen",
+                        addr,
+                        "--ops-listen",
+                        "127.0.0.1:0",
+                        "--node-id",
+                        str(node),
+                        "--peers",
+                        peers,
+                    ],
+                    process_env(server.creds.env()),
+                    tmp_path,
+                )
+            for node, addr in addrs.items():
+                require(members[node].wait_ready(), members[node], "meta")
+                server.admin("meta", "add", str(node), addr)
             more = {f"second-{i}": os.urandom(300 + i) for i in range(10)}
             for key, body in more.items():
                 client.put_object(Bucket=bucket, Key=key, Body=body)
+            bodies |= more
             [answer] = server.admin("meta", "status")
             leader = answer["status"]
-            assert sorted((m["id"], m["voter"]) for m in leader["members"]) == [(1, True), (2, True)], leader
-            # Every write since is committed by both, so the member holds it.
+            assert sorted((m["id"], m["voter"]) for m in leader["members"]) == [(1, True), (2, True), (3, True)], leader
+            # Every write since is committed by them, so each member holds it.
+            for node, addr in addrs.items():
+                deadline = time.monotonic() + 30
+                while True:
+                    [answer] = run_admin(addr, server.creds.admin_token, "meta", "status")
+                    view = answer["status"]
+                    if view["role"] == "follower" and (view["last_applied"] or 0) >= leader["last_log_index"]:
+                        break
+                    assert time.monotonic() < deadline, view
+                    time.sleep(0.2)
+                for name in ("credential-key", "sse-master-key"):
+                    assert (tmp_path / f"member{node}" / name).read_bytes() == (server.data_dir / "meta" / name).read_bytes()
+
+            # Without the server, the two members elect a leader and serve
+            # every object, those the lone meta wrote among them.
+            server.proc.kill()
             deadline = time.monotonic() + 30
-            while True:
-                [answer] = run_admin(addr, server.creds.admin_token, "meta", "status")
-                view = answer["status"]
-                if view["role"] == "follower" and (view["last_applied"] or 0) >= leader["last_log_index"]:
-                    break
-                assert time.monotonic() < deadline, view
+            while not any(
+                run_admin(addr, server.creds.admin_token, "meta", "status")[0]["status"]["role"] == "leader"
+                for addr in addrs.values()
+            ):
+                assert time.monotonic() < deadline, "members 2 and 3 elected no leader"
                 time.sleep(0.2)
-            for name in ("credential-key", "sse-master-key"):
-                assert (member_dir / name).read_bytes() == (server.data_dir / "meta" / name).read_bytes()
+            credential = tmp_path / "grow-gateway.credential"
+            mint_credentials(tessera_bin, tmp_path / "member2", [], credential)
+            gateway = start_gateway(
+                tessera_bin,
+                "grow-gateway",
+                ",".join(addrs.values()),
+                credential,
+                [],
+                process_env(server.creds.env()),
+                tmp_path,
+            )
+            fields = gateway.wait_ready()
+            require(fields, gateway, "s3")
+            client = s3_client(fields["s3"], server.access_key, server.secret_key)
+            for key, body in bodies.items():
+                assert client.get_object(Bucket=bucket, Key=key)["Body"].read() == body, key
         finally:
-            member.terminate()
+            for proc in [*members.values(), *([gateway] if gateway else [])]:
+                proc.terminate()
     finally:
         if server.proc.alive():
             server.proc.terminate()
+
+
+def test_a_lone_meta_forms_a_group_of_three(tessera_bin, tmp_path):
+    """A lone `tessera meta`'s folder started as the first of three new
+    members (`--node-id 1 --peers ...`) forms a group of itself and adds the
+    two others from a snapshot: with the first member gone, they serve what
+    the lone meta held."""
+    lone = start_cluster(tessera_bin, tmp_path / "lone")
+    try:
+        client = s3_client(lone.endpoint, lone.access_key, lone.secret_key)
+        bucket, bodies = write_small_objects(client, "formed")
+    finally:
+        assert not lone.stop()
+
+    running = MetaGroup(tessera_bin, tmp_path, lone.creds, {m: f"127.0.0.1:{free_port()}" for m in MEMBERS})
+    try:
+        shutil.move(tmp_path / "lone" / "meta", running.member_dir(1))
+        shutil.copy(tmp_path / "lone" / "gateway.credential", tmp_path / "gateway.credential")
+        for member in MEMBERS:
+            running.start_member(member)
+        for member in MEMBERS:
+            require(running.members[member].wait_ready(), running.members[member], "meta", "ops")
+        assert running.leader() == 1
+        deadline = time.monotonic() + 60
+        while True:
+            [answer] = running.admin("meta", "status", meta=running.addrs[1])
+            status = answer["status"]
+            if sorted((m["id"], m["voter"]) for m in status["members"]) == [(m, True) for m in MEMBERS]:
+                break
+            assert time.monotonic() < deadline, status
+            time.sleep(0.2)
+        for member in (2, 3):
+            running.wait_caught_up(member, status["last_log_index"])
+
+        running.members[1].kill()
+        endpoint = running.start_gateway(",".join(running.addrs[m] for m in (2, 3)))
+        client = s3_client(endpoint, lone.access_key, lone.secret_key)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                client.head_bucket(Bucket=bucket)
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        for key, body in bodies.items():
+            assert client.get_object(Bucket=bucket, Key=key)["Body"].read() == body, key
+    finally:
+        running.stop()
 
 
 class Lab:

@@ -1,10 +1,9 @@
 //! `tessera server`: the embedded default. Meta, several datanodes (each on its
 //! own folder and loopback port) and the gateway in one process over one data
 //! folder; the meta RPC is served too so `tessera admin` works against it.
-//! With `--meta-group` its meta is a meta group of one member, which can
-//! grow into a group (`tessera admin meta add`); by default a lone meta,
-//! which writes its store directly and is faster for bodies kept in blocks
-//! on one machine (docs/benchmarks.md).
+//! Its meta is a meta group of one member, which can grow into a group
+//! (`tessera admin meta add`) without a move of its data; `--lone-meta`
+//! makes it a lone meta, which writes its store directly with no log.
 
 use super::{
     datanode, open_meta, open_meta_member, print_ready, print_root, serve_gateway, serve_meta,
@@ -48,11 +47,13 @@ pub struct ServerArgs {
     /// Address of /health and /metrics.
     #[arg(long, env = "TESSERA_OPS_LISTEN", default_value = "127.0.0.1:9880")]
     pub ops_listen: String,
-    /// Run meta as a meta group of one member (node 1 at --meta-listen),
-    /// which members started later with --peers can join
-    /// (`tessera admin meta add`); a lone meta without it.
-    #[arg(long, env = "TESSERA_META_GROUP")]
-    pub meta_group: bool,
+    /// Run meta alone, writing its store directly with no Raft log: it
+    /// cannot grow into a group. Without it meta is a group of one member
+    /// (node 1 at --meta-listen), which members started later with --peers
+    /// can join (`tessera admin meta add`); a lone meta's data folder
+    /// becomes such a group's when the server starts without this flag.
+    #[arg(long, env = "TESSERA_LONE_META")]
+    pub lone_meta: bool,
     /// Number of datanodes to run.
     #[arg(long, env = "TESSERA_DATANODES", default_value_t = 5)]
     pub datanodes: usize,
@@ -77,22 +78,22 @@ pub struct ServerArgs {
     pub cluster_tls: ClusterTlsArgs,
 }
 
-/// Starts the server's meta and serves its port: a lone meta, or with
-/// `--meta-group` the one member of its group (its membership records the
-/// meta port, for members added later), once it leads and has written its
-/// start-up records.
+/// Starts the server's meta and serves its port: the one member of its
+/// group (its membership records the meta port, for members added later),
+/// once it leads and has written its start-up records; or with
+/// `--lone-meta` a lone meta.
 async fn start_meta(
     args: &ServerArgs,
     tls: Option<Arc<tls::ClusterTls>>,
     shutdown: &Shutdown,
 ) -> Result<(Arc<MetaService>, SocketAddr, tokio::task::JoinHandle<()>)> {
     let dir = args.data.join("meta");
-    let service = match args.meta_group {
-        true => open_meta_member(&dir, &args.meta, args.storage.block_size)?,
-        false => open_meta(&dir, &args.meta, args.storage.block_size)?,
+    let service = match args.lone_meta {
+        false => open_meta_member(&dir, &args.meta, args.storage.block_size)?,
+        true => open_meta(&dir, &args.meta, args.storage.block_size)?,
     };
     let (addr, rpc) = serve_meta(&args.meta_listen, service.clone(), tls.clone(), shutdown).await?;
-    if args.meta_group {
+    if !args.lone_meta {
         let settings = ::meta::GroupSettings {
             node_id: SERVER_META_NODE,
             peers: BTreeMap::from([(SERVER_META_NODE, addr.to_string())]),

@@ -273,6 +273,10 @@ pub(crate) struct MetaGroup {
     refusing: std::sync::atomic::AtomicBool,
     /// Held while a range of block ids is reserved.
     reserving: tokio::sync::Mutex<()>,
+    /// Whether the store held writes before the log began (a lone meta's
+    /// store becoming a group's): the group is formed by this member
+    /// alone, and other members are added from a snapshot ([`form`]).
+    store_before_log: bool,
 }
 
 impl MetaGroup {
@@ -283,6 +287,7 @@ impl MetaGroup {
         slot: Arc<StateSlot>,
         admin_token: String,
         tls: Option<Arc<ClusterTls>>,
+        store_before_log: bool,
     ) -> Result<Arc<MetaGroup>, MetaError> {
         let dir = slot.current().config.data_dir.clone();
         let log = log::LogStore::open(&dir)
@@ -309,6 +314,7 @@ impl MetaGroup {
             acks,
             refusing: Default::default(),
             reserving: Default::default(),
+            store_before_log,
         });
         tokio::spawn(batch_writes(Arc::downgrade(&group), queued, progress));
         Ok(group)
@@ -388,13 +394,15 @@ impl MetaGroup {
             .map_err(|e| MetaError::Store(format!("raft: {e}")))
     }
 
-    /// Forms the group of the initial peers (once, by one member whose log
-    /// is empty while every peer's is too).
-    pub(crate) async fn initialize(&self) -> Result<(), MetaError> {
+    /// Forms the group of the initial peers, or of this member alone when
+    /// `alone` (once, by one member whose log is empty while every peer's
+    /// is too).
+    pub(crate) async fn initialize(&self, alone: bool) -> Result<(), MetaError> {
         let members: BTreeMap<u64, BasicNode> = self
             .settings
             .peers
             .iter()
+            .filter(|(id, _)| !alone || **id == self.settings.node_id)
             .map(|(id, addr)| (*id, BasicNode::new(addr)))
             .collect();
         match self.raft.initialize(members).await {
@@ -662,7 +670,15 @@ impl MetaGroup {
     }
 
     /// Adds a member: as a learner until it holds the log, then a voter.
+    /// While the log still begins at its first entry, a snapshot is taken
+    /// and the log purged first, so the new member starts from a copy of
+    /// the store: the store may hold writes from before the log (a lone
+    /// meta's store that became a group's) that no entry carries.
     pub(crate) async fn add(&self, request: AddGroupMember) -> Result<(), MetaError> {
+        let never_purged = self.raft.metrics().borrow().purged.is_none();
+        if never_purged {
+            self.snapshot().await?;
+        }
         let refused = |e: RaftError<u64, ClientWriteError<u64, BasicNode>>| match e {
             RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => {
                 self.not_leader(f.leader_id)
@@ -682,7 +698,7 @@ impl MetaGroup {
 
     /// Sets this leader's address in the group's membership to the one it
     /// was started with, when they differ (a member whose port moved, such
-    /// as `tessera server --meta-group` on port 0): the address peers and clients are
+    /// as `tessera server` on port 0): the address peers and clients are
     /// sent to. Only the leader's own entry changes, so no vote is at stake.
     pub(crate) async fn correct_own_address(&self) {
         let Some(addr) = self.settings.peers.get(&self.settings.node_id) else {
@@ -854,6 +870,8 @@ pub async fn fetch_secrets(
 /// empty, and every other peer answers with an empty log too (a new
 /// group). A member that finds a peer with a log waits to be added
 /// (`tessera admin meta add`): that is how a wiped member comes back.
+/// A store that held writes before the log forms a group of this member
+/// alone, which then adds the other peers from a snapshot of it.
 pub(crate) async fn form(
     group: Weak<MetaGroup>,
     admin_token: String,
@@ -894,7 +912,9 @@ pub(crate) async fn form(
             }
         }
         if all_new {
-            match member.initialize().await {
+            let alone = member.store_before_log;
+            match member.initialize(alone).await {
+                Ok(()) if alone => add_peers(&member).await,
                 Ok(()) => tracing::info!(members = ?settings.peers, "meta group formed"),
                 Err(e) => tracing::warn!(error = %e, "forming the meta group failed"),
             }
@@ -903,4 +923,43 @@ pub(crate) async fn form(
         drop(member);
         tokio::time::sleep(LEADER_POLL).await;
     }
+}
+
+/// Longest wait for a group of one, just formed, to elect its member.
+const FORMING_WAIT: Duration = Duration::from_secs(30);
+
+/// Adds every other peer to the group `member` has just formed alone
+/// around a store that held writes before the log.
+async fn add_peers(member: &MetaGroup) {
+    let settings = member.settings();
+    tracing::info!(
+        node = settings.node_id,
+        "meta group formed around a store older than its log; adding the other peers from a snapshot"
+    );
+    let leading = member
+        .raft
+        .wait(Some(FORMING_WAIT))
+        .metrics(
+            |m| m.current_leader == Some(settings.node_id),
+            "leading the group of one",
+        )
+        .await;
+    if let Err(e) = leading {
+        tracing::warn!(error = %e, "the group of one elected no leader: add the other peers with `tessera admin meta add`");
+        return;
+    }
+    for (id, addr) in &settings.peers {
+        if *id == settings.node_id {
+            continue;
+        }
+        let request = AddGroupMember {
+            id: *id,
+            addr: addr.clone(),
+        };
+        if let Err(e) = member.add(request).await {
+            tracing::warn!(peer = id, error = %e, "adding a peer failed: add it with `tessera admin meta add`");
+            return;
+        }
+    }
+    tracing::info!(members = ?settings.peers, "meta group formed");
 }
