@@ -564,7 +564,7 @@ def test_a_lone_meta_forms_a_group_of_three(tessera_bin, tmp_path):
     """A lone `tessera meta`'s folder started as the first of three new
     members (`--node-id 1 --peers ...`) forms a group of itself and adds the
     two others from a snapshot: with the first member gone, they serve what
-    the lone meta held."""
+    the lone meta held. Started as another member, it is refused."""
     lone = start_cluster(tessera_bin, tmp_path / "lone")
     try:
         client = s3_client(lone.endpoint, lone.access_key, lone.secret_key)
@@ -574,7 +574,18 @@ def test_a_lone_meta_forms_a_group_of_three(tessera_bin, tmp_path):
 
     running = MetaGroup(tessera_bin, tmp_path, lone.creds, {m: f"127.0.0.1:{free_port()}" for m in MEMBERS})
     try:
-        shutil.move(tmp_path / "lone" / "meta", running.member_dir(1))
+        # As any member but the first, its records would be in no other
+        # member's store: refused, and left as it was.
+        shutil.move(tmp_path / "lone" / "meta", running.member_dir(2))
+        refused = running.start_member(2)
+        deadline = time.monotonic() + 60
+        while "holds a lone meta's store" not in refused.stderr_tail():
+            assert time.monotonic() < deadline, refused.describe()
+            time.sleep(0.2)
+        refused.kill()
+        assert refused.ready is None
+        assert not (running.member_dir(2) / "raft-log.redb").exists()
+        shutil.move(running.member_dir(2), running.member_dir(1))
         shutil.copy(tmp_path / "lone" / "gateway.credential", tmp_path / "gateway.credential")
         for member in MEMBERS:
             running.start_member(member)
@@ -591,6 +602,11 @@ def test_a_lone_meta_forms_a_group_of_three(tessera_bin, tmp_path):
             time.sleep(0.2)
         for member in (2, 3):
             running.wait_caught_up(member, status["last_log_index"])
+        # Every peer in, the mark that the store came from a lone meta goes.
+        deadline = time.monotonic() + 10
+        while (running.member_dir(1) / "adopted-store").exists():
+            assert time.monotonic() < deadline, "the adopted store's mark stayed"
+            time.sleep(0.2)
 
         running.members[1].kill()
         endpoint = running.start_gateway(",".join(running.addrs[m] for m in (2, 3)))

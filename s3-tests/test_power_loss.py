@@ -10,7 +10,8 @@ cut drops the page cache and the disk's write cache. The filesystem is mounted
 again from its backing folder and the server restarted on it. Every
 acknowledged object must read back whole, each overwritten key must hold its
 last acknowledged body or the one in flight after it, and nothing partial may
-be visible in a listing.
+be visible in a listing. Run with the server's meta a group of one (the
+default: its Raft log and its store) and with `--lone-meta`.
 
 Needs root and /dev/fuse; under CI a missing one fails the test instead of
 skipping it, so the power-loss check cannot silently stop running."""
@@ -214,7 +215,8 @@ def check_after_boot(client, load: Load) -> dict[str, int]:
     return counts
 
 
-def test_acknowledged_writes_survive_power_cuts(tessera_bin, tmp_path):
+@pytest.mark.parametrize("meta_args", [(), ("--lone-meta",)], ids=["group of one", "lone meta"])
+def test_acknowledged_writes_survive_power_cuts(meta_args, tessera_bin, tmp_path):
     binary = require_fuse()
     volume = Volume(binary, tmp_path / "durable", tmp_path / "mnt", tmp_path)
     creds = Credentials.random()
@@ -222,7 +224,9 @@ def test_acknowledged_writes_survive_power_cuts(tessera_bin, tmp_path):
     server = None
     try:
         volume.boot()
-        server = start_server(tessera_bin, tmp_path, name="powered", creds=creds, data_dir=volume.mount / "data")
+        server = start_server(
+            tessera_bin, tmp_path, name="powered", extra_args=meta_args, creds=creds, data_dir=volume.mount / "data"
+        )
         wait_healthy(server)
         client = s3_client(server.endpoint, server.access_key, server.secret_key, read_timeout=60)
         client.create_bucket(Bucket=BUCKET)
@@ -249,7 +253,9 @@ def test_acknowledged_writes_survive_power_cuts(tessera_bin, tmp_path):
             assert acked_this_cycle, "nothing was acknowledged before the power cut"
 
             volume.boot()
-            server = start_server(tessera_bin, tmp_path, name="powered", creds=creds, data_dir=volume.mount / "data")
+            server = start_server(
+                tessera_bin, tmp_path, name="powered", extra_args=meta_args, creds=creds, data_dir=volume.mount / "data"
+            )
             wait_healthy(server)
             client = s3_client(server.endpoint, server.access_key, server.secret_key, read_timeout=60)
             counts = check_after_boot(client, load)

@@ -97,7 +97,9 @@ build_release() {
 # is_static FILE: true when FILE needs no shared libraries (ldd lists none;
 # it says "statically linked" for a static-pie and exits 0).
 is_static() {
-    ! ldd "$1" 2>&1 | grep -q '=>'
+    # grep reads all of ldd's output: with -q it could stop at the first
+    # match, and ldd's SIGPIPE would fail the pipeline (pipefail).
+    ! ldd "$1" 2>&1 | grep '=>' >/dev/null
 }
 
 # docker_reachable: true when a Docker engine answers.

@@ -104,6 +104,7 @@ binaries() {
         # compile a third of the dependencies again.
         cargo build --locked --workspace --bins --tests
     fi
+    [ -x "$TEST_BIN" ] && [ -x "$TEST_POWERCUT_BIN" ] || die "no $TEST_BIN or $TEST_POWERCUT_BIN"
     log "testing $TEST_BIN ($(du -h "$TEST_BIN" | cut -f1)) and $TEST_POWERCUT_BIN"
 }
 

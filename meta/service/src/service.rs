@@ -47,9 +47,6 @@ pub struct MetaService {
     /// Whether this member leads and has applied its term's start-up
     /// writes ([`MetaService::wait_until_leading`]).
     started: Arc<tokio::sync::watch::Sender<bool>>,
-    /// Whether a member's store was there before its log (a lone meta's
-    /// store becoming a group's): writes no log entry carries.
-    store_before_log: bool,
 }
 
 impl MetaService {
@@ -69,7 +66,7 @@ impl MetaService {
         let store = Self::open_store(&config, false)?;
         let state = MetaState::load(config, Arc::new(store))?;
         let root = state.startup_writes(state.config.clock.now())?;
-        let service = Self::serving(state, Some(root), false);
+        let service = Self::serving(state, Some(root));
         spawn_redundancy_checker(Arc::downgrade(&service));
         if service.state().config.lifecycle.background {
             spawn_lifecycle_worker(Arc::downgrade(&service));
@@ -81,12 +78,11 @@ impl MetaService {
     /// without writing to it (a member's store changes only by its log);
     /// [`MetaService::join_group`] then starts its Raft. Blocking.
     pub fn open_member(config: MetaConfig) -> Result<Arc<MetaService>, MetaError> {
-        let store_before_log =
-            config.data_dir.join(DATABASE_FILE).exists() && !group::holds_log(&config.data_dir);
+        group::mark_adopted_store(&config.data_dir)?;
         let store = Self::open_store(&config, true)?;
         let state = MetaState::load(config, Arc::new(store))?;
         let root = credentials::saved_root(&state.config)?;
-        Ok(Self::serving(state, root, store_before_log))
+        Ok(Self::serving(state, root))
     }
 
     fn open_store(config: &MetaConfig, member: bool) -> Result<store::Store, MetaError> {
@@ -113,11 +109,7 @@ impl MetaService {
         Ok(store)
     }
 
-    fn serving(
-        state: MetaState,
-        root: Option<RootCredentials>,
-        store_before_log: bool,
-    ) -> Arc<MetaService> {
+    fn serving(state: MetaState, root: Option<RootCredentials>) -> Arc<MetaService> {
         tracing::info!(data_dir = %state.config.data_dir.display(), "meta store opened");
         let service = Arc::new(MetaService {
             admin_token: state.authenticator.admin_token().to_string(),
@@ -125,7 +117,6 @@ impl MetaService {
             root,
             group: OnceLock::new(),
             started: Arc::new(tokio::sync::watch::Sender::new(false)),
-            store_before_log,
         });
         spawn_gauge_refresher(Arc::downgrade(&service));
         service
@@ -151,14 +142,8 @@ impl MetaService {
             ));
         }
         let token = self.admin_token().to_string();
-        let group = MetaGroup::start(
-            settings,
-            self.slot.clone(),
-            token.clone(),
-            tls.clone(),
-            self.store_before_log,
-        )
-        .await?;
+        let group =
+            MetaGroup::start(settings, self.slot.clone(), token.clone(), tls.clone()).await?;
         self.group
             .set(group.clone())
             .map_err(|_| MetaError::InvalidRequest("this meta already joined a group".into()))?;

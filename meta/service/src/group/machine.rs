@@ -379,7 +379,7 @@ fn keep_snapshot(
 }
 
 /// Writes `bytes` to `path` whole or not at all, synced.
-fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(super) fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let part = path.with_extension("part");
     let mut file = std::fs::File::create(&part)?;

@@ -273,10 +273,6 @@ pub(crate) struct MetaGroup {
     refusing: std::sync::atomic::AtomicBool,
     /// Held while a range of block ids is reserved.
     reserving: tokio::sync::Mutex<()>,
-    /// Whether the store held writes before the log began (a lone meta's
-    /// store becoming a group's): the group is formed by this member
-    /// alone, and other members are added from a snapshot ([`form`]).
-    store_before_log: bool,
 }
 
 impl MetaGroup {
@@ -287,9 +283,19 @@ impl MetaGroup {
         slot: Arc<StateSlot>,
         admin_token: String,
         tls: Option<Arc<ClusterTls>>,
-        store_before_log: bool,
     ) -> Result<Arc<MetaGroup>, MetaError> {
         let dir = slot.current().config.data_dir.clone();
+        if dir.join(ADOPTED_STORE_FILE).exists()
+            && settings.peers.keys().next() != Some(&settings.node_id)
+        {
+            // Its records would sit under the group's log, in no other
+            // member's store.
+            return Err(MetaError::InvalidRequest(format!(
+                "{} holds a lone meta's store: it can become a group's only as the first \
+                 member (the lowest id in --peers), which adds the others from a snapshot",
+                dir.display()
+            )));
+        }
         let log = log::LogStore::open(&dir)
             .map_err(|e| MetaError::Store(format!("opening the raft log: {e}")))?;
         let progress = log.progress();
@@ -314,7 +320,6 @@ impl MetaGroup {
             acks,
             refusing: Default::default(),
             reserving: Default::default(),
-            store_before_log,
         });
         tokio::spawn(batch_writes(Arc::downgrade(&group), queued, progress));
         Ok(group)
@@ -384,6 +389,11 @@ impl MetaGroup {
     /// The peers this member was started with.
     pub(crate) fn settings(&self) -> &GroupSettings {
         &self.settings
+    }
+
+    /// This member's data folder.
+    fn dir(&self) -> std::path::PathBuf {
+        self.slot.current().config.data_dir.clone()
     }
 
     /// Whether this member's log holds anything (it was part of a group).
@@ -785,6 +795,10 @@ pub(crate) fn holds_log(dir: &Path) -> bool {
     dir.join(log::LOG_FILE).exists()
 }
 
+/// The mark of a lone meta's store in a member's data folder
+/// ([`mark_adopted_store`]).
+pub(crate) const ADOPTED_STORE_FILE: &str = "adopted-store";
+
 /// Longest wait for a snapshot asked for by an operator.
 const SNAPSHOT_WAIT: Duration = Duration::from_secs(120);
 
@@ -870,8 +884,9 @@ pub async fn fetch_secrets(
 /// empty, and every other peer answers with an empty log too (a new
 /// group). A member that finds a peer with a log waits to be added
 /// (`tessera admin meta add`): that is how a wiped member comes back.
-/// A store that held writes before the log forms a group of this member
-/// alone, which then adds the other peers from a snapshot of it.
+/// A lone meta's store ([`ADOPTED_STORE_FILE`]) forms a group of this
+/// member alone, which then adds the other peers from a snapshot of it,
+/// also after a restart part way.
 pub(crate) async fn form(
     group: Weak<MetaGroup>,
     admin_token: String,
@@ -881,8 +896,10 @@ pub(crate) async fn form(
         let Some(member) = group.upgrade() else {
             return;
         };
+        let adopted = member.dir().join(ADOPTED_STORE_FILE);
         match member.is_initialized().await {
             Ok(false) => {}
+            Ok(true) if adopted.exists() => return add_peers(&member, &adopted).await,
             Ok(true) => return,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot tell whether the group is formed");
@@ -912,9 +929,9 @@ pub(crate) async fn form(
             }
         }
         if all_new {
-            let alone = member.store_before_log;
+            let alone = adopted.exists();
             match member.initialize(alone).await {
-                Ok(()) if alone => add_peers(&member).await,
+                Ok(()) if alone => add_peers(&member, &adopted).await,
                 Ok(()) => tracing::info!(members = ?settings.peers, "meta group formed"),
                 Err(e) => tracing::warn!(error = %e, "forming the meta group failed"),
             }
@@ -928,28 +945,36 @@ pub(crate) async fn form(
 /// Longest wait for a group of one, just formed, to elect its member.
 const FORMING_WAIT: Duration = Duration::from_secs(30);
 
-/// Adds every other peer to the group `member` has just formed alone
-/// around a store that held writes before the log.
-async fn add_peers(member: &MetaGroup) {
+/// Adds every other peer not yet in it to the group `member` formed alone
+/// around a lone meta's store, once it leads and has applied its log (a
+/// snapshot covers applied entries only); then removes the mark `adopted`.
+async fn add_peers(member: &MetaGroup, adopted: &Path) {
     let settings = member.settings();
     tracing::info!(
         node = settings.node_id,
-        "meta group formed around a store older than its log; adding the other peers from a snapshot"
+        "meta group formed around a lone meta's store; adding the other peers from a snapshot"
     );
     let leading = member
         .raft
         .wait(Some(FORMING_WAIT))
         .metrics(
-            |m| m.current_leader == Some(settings.node_id),
-            "leading the group of one",
+            |m| {
+                m.current_leader == Some(settings.node_id)
+                    && m.last_applied.is_some()
+                    && m.last_applied.map(|l| l.index) >= m.last_log_index
+            },
+            "leading the group and applied its log",
         )
         .await;
-    if let Err(e) = leading {
-        tracing::warn!(error = %e, "the group of one elected no leader: add the other peers with `tessera admin meta add`");
-        return;
-    }
+    let voters: BTreeSet<u64> = match leading {
+        Ok(metrics) => metrics.membership_config.membership().voter_ids().collect(),
+        Err(e) => {
+            tracing::warn!(error = %e, "this member did not come to lead: add the other peers with `tessera admin meta add`");
+            return;
+        }
+    };
     for (id, addr) in &settings.peers {
-        if *id == settings.node_id {
+        if voters.contains(id) {
             continue;
         }
         let request = AddGroupMember {
@@ -961,5 +986,22 @@ async fn add_peers(member: &MetaGroup) {
             return;
         }
     }
+    if let Err(e) = std::fs::remove_file(adopted) {
+        tracing::warn!(error = %e, "could not remove {}", adopted.display());
+    }
     tracing::info!(members = ?settings.peers, "meta group formed");
+}
+
+/// Marks a member's data folder whose store a lone meta wrote (a store and
+/// no log yet): its records are in no log entry, so its group is formed
+/// around it alone and the other peers are added from a snapshot ([`form`]).
+/// Called before the member opens its store; synced, so a restart part
+/// way finds it.
+pub(crate) fn mark_adopted_store(dir: &Path) -> Result<(), MetaError> {
+    if !dir.join(crate::store::DATABASE_FILE).exists() || holds_log(dir) {
+        return Ok(());
+    }
+    machine::write_durably(&dir.join(ADOPTED_STORE_FILE), b"")
+        .and_then(|()| proto::durable::sync_dir(dir))
+        .map_err(|e| MetaError::Store(format!("marking {}: {e}", dir.display())))
 }
