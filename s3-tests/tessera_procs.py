@@ -7,6 +7,7 @@ stderr goes to a log file per process so a failure can show what happened.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -137,10 +138,15 @@ class Proc:
 
     def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> dict[str, str]:
         """Block until the READY line arrives; raise with the logs otherwise."""
-        self._ready_event.wait(timeout)
+        ended = self._ready_event.wait(timeout)
         if self.ready is not None:
             return self.ready
         status = self.popen.poll()
+        if status is None and ended:
+            # Its stdout closed: it is exiting, though the kernel may not
+            # have made it a zombie yet.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                status = self.popen.wait(5)
         reason = (
             f"exited with status {status}" if status is not None else f"printed no READY line within {timeout:.0f} s"
         )
