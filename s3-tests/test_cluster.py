@@ -132,9 +132,9 @@ def test_objects_survive_a_killed_datanode(cluster, cluster_client):
     raw = RawS3(cluster.endpoint, cluster.access_key, cluster.secret_key)
     # Sizes cross cell (1 MiB) and stripe (3 MiB) boundaries and end in a partial stripe.
     objects = {
-        # Over the inline limit (16 KiB), under one fitted cell (64 KiB).
+        # Over the inline limit (16 KiB): data cells fitted to it (16 KiB each).
         "small-ec": os.urandom(20 * 1024),
-        # Under a stripe: three data cells fitted to it (384 KiB each).
+        # Under a stripe: three data cells fitted to it (352 KiB each).
         "fitted-ec": os.urandom(MIB + 5),
         "default-ec": os.urandom(10 * MIB + 12345),
         "explicit-ec": os.urandom(7 * MIB + 1),
@@ -156,9 +156,9 @@ def test_objects_survive_a_killed_datanode(cluster, cluster_client):
             return put_raw
         return lambda: put_with_replication(client, bucket, key, objects[key], replication)
 
-    # A 20 KiB object has one data cell with bytes: its datanode is the victim.
+    # A 20 KiB object has two data cells with bytes: the first one's datanode is the victim.
     small = put_placed(cluster, put("small-ec"), lambda placed: len(placed) == 5, "small-ec")
-    (victim,) = [node for node in small if holds_data(small, node)]
+    (victim,) = [node for node, cells in small.items() if any(internal == 0 for internal, _ in cells)]
     put_placed(cluster, put("fitted-ec"), lambda placed: holds_data(placed, victim), "fitted-ec")
     put_placed(cluster, put("default-ec"), lambda placed: holds_data(placed, victim), "default-ec")
     put_placed(cluster, put("explicit-ec", "rs-3-2-1024k"), lambda placed: holds_data(placed, victim), "explicit-ec")

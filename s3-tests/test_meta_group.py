@@ -379,13 +379,19 @@ def test_leader_sigkill_under_load_loses_no_acknowledged_write(sized_group):
         assert view["role"] == "follower" and view["leader"] == new_leader, view
 
 
+def put_bodies(client, bucket: str, prefix: str, count: int, size: int) -> dict[str, bytes]:
+    """PUTs `count` random bodies of `size` bytes under `prefix`; answers them by key."""
+    bodies = {f"{prefix}-{i}": os.urandom(size) for i in range(count)}
+    for key, body in bodies.items():
+        client.put_object(Bucket=bucket, Key=key, Body=body)
+    return bodies
+
+
 def test_wiped_member_rejoins_from_a_snapshot(group):
     client = s3_client(group.endpoint, group.creds.access_key, group.creds.secret_key, read_timeout=60)
     bucket = new_bucket_name("wiped")
     client.create_bucket(Bucket=bucket)
-    bodies = {f"before-{i}": os.urandom(500) for i in range(20)}
-    for key, body in bodies.items():
-        client.put_object(Bucket=bucket, Key=key, Body=body)
+    bodies = put_bodies(client, bucket, "before", 20, 500)
 
     leader = group.leader()
     victim = next(m for m in MEMBERS if m != leader)
@@ -395,10 +401,7 @@ def test_wiped_member_rejoins_from_a_snapshot(group):
 
     # Written while the member is gone, then covered by a snapshot whose
     # log is dropped: the returning member can only get them by snapshot.
-    more = {f"after-{i}": os.urandom(500) for i in range(20)}
-    for key, body in more.items():
-        client.put_object(Bucket=bucket, Key=key, Body=body)
-    bodies.update(more)
+    bodies.update(put_bodies(client, bucket, "after", 20, 500))
     snapshot = group.admin("meta", "snapshot")["snapshot"]
     assert snapshot > 0
 
@@ -421,6 +424,43 @@ def test_wiped_member_rejoins_from_a_snapshot(group):
     # With the old leader gone, the two others elect one and serve it all.
     group.members[leader].kill()
     assert group.leader() != leader
+    for key, body in bodies.items():
+        assert client.get_object(Bucket=bucket, Key=key)["Body"].read() == body, key
+
+
+def test_first_member_that_lost_its_log_rejoins_from_a_snapshot(group):
+    """The first member, its raft log lost but its store kept, looks like a
+    lone meta's store and is marked so; added again, the leader's snapshot
+    replaces its store, and the mark goes with it (a mark left would make
+    each restart wait to lead the group alone)."""
+    client = s3_client(group.endpoint, group.creds.access_key, group.creds.secret_key, read_timeout=60)
+    bucket = new_bucket_name("lostlog")
+    client.create_bucket(Bucket=bucket)
+    bodies = put_bodies(client, bucket, "before", 5, 400)
+
+    victim = MEMBERS[0]
+    group.members[victim].kill()
+    assert group.leader() != victim
+    group.admin("meta", "remove", str(victim))
+    (group.member_dir(victim) / "raft-log.redb").unlink()
+    bodies.update(put_bodies(client, bucket, "after", 5, 400))
+    snapshot = group.admin("meta", "snapshot")["snapshot"]
+
+    mark = group.member_dir(victim) / "adopted-store"
+    group.start_member(victim).wait_ready()
+    assert mark.exists(), "a store without a log is marked as a lone meta's"
+    group.admin("meta", "add", str(victim), group.addrs[victim])
+    view = group.wait_caught_up(victim, snapshot)
+    assert any(m["id"] == victim and m["voter"] for m in view["members"]), view
+    assert not mark.exists(), "the installed snapshot made the store the group's"
+
+    group.members[victim].kill()
+    group.start_member(victim).wait_ready()
+    group.wait_caught_up(victim, snapshot)
+    # With the others gone but one, the returned member and it serve it all.
+    leader = group.leader()
+    other = next(m for m in MEMBERS if m not in (victim, leader))
+    group.members[other].kill()
     for key, body in bodies.items():
         assert client.get_object(Bucket=bucket, Key=key)["Body"].read() == body, key
 
@@ -579,7 +619,7 @@ def test_a_lone_meta_forms_a_group_of_three(tessera_bin, tmp_path):
         shutil.move(tmp_path / "lone" / "meta", running.member_dir(2))
         with pytest.raises(HarnessError, match="exited with status 1"):
             running.start_member(2).wait_ready()
-        assert "holds a lone meta's store" in running.members[2].stderr_tail()
+        assert "holds a store and no raft log" in running.members[2].stderr_tail()
         assert not (running.member_dir(2) / "raft-log.redb").exists()
         shutil.move(running.member_dir(2), running.member_dir(1))
         shutil.copy(tmp_path / "lone" / "gateway.credential", tmp_path / "gateway.credential")

@@ -1,6 +1,6 @@
 """Objects smaller than a stripe: an EC object narrower than its layout's
 stripe (3 MiB in rs-3-2-1024k) is written with cells fitted to it, so a 1 MiB
-object stores 1.75 MiB (three cells of data and two of parity, 384 KiB each)
+object stores 1.69 MiB (three cells of data and two of parity, 352 KiB each)
 instead of 3 MiB (one 1 MiB data cell and two 1 MiB parity cells).
 
 The cell each size should get is computed here from the rule (its share of a
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.tessera
 
 KIB = 1024
 REPLICATION_HEADER = "x-tessera-replication"
-GRANULE = 64 * KIB
+GRANULE = 16 * KIB
 DATA, PARITY, CELL = 3, 2, MIB
 
 
@@ -78,13 +78,14 @@ def test_a_megabyte_object_stores_five_thirds_of_itself(tessera_bin, tmp_path):
         client = s3_client(server.endpoint, server.access_key, server.secret_key)
         bucket = new_bucket_name("fitted")
         client.create_bucket(Bucket=bucket)
-        for size in (MIB, 100 * KIB, 2 * MIB + 1):
+        for size in (MIB, 100 * KIB, 64 * KIB, 2 * MIB + 1):
             before = block_bytes(server.data_dir)
             client.put_object(Bucket=bucket, Key=f"k{size}", Body=os.urandom(size))
             added = block_bytes(server.data_dir) - before
             assert added == stored_bytes(size), f"{size}: {added} bytes in block files"
-        # 1 MiB: 1.75 MiB stored, where cells of 1 MiB stored 3 MiB.
-        assert stored_bytes(MIB) == 7 * MIB // 4
+        # 1 MiB: 1.69 MiB stored (cells of 352 KiB), where cells of 1 MiB
+        # stored 3 MiB.
+        assert stored_bytes(MIB) == MIB + 2 * 352 * KIB
         empty_and_delete(client, bucket)
     finally:
         server.proc.terminate()

@@ -21,9 +21,10 @@ pub enum ReplicationConfig {
 }
 
 /// Cells fitted to a small object ([`ReplicationConfig::fitted_to`]) are
-/// multiples of this: few enough sizes for write buffers to be reused across
-/// objects, and whole pages for direct writes.
-pub const FITTED_CELL_GRANULE: u64 = 64 * 1024;
+/// multiples of this: whole pages for direct writes, and the default
+/// checksum chunk. A 64 KiB granule stored a 64 KiB object as one data cell
+/// and two 64 KiB parity cells (3x its size); this one, 2x.
+pub const FITTED_CELL_GRANULE: u64 = 16 * 1024;
 
 /// Why a replication config string was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -249,24 +250,27 @@ mod tests {
     fn a_small_object_gets_a_cell_fitted_to_it() {
         const KIB: u64 = 1024;
         let rs = ReplicationConfig::RS_3_2;
-        // 1 MiB over three data cells: 341.4 KiB each, rounded up to 384 KiB.
-        assert_eq!(cell_of(rs.fitted_to(1024 * KIB, 16 * 1024)), 384 * 1024);
-        assert_eq!(cell_of(rs.fitted_to(1, 16 * 1024)), 64 * 1024);
-        assert_eq!(cell_of(rs.fitted_to(0, 16 * 1024)), 64 * 1024);
+        // 1 MiB over three data cells: 341.4 KiB each, rounded up to 352 KiB.
+        assert_eq!(cell_of(rs.fitted_to(1024 * KIB, 16 * 1024)), 352 * 1024);
+        assert_eq!(cell_of(rs.fitted_to(64 * KIB, 16 * 1024)), 32 * 1024);
+        assert_eq!(cell_of(rs.fitted_to(1, 16 * 1024)), 16 * 1024);
+        assert_eq!(cell_of(rs.fitted_to(0, 16 * 1024)), 16 * 1024);
         assert_eq!(cell_of(rs.fitted_to(192 * KIB, 16 * 1024)), 64 * 1024);
-        assert_eq!(cell_of(rs.fitted_to(192 * KIB + 1, 16 * 1024)), 128 * 1024);
+        assert_eq!(cell_of(rs.fitted_to(192 * KIB + 1, 16 * 1024)), 80 * 1024);
+        // A smaller checksum chunk keeps the granule.
+        assert_eq!(cell_of(rs.fitted_to(1, 4 * 1024)), 16 * 1024);
         // A stripe the object fills, or more, keeps the layout as it is.
         assert_eq!(rs.fitted_to(3 * 1024 * KIB, 16 * 1024), rs);
         assert_eq!(rs.fitted_to(3 * 1024 * KIB - 1, 16 * 1024), rs);
         assert_eq!(rs.fitted_to(1 << 40, 16 * 1024), rs);
         // Cells stay multiples of the checksum chunk, whatever it is.
-        assert_eq!(cell_of(rs.fitted_to(KIB, 48 * 1024)), 96 * 1024);
+        assert_eq!(cell_of(rs.fitted_to(KIB, 48 * 1024)), 48 * 1024);
         assert_eq!(cell_of(rs.fitted_to(KIB, 1024 * 1024)), 1024 * 1024);
         // Replication has no cells.
         let copies = ReplicationConfig::REPLICATED_3;
         assert_eq!(copies.fitted_to(1, 16 * 1024), copies);
         let wide = ReplicationConfig::RS_6_3.fitted_to(1024 * KIB, 16 * 1024);
-        assert_eq!(cell_of(wide), 192 * 1024);
+        assert_eq!(cell_of(wide), 176 * 1024);
     }
 
     #[test]

@@ -512,6 +512,10 @@ impl RaftStateMachine<TypeConfig> for Machine {
             *slot.applied.lock() = applied.clone();
             // The store is the snapshot now, and its record is what it holds.
             *slot.damaged.lock() = None;
+            // Nor is it a lone meta's any more: a member that lost its log
+            // but kept its store was marked as one, and the mark would make
+            // each restart wait to lead and add peers.
+            super::unmark_adopted_store(&state.config.data_dir)?;
             tracing::info!(snapshot = %meta.snapshot_id, "meta store replaced by a snapshot from the leader");
             Ok::<_, std::io::Error>(applied)
         })

@@ -291,8 +291,9 @@ impl MetaGroup {
             // Its records would sit under the group's log, in no other
             // member's store.
             return Err(MetaError::InvalidRequest(format!(
-                "{} holds a lone meta's store: it can become a group's only as the first \
-                 member (the lowest id in --peers), which adds the others from a snapshot",
+                "{} holds a store and no raft log: a lone meta's store can become a group's \
+                 only as the first member (the lowest id in --peers), which adds the others \
+                 from a snapshot; a member that lost its raft log is wiped and added again",
                 dir.display()
             )));
         }
@@ -986,10 +987,20 @@ async fn add_peers(member: &MetaGroup, adopted: &Path) {
             return;
         }
     }
-    if let Err(e) = std::fs::remove_file(adopted) {
+    if let Err(e) = unmark_adopted_store(&member.dir()) {
         tracing::warn!(error = %e, "could not remove {}", adopted.display());
     }
     tracing::info!(members = ?settings.peers, "meta group formed");
+}
+
+/// Removes the mark of a lone meta's store from `dir`, if there, durably:
+/// its store is now a group's (its peers added, or a snapshot installed).
+pub(crate) fn unmark_adopted_store(dir: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(dir.join(ADOPTED_STORE_FILE)) {
+        Ok(()) => proto::durable::sync_dir(dir),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// Marks a member's data folder whose store a lone meta wrote (a store and
