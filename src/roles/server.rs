@@ -88,9 +88,10 @@ async fn start_meta(
     shutdown: &Shutdown,
 ) -> Result<(Arc<MetaService>, SocketAddr, tokio::task::JoinHandle<()>)> {
     let dir = args.data.join("meta");
-    let service = match args.lone_meta {
-        false => open_meta_member(&dir, &args.meta, args.storage.block_size)?,
-        true => open_meta(&dir, &args.meta, args.storage.block_size)?,
+    let service = if args.lone_meta {
+        open_meta(&dir, &args.meta, args.storage.block_size)?
+    } else {
+        open_meta_member(&dir, &args.meta, args.storage.block_size)?
     };
     let (addr, rpc) = serve_meta(&args.meta_listen, service.clone(), tls.clone(), shutdown).await?;
     if !args.lone_meta {

@@ -514,8 +514,11 @@ impl RaftStateMachine<TypeConfig> for Machine {
             *slot.damaged.lock() = None;
             // Nor is it a lone meta's any more: a member that lost its log
             // but kept its store was marked as one, and the mark would make
-            // each restart wait to lead and add peers.
-            super::unmark_adopted_store(&state.config.data_dir)?;
+            // each restart wait to lead and add peers. Not worth failing the
+            // installed snapshot for.
+            if let Err(e) = super::unmark_adopted_store(&state.config.data_dir) {
+                tracing::warn!(error = %e, "could not remove the mark of a lone meta's store");
+            }
             tracing::info!(snapshot = %meta.snapshot_id, "meta store replaced by a snapshot from the leader");
             Ok::<_, std::io::Error>(applied)
         })

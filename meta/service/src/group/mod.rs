@@ -900,7 +900,7 @@ pub(crate) async fn form(
         let adopted = member.dir().join(ADOPTED_STORE_FILE);
         match member.is_initialized().await {
             Ok(false) => {}
-            Ok(true) if adopted.exists() => return add_peers(&member, &adopted).await,
+            Ok(true) if adopted.exists() => return add_peers(&member).await,
             Ok(true) => return,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot tell whether the group is formed");
@@ -932,7 +932,7 @@ pub(crate) async fn form(
         if all_new {
             let alone = adopted.exists();
             match member.initialize(alone).await {
-                Ok(()) if alone => add_peers(&member, &adopted).await,
+                Ok(()) if alone => add_peers(&member).await,
                 Ok(()) => tracing::info!(members = ?settings.peers, "meta group formed"),
                 Err(e) => tracing::warn!(error = %e, "forming the meta group failed"),
             }
@@ -948,8 +948,9 @@ const FORMING_WAIT: Duration = Duration::from_secs(30);
 
 /// Adds every other peer not yet in it to the group `member` formed alone
 /// around a lone meta's store, once it leads and has applied its log (a
-/// snapshot covers applied entries only); then removes the mark `adopted`.
-async fn add_peers(member: &MetaGroup, adopted: &Path) {
+/// snapshot covers applied entries only); then removes the mark
+/// ([`ADOPTED_STORE_FILE`]).
+async fn add_peers(member: &MetaGroup) {
     let settings = member.settings();
     tracing::info!(
         node = settings.node_id,
@@ -988,7 +989,7 @@ async fn add_peers(member: &MetaGroup, adopted: &Path) {
         }
     }
     if let Err(e) = unmark_adopted_store(&member.dir()) {
-        tracing::warn!(error = %e, "could not remove {}", adopted.display());
+        tracing::warn!(error = %e, "could not remove the mark of a lone meta's store");
     }
     tracing::info!(members = ?settings.peers, "meta group formed");
 }
