@@ -628,37 +628,103 @@ def test_a_lone_meta_forms_a_group_of_three(tessera_bin, tmp_path):
         for member in MEMBERS:
             require(running.members[member].wait_ready(), running.members[member], "meta", "ops")
         assert running.leader() == 1
-        deadline = time.monotonic() + 60
-        while True:
-            [answer] = running.admin("meta", "status", meta=running.addrs[1])
-            status = answer["status"]
-            if sorted((m["id"], m["voter"]) for m in status["members"]) == [(m, True) for m in MEMBERS]:
-                break
-            assert time.monotonic() < deadline, status
+        serves_lone_objects_without_member_1(running, lone, bucket, bodies)
+    finally:
+        running.stop()
+
+
+def status_of(running: MetaGroup, member: int) -> dict:
+    """The group as `member` sees it (asked of that member alone)."""
+    [answer] = running.admin("meta", "status", meta=running.addrs[member])
+    return answer["status"]
+
+
+def voters(running: MetaGroup, member: int) -> list[int]:
+    """The voters of the group as `member` sees it."""
+    return sorted(m["id"] for m in status_of(running, member)["members"] if m["voter"])
+
+
+def serves_lone_objects_without_member_1(running: MetaGroup, lone, bucket: str, bodies: dict[str, bytes]) -> None:
+    """Asserts that the group formed around member 1's adopted store takes in
+    every peer and drops the store's mark, then, with member 1 killed, that
+    the other two serve every object the lone meta wrote."""
+    deadline = time.monotonic() + 60
+    while voters(running, 1) != list(MEMBERS):
+        assert time.monotonic() < deadline, running.statuses()
+        time.sleep(0.2)
+    [answer] = running.admin("meta", "status", meta=running.addrs[1])
+    for member in (2, 3):
+        running.wait_caught_up(member, answer["status"]["last_log_index"])
+    # Every peer in, the mark that the store came from a lone meta goes.
+    deadline = time.monotonic() + 10
+    while (running.member_dir(1) / "adopted-store").exists():
+        assert time.monotonic() < deadline, "the adopted store's mark stayed"
+        time.sleep(0.2)
+
+    running.members[1].kill()
+    endpoint = running.start_gateway(",".join(running.addrs[m] for m in (2, 3)))
+    client = s3_client(endpoint, lone.access_key, lone.secret_key)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            client.head_bucket(Bucket=bucket)
+            break
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
             time.sleep(0.2)
-        for member in (2, 3):
-            running.wait_caught_up(member, status["last_log_index"])
-        # Every peer in, the mark that the store came from a lone meta goes.
-        deadline = time.monotonic() + 10
-        while (running.member_dir(1) / "adopted-store").exists():
-            assert time.monotonic() < deadline, "the adopted store's mark stayed"
+    for key, body in bodies.items():
+        assert client.get_object(Bucket=bucket, Key=key)["Body"].read() == body, key
+
+
+def test_a_lone_meta_formation_killed_part_way_resumes(tessera_bin, tmp_path):
+    """The first member formed a group of itself around a lone meta's store
+    and is part way through adding its peers when it is SIGKILLed: the
+    second peer's address is held by a lone meta, which answers as an empty
+    peer (so the group forms) but never takes the group's log, so adding it
+    cannot finish. Restarted, with the real second member there, the first
+    goes on adding its peers, and the group of three holds what the lone
+    meta held."""
+    lone = start_cluster(tessera_bin, tmp_path / "lone")
+    try:
+        client = s3_client(lone.endpoint, lone.access_key, lone.secret_key)
+        bucket, bodies = write_small_objects(client, "resumed")
+    finally:
+        assert not lone.stop()
+
+    running = MetaGroup(tessera_bin, tmp_path, lone.creds, {m: f"127.0.0.1:{free_port()}" for m in MEMBERS})
+    decoy = Proc(
+        "decoy",
+        [str(tessera_bin), "meta", "--data", str(tmp_path / "decoy"), "--listen", running.addrs[2]]
+        + ["--ops-listen", "127.0.0.1:0"],
+        process_env(lone.creds.env()),
+        tmp_path,
+    )
+    try:
+        require(decoy.wait_ready(), decoy, "meta")
+        shutil.move(tmp_path / "lone" / "meta", running.member_dir(1))
+        shutil.copy(tmp_path / "lone" / "gateway.credential", tmp_path / "gateway.credential")
+        # Member 1 before member 3, which copies the group's secrets from
+        # the first peer that answers (the decoy has secrets of its own).
+        for member in (1, 3):
+            require(running.start_member(member).wait_ready(), running.members[member], "meta", "ops")
+        # Member 1 leads a group of itself and waits for the decoy to join
+        # it as a voter, with member 3 still to add.
+        mark = running.member_dir(1) / "adopted-store"
+        deadline = time.monotonic() + 30
+        while voters(running, 1) != [1, 2]:
+            assert time.monotonic() < deadline, status_of(running, 1)
             time.sleep(0.2)
+        assert mark.exists(), "the mark went before every peer was in"
 
         running.members[1].kill()
-        endpoint = running.start_gateway(",".join(running.addrs[m] for m in (2, 3)))
-        client = s3_client(endpoint, lone.access_key, lone.secret_key)
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                client.head_bucket(Bucket=bucket)
-                break
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
-        for key, body in bodies.items():
-            assert client.get_object(Bucket=bucket, Key=key)["Body"].read() == body, key
+        assert decoy.terminate() == 0
+        for member in (2, 1):
+            require(running.start_member(member).wait_ready(), running.members[member], "meta", "ops")
+        serves_lone_objects_without_member_1(running, lone, bucket, bodies)
     finally:
+        if decoy.alive():
+            decoy.kill()
         running.stop()
 
 

@@ -46,17 +46,17 @@ for r in $(seq "$RUNS"); do
   W=$TOP/run$r; mkdir -p "$W"
   TARGETS=()
   start tessera "$B" 19878
-  TARGETS+=(--target tessera=http://127.0.0.1:19878,AKBENCH,SKBENCHSECRET)
+  TARGETS+=(--target "tessera=http://127.0.0.1:19878,AKBENCH,SKBENCHSECRET,${PIDS[-1]}")
   if [ -n "$BASE" ]; then
     # shellcheck disable=SC2086 # the arguments, word by word
     start baseline "$BASE" 29878 $BASE_ARGS
-    TARGETS+=(--target baseline=http://127.0.0.1:29878,AKBENCH,SKBENCHSECRET)
+    TARGETS+=(--target "baseline=http://127.0.0.1:29878,AKBENCH,SKBENCHSECRET,${PIDS[-1]}")
   fi
   "$F" --root "$W/folder" > "$W/folder.log" 2>&1 &
   PIDS+=($!)
   for _ in $(seq 60); do grep -q LISTENING "$W/folder.log" && break; sleep 0.2; done
   FOLDER=$(awk '/LISTENING/ {print $2}' "$W/folder.log")
-  TARGETS+=(--target "folder-s3=http://$FOLDER,AKBENCH,SKBENCHSECRET")
+  TARGETS+=(--target "folder-s3=http://$FOLDER,AKBENCH,SKBENCHSECRET,${PIDS[-1]}")
   echo "# run $r"
   "$PY" "$HERE/small_puts.py" --data-dir "$W" --duration "$DUR" "${ONLY[@]}" "${TARGETS[@]}"
   kill "${PIDS[@]}" 2>/dev/null; wait; PIDS=()

@@ -7,9 +7,13 @@ differ per request). For each scenario and target: requests per second, MB/s,
 p50 and p99, errors, and the bytes the disk wrote per byte stored (the
 device's written sectors over the run, so only meaningful on a machine
 otherwise idle). Then fio's direct synchronous writes of the same sizes at the
-same concurrency: the disk's own speed for that pattern.
+same concurrency: the disk's own speed for that pattern. A target given with
+its server's PID also shows the CPU time that process spent per PUT (user and
+system, all threads); every target shows how busy the machine's cores were
+(all processes, the load generator's too) and how much of their time was I/O
+wait: together they tell whether the cores or the disk bound a rate.
 
-  small_puts.py --data-dir DIR --target NAME=URL,ACCESS,SECRET [--target ...] [--duration S]
+  small_puts.py --data-dir DIR --target NAME=URL,ACCESS,SECRET[,PID] [--target ...] [--duration S]
 """
 
 import argparse
@@ -43,6 +47,22 @@ def sectors_written(device):
         if fields[2] == device:
             return int(fields[9])
     raise SystemExit(f"no {device} in /proc/diskstats")
+
+
+def cpu_seconds(pid):
+    """User plus system CPU time of process `pid` so far (every thread), or None without a PID."""
+    if pid is None:
+        return None
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def core_times():
+    """(busy, iowait, total) jiffies of all cores so far, from /proc/stat."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle, iowait = fields[3], fields[4]
+    total = sum(fields[:8])  # guest time is already counted in user
+    return total - idle - iowait, iowait, total
 
 
 def lua(requests, size):
@@ -102,7 +122,7 @@ def fio(directory, size, jobs, duration):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--target", action="append", required=True, help="NAME=URL,ACCESS,SECRET")
+    ap.add_argument("--target", action="append", required=True, help="NAME=URL,ACCESS,SECRET[,PID]")
     ap.add_argument("--data-dir", required=True, help="a folder on the disk the servers store on")
     ap.add_argument("--duration", type=int, default=5)
     ap.add_argument("--bucket", default="smallputs")
@@ -115,16 +135,19 @@ def main():
     targets = []
     for t in a.target:
         name, rest = t.split("=", 1)
-        url, ak, sk = rest.split(",")
-        targets.append((name, url.rstrip("/"), ak, sk))
+        url, ak, sk, *pid = rest.split(",")
+        targets.append((name, url.rstrip("/"), ak, sk, int(pid[0]) if pid else None))
         s3_load.client(url, ak, sk).create_bucket(Bucket=a.bucket)
 
-    print("| scenario | target | req/s | MB/s | p50 ms | p99 ms | errors | disk bytes per byte |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| scenario | target | req/s | MB/s | p50 ms | p99 ms | errors | disk bytes per byte "
+        "| CPU ms per PUT | cores busy | I/O wait |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for scenario, size, conns in SCENARIOS:
         if a.only and scenario not in a.only:
             continue
-        for name, url, ak, sk in targets:
+        for name, url, ak, sk, pid in targets:
             requests = []
             for k in range(KEYS):
                 path = f"/{a.bucket}/{scenario}/{name}/{k}"
@@ -133,18 +156,22 @@ def main():
             # The last target's writeback neither slows this one nor counts as its writes.
             os.sync()
             before = sectors_written(device)
+            cpu_before, cores_before = cpu_seconds(pid), core_times()
             rps, p50, p99, errs = s3_load.run_wrk(url, lua(requests, size), conns, 2, a.duration)
+            busy, iowait, total = (now - then for now, then in zip(core_times(), cores_before))
             written = (sectors_written(device) - before) * 512
             stored = rps * a.duration * size
             per_byte = f"{written / stored:.2f}" if stored else "-"
+            puts = rps * a.duration
+            cpu = f"{(cpu_seconds(pid) - cpu_before) * 1000 / puts:.2f}" if pid and puts else "-"
             print(
                 f"| {scenario} | {name} | {rps:,.0f} | {rps * size / 1e6:,.1f} | {p50:.2f} | "
-                f"{p99:.2f} | {errs} | {per_byte} |",
+                f"{p99:.2f} | {errs} | {per_byte} | {cpu} | {busy / total:.0%} | {iowait / total:.0%} |",
                 flush=True,
             )
         with tempfile.TemporaryDirectory(dir=a.data_dir) as scratch:
             iops, mbs = fio(scratch, size, conns, a.duration)
-        print(f"| {scenario} | disk (fio, direct + fsync) | {iops:,.0f} | {mbs:,.1f} | | | | 1.00 |", flush=True)
+        print(f"| {scenario} | disk (fio, direct + fsync) | {iops:,.0f} | {mbs:,.1f} | | | | 1.00 | | | |", flush=True)
 
 
 if __name__ == "__main__":
