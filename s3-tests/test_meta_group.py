@@ -652,9 +652,9 @@ def serves_lone_objects_without_member_1(running: MetaGroup, lone, bucket: str, 
     while voters(running, 1) != list(MEMBERS):
         assert time.monotonic() < deadline, running.statuses()
         time.sleep(0.2)
-    [answer] = running.admin("meta", "status", meta=running.addrs[1])
+    last = status_of(running, 1)["last_log_index"]
     for member in (2, 3):
-        running.wait_caught_up(member, answer["status"]["last_log_index"])
+        running.wait_caught_up(member, last)
     # Every peer in, the mark that the store came from a lone meta goes.
     deadline = time.monotonic() + 10
     while (running.member_dir(1) / "adopted-store").exists():
