@@ -131,15 +131,25 @@ class MetaGroup:
     def admin(self, *args: str, meta: str | None = None) -> object:
         return run_admin(meta or self.meta, self.creds.admin_token, *args, tls=self.tls("admin") or None)
 
+    def adopted_mark(self, member: int) -> Path:
+        """The mark of a lone meta's store in `member`'s data folder."""
+        return self.member_dir(member) / "adopted-store"
+
+    def status(self, member: int) -> dict | None:
+        """The group as `member` sees it (asked of that member alone)."""
+        [answer] = self.admin("meta", "status", meta=self.addrs[member])
+        return answer.get("status")
+
+    def voters(self, member: int) -> list[int]:
+        """The voters of the group as `member` sees it."""
+        return sorted(m["id"] for m in self.status(member)["members"] if m["voter"])
+
     def statuses(self) -> dict[int, dict]:
         """Each running member's own view of the group."""
         views = {}
-        for member, addr in self.addrs.items():
-            if not self.members[member].alive():
-                continue
-            [answer] = self.admin("meta", "status", meta=addr)
-            if "status" in answer:
-                views[member] = answer["status"]
+        for member in self.addrs:
+            if self.members[member].alive() and (view := self.status(member)) is not None:
+                views[member] = view
         return views
 
     def leader(self, timeout: float = 30.0) -> int:
@@ -446,7 +456,7 @@ def test_first_member_that_lost_its_log_rejoins_from_a_snapshot(group):
     bodies.update(put_bodies(client, bucket, "after", 5, 400))
     snapshot = group.admin("meta", "snapshot")["snapshot"]
 
-    mark = group.member_dir(victim) / "adopted-store"
+    mark = group.adopted_mark(victim)
     group.start_member(victim).wait_ready()
     assert mark.exists(), "a store without a log is marked as a lone meta's"
     group.admin("meta", "add", str(victim), group.addrs[victim])
@@ -600,19 +610,28 @@ def test_a_lone_server_grows_into_a_group(tessera_bin, tmp_path):
             server.proc.terminate()
 
 
+def lone_meta_and_group(tessera_bin, tmp_path, name: str):
+    """A lone meta's cluster that wrote a bucket of small objects and was
+    stopped (its meta folder left at `lone/meta`), and a group of three
+    members, none started, holding its gateway's credential: (lone, group,
+    bucket, bodies)."""
+    lone = start_cluster(tessera_bin, tmp_path / "lone")
+    try:
+        client = s3_client(lone.endpoint, lone.access_key, lone.secret_key)
+        bucket, bodies = write_small_objects(client, name)
+    finally:
+        assert not lone.stop()
+    shutil.copy(tmp_path / "lone" / "gateway.credential", tmp_path / "gateway.credential")
+    running = MetaGroup(tessera_bin, tmp_path, lone.creds, {m: f"127.0.0.1:{free_port()}" for m in MEMBERS})
+    return lone, running, bucket, bodies
+
+
 def test_a_lone_meta_forms_a_group_of_three(tessera_bin, tmp_path):
     """A lone `tessera meta`'s folder started as the first of three new
     members (`--node-id 1 --peers ...`) forms a group of itself and adds the
     two others from a snapshot: with the first member gone, they serve what
     the lone meta held. Started as another member, it is refused."""
-    lone = start_cluster(tessera_bin, tmp_path / "lone")
-    try:
-        client = s3_client(lone.endpoint, lone.access_key, lone.secret_key)
-        bucket, bodies = write_small_objects(client, "formed")
-    finally:
-        assert not lone.stop()
-
-    running = MetaGroup(tessera_bin, tmp_path, lone.creds, {m: f"127.0.0.1:{free_port()}" for m in MEMBERS})
+    lone, running, bucket, bodies = lone_meta_and_group(tessera_bin, tmp_path, "formed")
     try:
         # As any member but the first, its records would be in no other
         # member's store: refused, and left as it was.
@@ -622,7 +641,6 @@ def test_a_lone_meta_forms_a_group_of_three(tessera_bin, tmp_path):
         assert "holds a store and no raft log" in running.members[2].stderr_tail()
         assert not (running.member_dir(2) / "raft-log.redb").exists()
         shutil.move(running.member_dir(2), running.member_dir(1))
-        shutil.copy(tmp_path / "lone" / "gateway.credential", tmp_path / "gateway.credential")
         for member in MEMBERS:
             running.start_member(member)
         for member in MEMBERS:
@@ -633,31 +651,20 @@ def test_a_lone_meta_forms_a_group_of_three(tessera_bin, tmp_path):
         running.stop()
 
 
-def status_of(running: MetaGroup, member: int) -> dict:
-    """The group as `member` sees it (asked of that member alone)."""
-    [answer] = running.admin("meta", "status", meta=running.addrs[member])
-    return answer["status"]
-
-
-def voters(running: MetaGroup, member: int) -> list[int]:
-    """The voters of the group as `member` sees it."""
-    return sorted(m["id"] for m in status_of(running, member)["members"] if m["voter"])
-
-
 def serves_lone_objects_without_member_1(running: MetaGroup, lone, bucket: str, bodies: dict[str, bytes]) -> None:
     """Asserts that the group formed around member 1's adopted store takes in
     every peer and drops the store's mark, then, with member 1 killed, that
     the other two serve every object the lone meta wrote."""
     deadline = time.monotonic() + 60
-    while voters(running, 1) != list(MEMBERS):
+    while running.voters(1) != list(MEMBERS):
         assert time.monotonic() < deadline, running.statuses()
         time.sleep(0.2)
-    last = status_of(running, 1)["last_log_index"]
+    last = running.status(1)["last_log_index"]
     for member in (2, 3):
         running.wait_caught_up(member, last)
     # Every peer in, the mark that the store came from a lone meta goes.
     deadline = time.monotonic() + 10
-    while (running.member_dir(1) / "adopted-store").exists():
+    while running.adopted_mark(1).exists():
         assert time.monotonic() < deadline, "the adopted store's mark stayed"
         time.sleep(0.2)
 
@@ -685,14 +692,7 @@ def test_a_lone_meta_formation_killed_part_way_resumes(tessera_bin, tmp_path):
     cannot finish. Restarted, with the real second member there, the first
     goes on adding its peers, and the group of three holds what the lone
     meta held."""
-    lone = start_cluster(tessera_bin, tmp_path / "lone")
-    try:
-        client = s3_client(lone.endpoint, lone.access_key, lone.secret_key)
-        bucket, bodies = write_small_objects(client, "resumed")
-    finally:
-        assert not lone.stop()
-
-    running = MetaGroup(tessera_bin, tmp_path, lone.creds, {m: f"127.0.0.1:{free_port()}" for m in MEMBERS})
+    lone, running, bucket, bodies = lone_meta_and_group(tessera_bin, tmp_path, "resumed")
     decoy = Proc(
         "decoy",
         [str(tessera_bin), "meta", "--data", str(tmp_path / "decoy"), "--listen", running.addrs[2]]
@@ -703,19 +703,17 @@ def test_a_lone_meta_formation_killed_part_way_resumes(tessera_bin, tmp_path):
     try:
         require(decoy.wait_ready(), decoy, "meta")
         shutil.move(tmp_path / "lone" / "meta", running.member_dir(1))
-        shutil.copy(tmp_path / "lone" / "gateway.credential", tmp_path / "gateway.credential")
         # Member 1 before member 3, which copies the group's secrets from
         # the first peer that answers (the decoy has secrets of its own).
         for member in (1, 3):
             require(running.start_member(member).wait_ready(), running.members[member], "meta", "ops")
         # Member 1 leads a group of itself and waits for the decoy to join
         # it as a voter, with member 3 still to add.
-        mark = running.member_dir(1) / "adopted-store"
         deadline = time.monotonic() + 30
-        while voters(running, 1) != [1, 2]:
-            assert time.monotonic() < deadline, status_of(running, 1)
+        while running.voters(1) != [1, 2]:
+            assert time.monotonic() < deadline, running.status(1)
             time.sleep(0.2)
-        assert mark.exists(), "the mark went before every peer was in"
+        assert running.adopted_mark(1).exists(), "the mark went before every peer was in"
 
         running.members[1].kill()
         assert decoy.terminate() == 0
