@@ -503,10 +503,12 @@ def start_cluster(
     datanode_args: tuple[str, ...] = (),
     gateway_args: tuple[str, ...] = (),
     mutual_tls: bool = False,
+    locations: list[str] | None = None,
 ) -> Cluster:
     """Start meta, `datanodes` datanodes and a gateway as separate processes;
     `*_args` are appended to each role's command line. With `mutual_tls`,
-    every internal link runs mutual TLS with a CA made for the cluster."""
+    every internal link runs mutual TLS with a CA made for the cluster.
+    `locations` gives each datanode its --location (/zone/rack/host)."""
     creds = Credentials.random()
     env = process_env(creds.env())
     started: list[Proc] = []
@@ -555,7 +557,7 @@ def start_cluster(
                 meta,
                 dn_dir,
                 dn_credentials[i],
-                [*tls(f"dn{i}"), *datanode_args],
+                [*tls(f"dn{i}"), *datanode_args, *(["--location", locations[i]] if locations else [])],
                 env,
                 work_dir,
             )

@@ -317,6 +317,9 @@ def test_the_cluster_and_users_pages(server, browser):
     rows = browser.find("#datanodes").find_elements(By.CSS_SELECTOR, "tbody tr")
     assert len(rows) == 5
     assert all("Healthy" in row.text for row in rows)
+    # tessera server's datanodes stand on its host.
+    assert all("/127.0.0.1" in row.text for row in rows)
+    assert browser.find("#balancer").text.split(" ")[0] in ("waiting", "balanced")
 
     # The charts draw the server's own metrics (sampled every second here):
     # requests made now show in the request rate.

@@ -74,6 +74,8 @@ class MetaGroup:
     wrap: dict[int, list[str]] = field(default_factory=dict)
     # The cluster CA's folder, when every link runs mutual TLS.
     certs: Path | None = None
+    # Flags every member gets besides its own.
+    meta_args: tuple[str, ...] = ()
 
     def tls(self, name: str) -> list[str]:
         return tls_args(self.certs, name) if self.certs else []
@@ -105,6 +107,7 @@ class MetaGroup:
                 "--peers",
                 peers,
                 *self.tls(f"meta{member}"),
+                *self.meta_args,
             ],
             process_env(self.creds.env()),
             self.work_dir,
@@ -188,19 +191,24 @@ def start_group(
     addrs: dict[int, str],
     wrap: dict[int, list[str]] | None = None,
     mutual_tls: bool = False,
+    datanodes: int = DATANODES,
+    meta_args: tuple[str, ...] = (),
+    datanode_args: tuple[str, ...] = (),
 ) -> MetaGroup:
-    """Members at `addrs`, three datanodes and a gateway given every
+    """Members at `addrs`, `datanodes` datanodes and a gateway given every
     member's address; the root key works when it returns. With
-    `mutual_tls`, every link runs it (members on other hosts must)."""
+    `mutual_tls`, every link runs it (members on other hosts must).
+    `meta_args` and `datanode_args` are added to every member's and
+    datanode's flags."""
     creds = Credentials.random()
-    running = MetaGroup(tessera_bin, tmp_path, creds, addrs, wrap=wrap or {})
+    running = MetaGroup(tessera_bin, tmp_path, creds, addrs, wrap=wrap or {}, meta_args=meta_args)
     if mutual_tls:
         running.certs = tmp_path / "certs"
         hosts = {f"meta{m}": addr.rpartition(":")[0] for m, addr in addrs.items()}
-        names = [*hosts, "gateway", "admin", *(f"dn{i}" for i in range(DATANODES))]
+        names = [*hosts, "gateway", "admin", *(f"dn{i}" for i in range(datanodes))]
         make_certs(tessera_bin, running.certs, names, hosts)
     try:
-        dn_credentials = [tmp_path / f"dn{i}.credential" for i in range(DATANODES)]
+        dn_credentials = [tmp_path / f"dn{i}.credential" for i in range(datanodes)]
         gateway_credential = tmp_path / "gateway.credential"
         running.member_dir(1).mkdir(parents=True, exist_ok=True)
         # The first member's credential key, which the others copy at start.
@@ -211,7 +219,7 @@ def start_group(
             require(running.members[member].wait_ready(), running.members[member], "meta", "ops")
         running.leader()
         env = process_env(creds.env())
-        for i in range(DATANODES):
+        for i in range(datanodes):
             running.others.append(
                 start_datanode(
                     tessera_bin,
@@ -219,7 +227,7 @@ def start_group(
                     running.meta,
                     tmp_path / f"dn{i}",
                     dn_credentials[i],
-                    running.tls(f"dn{i}"),
+                    [*running.tls(f"dn{i}"), *datanode_args],
                     env,
                     tmp_path,
                 )
@@ -574,7 +582,9 @@ def test_a_lone_server_grows_into_a_group(tessera_bin, tmp_path):
                     assert time.monotonic() < deadline, view
                     time.sleep(0.2)
                 for name in ("credential-key", "sse-master-key"):
-                    assert (tmp_path / f"member{node}" / name).read_bytes() == (server.data_dir / "meta" / name).read_bytes()
+                    assert (tmp_path / f"member{node}" / name).read_bytes() == (
+                        server.data_dir / "meta" / name
+                    ).read_bytes()
 
             # Without the server, the two members elect a leader and serve
             # every object, those the lone meta wrote among them.

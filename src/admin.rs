@@ -3,6 +3,7 @@
 //! also be minted offline with meta's credential key file, and the cluster's
 //! TLS certificates are made offline ([`certs`]).
 
+mod balance;
 mod certs;
 
 use anyhow::{Context, Result};
@@ -68,9 +69,13 @@ pub enum AdminCommand {
     /// Datanodes: decommission, maintenance.
     #[command(subcommand)]
     Datanode(DatanodeCommand),
-    /// Datanodes and their state, capacity and use; block groups by
-    /// redundancy, the repair queue, scrub progress.
+    /// Datanodes and their state, location, capacity and use; block groups
+    /// by redundancy, the repair queue, scrub progress, the balancer.
     Status,
+    /// The balancer: moves block files until every datanode's use is
+    /// within a threshold of the mean.
+    #[command(subcommand)]
+    Balance(balance::BalanceCommand),
     /// The built-in key service of SSE-KMS.
     #[command(subcommand)]
     Kms(KmsCommand),
@@ -454,6 +459,14 @@ pub async fn run(args: AdminArgs) -> Result<()> {
             done
         }
         AdminCommand::Status => status_json(&meta.call(GetClusterStatus).await?),
+        AdminCommand::Balance(command) => {
+            let value = balance::run(&meta, command).await?;
+            if matches!(command, balance::BalanceCommand::Status) && !args.json {
+                balance::print_status(&value);
+                return Ok(());
+            }
+            value
+        }
         AdminCommand::Kms(KmsCommand::Key(KmsKeyCommand::Create { name })) => {
             let created = meta
                 .call(CreateKmsKey {
@@ -652,7 +665,8 @@ fn buckets_json(buckets: &[BucketRecord]) -> Value {
 fn status_json(status: &ClusterStatus) -> Value {
     json!({
         "datanodes": status.datanodes.iter().map(|d| json!({
-            "id": d.id.0, "address": d.addr, "state": format!("{:?}", d.state).to_lowercase(),
+            "id": d.id.0, "address": d.addr, "location": d.location.as_str(),
+            "state": format!("{:?}", d.state).to_lowercase(),
             "admin": admin_state_name(d.admin),
             "capacity": d.capacity, "used": d.used, "blocks": d.blocks,
             "last_heartbeat": d.last_heartbeat,
@@ -670,6 +684,7 @@ fn status_json(status: &ClusterStatus) -> Value {
             "degraded": status.redundancy.degraded,
             "at_risk": status.redundancy.at_risk,
             "lost": status.redundancy.lost,
+            "misplaced": status.redundancy.misplaced,
         },
         "repair": {
             "queued": status.redundancy.queued,
@@ -681,6 +696,7 @@ fn status_json(status: &ClusterStatus) -> Value {
             "running": status.lifecycle.running,
             "last": status.lifecycle.last,
         },
+        "balance": balance::status_json(&status.balance),
     })
 }
 
@@ -703,9 +719,10 @@ fn print_human(value: &Value) {
         Value::Object(map) => {
             if let Some(Value::Array(nodes)) = map.get("datanodes") {
                 println!(
-                    "{:<38} {:<22} {:<8} {:<15} {:>14} {:>14} {:>8} {:>7} {:>7}",
+                    "{:<38} {:<22} {:<24} {:<8} {:<15} {:>14} {:>14} {:>8} {:>7} {:>7}",
                     "DATANODE",
                     "ADDRESS",
+                    "LOCATION",
                     "STATE",
                     "ADMIN",
                     "CAPACITY",
@@ -719,9 +736,10 @@ fn print_human(value: &Value) {
                     let done = scrub["checked_bytes"].as_u64().unwrap_or(0) as f64;
                     let all = scrub["pass_bytes"].as_u64().unwrap_or(0).max(1) as f64;
                     println!(
-                        "{:<38} {:<22} {:<8} {:<15} {:>14} {:>14} {:>8} {:>6.0}% {:>7}",
+                        "{:<38} {:<22} {:<24} {:<8} {:<15} {:>14} {:>14} {:>8} {:>6.0}% {:>7}",
                         n["id"].as_str().unwrap_or(""),
                         n["address"].as_str().unwrap_or(""),
+                        n["location"].as_str().unwrap_or(""),
                         n["state"].as_str().unwrap_or(""),
                         n["admin"].as_str().unwrap_or(""),
                         n["capacity"],
@@ -738,12 +756,24 @@ fn print_human(value: &Value) {
                 let groups = &map["block_groups"];
                 let repair = &map["repair"];
                 println!(
-                    "block groups: healthy {}  degraded {}  at risk {}  lost {}",
-                    groups["healthy"], groups["degraded"], groups["at_risk"], groups["lost"]
+                    "block groups: healthy {}  degraded {}  at risk {}  lost {}  misplaced {}",
+                    groups["healthy"],
+                    groups["degraded"],
+                    groups["at_risk"],
+                    groups["lost"],
+                    groups["misplaced"]
                 );
                 println!(
                     "repair: queued {}  running {}  repaired bytes {}",
                     repair["queued"], repair["running"], repair["repaired_bytes"]
+                );
+                let balance = &map["balance"];
+                println!(
+                    "balancer: {}  queued {}  moved {} ({} bytes)",
+                    balance["state"].as_str().unwrap_or(""),
+                    balance["queued"],
+                    balance["moved"],
+                    balance["moved_bytes"]
                 );
                 let lifecycle = &map["lifecycle"];
                 for (name, pass) in [

@@ -83,6 +83,8 @@ pub(crate) struct HeartbeatSettings {
     pub addr: String,
     /// Fixed capacity, or None to measure it (see [`measured_capacity`]).
     pub capacity: Option<u64>,
+    /// Where the datanode stands, if it was told.
+    pub location: Option<meta_api::Location>,
     /// Time between heartbeats.
     pub interval: Duration,
     /// Time between block reports (the first follows registration).
@@ -258,6 +260,7 @@ async fn report(
         deleted,
         damaged: Vec::new(),
         scrub: Default::default(),
+        location: settings.location.clone(),
     }
 }
 

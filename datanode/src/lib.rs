@@ -65,6 +65,9 @@ pub struct DatanodeConfig {
     pub heartbeat_interval: Duration,
     /// Capacity to report; None reports the data folder's filesystem size.
     pub capacity: Option<u64>,
+    /// Where it stands among failure domains (`/zone/rack/host`); None
+    /// lets meta place it on its advertised host.
+    pub location: Option<meta_api::Location>,
     /// How read replies send their data to TCP clients.
     pub send_mode: SendMode,
     /// Check each read's CRCs against the disk before replying (forces copy mode).
@@ -130,6 +133,7 @@ impl Default for DatanodeConfig {
             max_disk_writes: store::DEFAULT_DISK_WRITES,
             heartbeat_interval: Duration::from_secs(3),
             capacity: None,
+            location: None,
             send_mode: SendMode::default(),
             verify_on_read: false,
             readahead_bytes: DEFAULT_READAHEAD_BYTES,
@@ -293,6 +297,7 @@ async fn start_inner<H: HeartbeatTarget>(
     let settings = HeartbeatSettings {
         addr: advertised.clone(),
         capacity: config.capacity,
+        location: config.location.clone(),
         interval: config.heartbeat_interval,
         block_report_interval: config.block_report_interval,
         upload_grace: config.upload_grace,

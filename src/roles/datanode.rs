@@ -5,7 +5,7 @@ use crate::ops;
 use crate::shutdown::Shutdown;
 use anyhow::{Context, Result};
 use clap::Args;
-use meta_api::{MetaClient, Principal};
+use meta_api::{Location, MetaClient, Principal};
 use proto::DatanodeId;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -25,6 +25,11 @@ pub struct DatanodeArgs {
     /// Address clients should dial, when it differs from the bound one (containers, NAT).
     #[arg(long, env = "TESSERA_ADVERTISE")]
     pub advertise: Option<String>,
+    /// Where this datanode stands among failure domains, widest first, as
+    /// `/ZONE/RACK/HOST` (any depth): block files of a group spread over
+    /// them [default: its advertised host].
+    #[arg(long, env = "TESSERA_LOCATION")]
+    pub location: Option<Location>,
     /// Address of /health and /metrics.
     #[arg(long, env = "TESSERA_OPS_LISTEN", default_value = "127.0.0.1:0")]
     pub ops_listen: String,
@@ -76,7 +81,7 @@ pub fn local_socket_path(
     Ok(Some(path))
 }
 
-/// Where a datanode listens.
+/// Where a datanode listens, and where it stands.
 pub struct Addresses {
     /// The block protocol's TCP address.
     pub listen: String,
@@ -84,6 +89,8 @@ pub struct Addresses {
     pub advertise: Option<String>,
     /// The short-circuit socket, if any.
     pub local_socket: Option<PathBuf>,
+    /// Its place among failure domains; None: its advertised host.
+    pub location: Option<Location>,
 }
 
 /// Starts datanode `id` over `dir`, talking to meta through `meta`.
@@ -100,6 +107,7 @@ pub async fn start(
         listen,
         advertise,
         local_socket,
+        location,
     } = addresses;
     let config = ::datanode::DatanodeConfig {
         data_dir: dir.to_path_buf(),
@@ -112,6 +120,7 @@ pub async fn start(
         max_disk_writes: settings.max_disk_writes,
         heartbeat_interval: settings.heartbeat_interval,
         capacity: settings.capacity,
+        location,
         send_mode: settings.send_mode,
         verify_on_read: settings.verify_on_read,
         readahead_bytes: settings.readahead,
@@ -145,6 +154,7 @@ pub async fn run(args: DatanodeArgs) -> Result<()> {
         listen: args.listen.clone(),
         advertise: args.advertise.clone(),
         local_socket,
+        location: args.location.clone(),
     };
     let node = start(
         &args.data,

@@ -183,6 +183,7 @@ pub async fn run(args: ServerArgs) -> Result<()> {
             listen: "127.0.0.1:0".into(),
             advertise: None,
             local_socket,
+            location: None,
         };
         let meta = service.client(Principal::Datanode(id.clone()));
         let (settings, storage) = (&args.datanode, &args.storage);

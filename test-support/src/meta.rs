@@ -345,6 +345,7 @@ pub fn report(name: &str, capacity: u64, used: u64) -> DatanodeReport {
         deleted: Vec::new(),
         damaged: Vec::new(),
         scrub: Default::default(),
+        location: None,
     }
 }
 

@@ -58,12 +58,9 @@ pub async fn run_repair(
 
 /// Length of target `target`'s block file once whole.
 fn expected_len(command: &RepairCommand, target: &ReplicaLocation) -> u64 {
-    match command.config {
-        ReplicationConfig::Ec(layout) => {
-            layout.internal_block_len(command.group.length, target.index as usize)
-        }
-        ReplicationConfig::Replicated { .. } => command.group.length,
-    }
+    command
+        .config
+        .block_file_len(command.group.length, target.index as usize)
 }
 
 async fn write_all(

@@ -82,6 +82,15 @@ impl ReplicationConfig {
         (self.readable_from() + 1).min(self.width())
     }
 
+    /// Bytes of the block file at internal `index` of a group holding
+    /// `group_len` bytes of object data.
+    pub fn block_file_len(&self, group_len: u64, index: usize) -> u64 {
+        match self {
+            Self::Ec(l) => l.internal_block_len(group_len, index),
+            Self::Replicated { .. } => group_len,
+        }
+    }
+
     /// Bytes of object data one block (group) holds when `block_size` is the
     /// size of one block file.
     pub fn group_capacity(&self, block_size: u64) -> u64 {

@@ -1,6 +1,7 @@
 //! The cluster page (root user and admin token): datanodes with their
-//! state, capacity, use and blocks; how well the block groups keep their
-//! redundancy and the repair queue; charts of the last hour.
+//! location, state, capacity, use and blocks; how well the block groups
+//! keep their redundancy and placement, the repair queue and the balancer;
+//! charts of the last hour.
 
 use crate::charts;
 use crate::document::size;
@@ -40,6 +41,7 @@ pub(crate) async fn show(
 ) -> Result<Markup, ConsoleError> {
     let status = console.meta.call(GetClusterStatus).await?;
     let redundancy = &status.redundancy;
+    let balance = &status.balance;
     let healthy_nodes = status
         .datanodes
         .iter()
@@ -60,7 +62,7 @@ pub(crate) async fn show(
             h2 { "Datanodes" }
             div.table-wrap { table #datanodes {
                 thead { tr {
-                    th scope="col" { "Datanode" } th scope="col" { "Address" } th scope="col" { "State" }
+                    th scope="col" { "Datanode" } th scope="col" { "Address" } th scope="col" { "Location" } th scope="col" { "State" }
                     th scope="col" { "Service" } th.num scope="col" { "Capacity" } th.num scope="col" { "Used" }
                     th.num scope="col" { "Blocks" } th scope="col" { "Last heartbeat" } th scope="col" { "Scrub" }
                 } }
@@ -69,6 +71,7 @@ pub(crate) async fn show(
                         tr {
                             td { (node.id) }
                             td { (node.addr) }
+                            td { (node.location) }
                             td { span.badge.good[node.state == DatanodeState::Healthy].bad[node.state != DatanodeState::Healthy] { (format!("{:?}", node.state)) } }
                             td { (format!("{:?}", node.admin)) }
                             td.num { (size(node.capacity)) }
@@ -85,15 +88,22 @@ pub(crate) async fn show(
             div.table-wrap { table #redundancy {
                 thead { tr {
                     th scope="col" { "Healthy groups" } th scope="col" { "Degraded" } th scope="col" { "At risk" }
-                    th scope="col" { "Lost" } th scope="col" { "Repairs queued" } th scope="col" { "Running" }
+                    th scope="col" { "Lost" } th scope="col" { "Misplaced" } th scope="col" { "Repairs queued" } th scope="col" { "Running" }
                     th scope="col" { "Repaired" } th scope="col" { "Last scan" }
                 } }
                 tbody { tr {
                     td.num { (redundancy.healthy) } td.num { (redundancy.degraded) } td.num { (redundancy.at_risk) }
-                    td.num { (redundancy.lost) } td.num { (redundancy.queued) } td.num { (redundancy.running) }
+                    td.num { (redundancy.lost) } td.num { (redundancy.misplaced) } td.num { (redundancy.queued) } td.num { (redundancy.running) }
                     td.num { (size(redundancy.repaired_bytes)) } td { (ago(redundancy.last_scan)) }
                 } }
             } }
+            h2 { "Balancer" }
+            p #balancer {
+                (format!("{:?}", balance.state).to_lowercase())
+                " · threshold " (balance.threshold_percent) " points · "
+                (size(balance.bandwidth)) "/s · " (balance.queued) " moves queued · "
+                (balance.moved) " done (" (size(balance.moved_bytes)) ") · " (balance.failed) " failed"
+            }
             h2 { "The last hour" }
             (charts::charts(&console))
         },

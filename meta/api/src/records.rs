@@ -2,6 +2,7 @@
 //! their answers, so they are plain serde data with little behaviour of their own.
 
 use crate::lifecycle::{LifecycleRule, LifecycleStatus, Subject};
+use crate::location::Location;
 pub use access::{canonical_user_id, Grant, ObjectOwnership, PublicAccessBlock};
 use proto::token::BlockToken;
 use proto::{BlockId, BlockKey, DatanodeId, ObjectId, ReplicationConfig};
@@ -827,6 +828,10 @@ pub struct DatanodeRecord {
     /// What an operator asked of it (kept apart from heartbeats).
     #[serde(default)]
     pub admin: AdminState,
+    /// Where it stands among failure domains: the location it reported,
+    /// else its advertised host.
+    #[serde(default)]
+    pub location: Location,
 }
 
 /// How far a datanode's scrubber (which reads every block file against its
@@ -878,6 +883,9 @@ pub struct DatanodeReport {
     /// How far the scrubber got.
     #[serde(default)]
     pub scrub: ScrubProgress,
+    /// Where it stands (`--location`); None puts it on its advertised host.
+    #[serde(default)]
+    pub location: Option<Location>,
 }
 
 /// Cluster overview for `tessera admin status`.
@@ -897,6 +905,9 @@ pub struct ClusterStatus {
     /// The lifecycle worker's passes.
     #[serde(default)]
     pub lifecycle: LifecycleStatus,
+    /// The balancer, and how far each datanode's use is from the mean.
+    #[serde(default)]
+    pub balance: BalanceStatus,
 }
 
 /// The block groups by how much of their redundancy they keep (as the last
@@ -919,6 +930,67 @@ pub struct RedundancyStatus {
     pub repaired_bytes: u64,
     /// When the last scan ran (0: none yet).
     pub last_scan: UnixMillis,
+    /// Groups readable but with more block files in one failure domain
+    /// than the placement rule allows (counted apart from the states above).
+    #[serde(default)]
+    pub misplaced: u64,
+}
+
+/// What the balancer does: it moves block files from datanodes whose use
+/// is above the mean to those below it, until every datanode's use (bytes
+/// the records list there over its capacity) is within the threshold of
+/// the mean.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BalanceStatus {
+    /// Whether it runs (`tessera admin balance start|stop`).
+    pub enabled: bool,
+    /// Largest distance of a datanode's use from the mean, in percentage points.
+    pub threshold_percent: u32,
+    /// Block file bytes the balancer hands out a second in the whole cluster (0: no limit).
+    pub bandwidth: u64,
+    /// What it did last.
+    pub state: BalanceState,
+    /// Moves queued and not yet done.
+    pub queued: u64,
+    /// Moves done since meta started.
+    pub moved: u64,
+    /// Bytes those moves copied.
+    pub moved_bytes: u64,
+    /// Moves that failed since meta started (planned again later).
+    pub failed: u64,
+    /// When it last planned moves (0: never).
+    pub last_round: UnixMillis,
+    /// Each datanode in service, with the bytes the records list on it, as
+    /// the last redundancy scan counted them.
+    pub datanodes: Vec<DatanodeUse>,
+}
+
+/// Where the balancer stands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BalanceState {
+    /// Stopped by an operator.
+    #[default]
+    Off,
+    /// Not yet run since meta started.
+    Waiting,
+    /// Every datanode is within the threshold of the mean.
+    Balanced,
+    /// Moves are planned or under way.
+    Moving,
+    /// Some datanode is outside the threshold, but no move keeps every
+    /// group's placement: nothing to do until the cluster changes.
+    Stuck,
+}
+
+/// One datanode's share of the stored bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DatanodeUse {
+    /// The datanode.
+    pub id: DatanodeId,
+    /// Bytes of the block files the records list on it.
+    pub listed_bytes: u64,
+    /// Its capacity, as of its last heartbeat.
+    pub capacity: u64,
 }
 
 /// Smallest size of every part of a multipart upload but the last, as in S3.

@@ -5,13 +5,14 @@
 //! Modules point down: `store` at the bottom (the database, its tables and
 //! key encodings), then the in-memory parts (`registry`, `placement`,
 //! `orphans`, `decoded`, `credentials`, `kms`, `object_keys`, `tokens`, `authentication`,
-//! `redundancy`, `repair`), `state` over them, `ops` (one
+//! `redundancy`, `repair`, `balance`), `state` over them, `ops` (one
 //! handler per request) over the state, the `lifecycle` worker beside the
 //! operations, `service` over them and `rpc` on top.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod authentication;
+mod balance;
 mod config;
 mod credentials;
 mod decoded;
@@ -33,6 +34,10 @@ mod store;
 mod tokens;
 
 pub use authentication::Refusal;
+pub use balance::{
+    DEFAULT_BANDWIDTH as DEFAULT_BALANCE_BANDWIDTH,
+    DEFAULT_THRESHOLD_PERCENT as DEFAULT_BALANCE_THRESHOLD_PERCENT,
+};
 pub use config::{
     Clock, LifecycleSettings, MetaConfig, DEFAULT_DEAD_AFTER, DEFAULT_DELETION_DELAY,
     DEFAULT_LIFECYCLE_BATCH, DEFAULT_ORPHAN_GRACE, DEFAULT_STALE_AFTER,

@@ -2,7 +2,7 @@
 //! datanode's state (healthy, stale, dead) follows from the time since its last
 //! heartbeat, computed whenever it is asked.
 
-use meta_api::{AdminState, BlockGroup, DatanodeRecord, DatanodeState, UnixMillis};
+use meta_api::{AdminState, BlockGroup, DatanodeRecord, DatanodeState, Location, UnixMillis};
 use parking_lot::{Mutex, RwLock};
 use proto::DatanodeId;
 use std::collections::HashMap;
@@ -46,20 +46,26 @@ pub(crate) struct RegisteredNode {
 #[derive(Default)]
 pub(crate) struct Registry {
     nodes: RwLock<HashMap<DatanodeId, RegisteredNode>>,
-    /// The address each datanode's gauges were last published under, so
-    /// that the series of an old address are zeroed when a datanode moves.
-    published: Mutex<HashMap<DatanodeId, String>>,
+    /// The address and location each datanode's gauges were last published
+    /// under, so that the series of old ones are zeroed when a datanode moves.
+    published: Mutex<HashMap<DatanodeId, (String, Location)>>,
     /// Bumped whenever a datanode registers or changes address: records
     /// refreshed with older addresses are stale.
     addresses: AtomicU64,
 }
 
 impl Registry {
-    /// Loads every stored datanode record.
+    /// Loads every stored datanode record; one stored before datanodes had
+    /// locations stands on its host until its next heartbeat says otherwise.
     pub(crate) fn load(records: Vec<DatanodeRecord>) -> Self {
         let nodes = records
             .into_iter()
-            .map(|record| (record.id.clone(), RegisteredNode { record, pending: 0 }))
+            .map(|mut record| {
+                if record.location == Location::default() {
+                    record.location = Location::of_addr(&record.addr);
+                }
+                (record.id.clone(), RegisteredNode { record, pending: 0 })
+            })
             .collect();
         Self {
             nodes: RwLock::new(nodes),
@@ -174,11 +180,12 @@ impl Registry {
             for (count, (s, _)) in counts.iter_mut().zip(STATES) {
                 *count += u32::from(s == state);
             }
-            let old = published.insert(record.id.clone(), record.addr.clone());
-            if let Some(old) = old.filter(|old| *old != record.addr) {
+            let now_at = (record.addr.clone(), record.location.clone());
+            let old = published.insert(record.id.clone(), now_at.clone());
+            if let Some(old) = old.filter(|old| *old != now_at) {
                 publish_datanode_gauges(&record.id, &old, None);
             }
-            publish_datanode_gauges(&record.id, &record.addr, Some((record, state)));
+            publish_datanode_gauges(&record.id, &now_at, Some((record, state)));
         }
         for (count, (_, label)) in counts.into_iter().zip(STATES) {
             metrics::gauge!("tessera_meta_datanodes", "state" => label).set(count);
@@ -186,14 +193,18 @@ impl Registry {
     }
 }
 
-/// Sets the gauges of datanode `id` at `addr` from its record and state, or
-/// to 0 when `current` is None (an address it no longer uses).
+/// Sets the gauges of datanode `id` at `(addr, location)` from its record
+/// and state, or to 0 when `current` is None (a place it no longer has).
 fn publish_datanode_gauges(
     id: &DatanodeId,
-    addr: &str,
+    (addr, location): &(String, Location),
     current: Option<(&DatanodeRecord, DatanodeState)>,
 ) {
-    let labels = [("id", id.0.clone()), ("addr", addr.to_string())];
+    let labels = [
+        ("id", id.0.clone()),
+        ("addr", addr.clone()),
+        ("location", location.to_string()),
+    ];
     let (capacity, used, blocks) =
         current.map_or((0, 0, 0), |(r, _)| (r.capacity, r.used, r.blocks));
     metrics::gauge!("tessera_datanode_capacity_bytes", &labels).set(capacity as f64);
@@ -201,13 +212,13 @@ fn publish_datanode_gauges(
     metrics::gauge!("tessera_datanode_blocks", &labels).set(blocks as f64);
     for (state, label) in STATES {
         let on = current.is_some_and(|(_, s)| s == state);
-        metrics::gauge!(
-            "tessera_datanode_state",
-            "id" => id.0.clone(),
-            "addr" => addr.to_string(),
-            "state" => label
-        )
-        .set(if on { 1.0 } else { 0.0 });
+        let mut with_state = labels.to_vec();
+        with_state.push(("state", label.to_string()));
+        metrics::gauge!("tessera_datanode_state", with_state.as_slice()).set(if on {
+            1.0
+        } else {
+            0.0
+        });
     }
 }
 
@@ -227,6 +238,7 @@ mod tests {
             state: DatanodeState::Healthy,
             scrub: Default::default(),
             admin: AdminState::InService,
+            location: Location::of_addr(addr),
         }
     }
 

@@ -45,6 +45,10 @@ impl Default for RepairSettings {
 /// While repairs drain the queue, the group counts are taken again this often.
 const RECOUNT_AFTER_REPAIRS: Duration = Duration::from_secs(10);
 
+/// The balancer's moves still queued with none handed out for this long
+/// are scanned again (their targets may have gone).
+const BALANCE_STALL: Duration = Duration::from_secs(30);
+
 fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
@@ -60,6 +64,8 @@ struct Running {
     deadline: UnixMillis,
     /// Copies from a leaving datanode rather than rebuilds.
     copy: bool,
+    /// One of the balancer's moves.
+    balance: bool,
 }
 
 #[derive(Default)]
@@ -85,6 +91,10 @@ struct Book {
     /// Decommissioning datanodes, from the first scan that found no block
     /// file listed on them.
     emptied_since: HashMap<DatanodeId, UnixMillis>,
+    /// The balancer's last round queued moves.
+    balance_planned: bool,
+    /// When the last of the balancer's moves was handed out.
+    balance_handed_out: UnixMillis,
 }
 
 /// The repairs in flight and the redundancy scan's findings.
@@ -111,22 +121,41 @@ impl RepairBook {
     }
 
     /// Whether a scan is due: the set of dead datanodes changed since the
-    /// last one, a corrupt block file was reported, the interval passed, or
+    /// last one, a corrupt block file was reported, the interval passed,
     /// repairs changed the counts (once the queue is empty, or every
-    /// [`RECOUNT_AFTER_REPAIRS`] while it drains) with `queued` groups left.
+    /// [`RECOUNT_AFTER_REPAIRS`] while it drains) with `queued` groups left,
+    /// or the balancer's moves are done (`balancing` of them queued) and
+    /// its next round waits for a scan.
     pub(crate) fn scan_due(
         &self,
         dead: &BTreeSet<DatanodeId>,
         queued: u64,
+        balancing: u64,
         now: UnixMillis,
     ) -> bool {
         let book = self.book.lock();
         let since = now.saturating_sub(book.last_scan);
+        let moves_running = book.running.values().any(|r| r.balance);
+        // Moves left queued that none is handed out of (their targets
+        // left): a scan drops them, so the next round can start.
+        let moves_stalled = now.saturating_sub(book.balance_handed_out) >= millis(BALANCE_STALL);
         book.rescan
             || book.scan_at.is_some_and(|at| at <= now)
             || book.scanned_dead.as_ref() != Some(dead)
             || since >= millis(self.settings.scan_interval)
             || (book.repaired_since_scan && (queued == 0 || since >= millis(RECOUNT_AFTER_REPAIRS)))
+            || (book.balance_planned && !moves_running && (balancing == 0 || moves_stalled))
+    }
+
+    /// Records whether the balancer has moves queued (as of `now`): once
+    /// they are done, or none is handed out for a while, the next round's
+    /// scan is due.
+    pub(crate) fn balance_planned(&self, planned: bool, now: UnixMillis) {
+        let mut book = self.book.lock();
+        book.balance_planned = planned;
+        if planned {
+            book.balance_handed_out = now;
+        }
     }
 
     /// Records a scan that saw `dead` and found `counts`.
@@ -200,8 +229,9 @@ impl RepairBook {
         load
     }
 
-    /// Hands `command` to its coordinator, the first target.
-    pub(crate) fn assign(&self, command: RepairCommand, now: UnixMillis) {
+    /// Hands `command` to its coordinator, the first target; `balance`: it
+    /// is one of the balancer's moves.
+    pub(crate) fn assign(&self, command: RepairCommand, balance: bool, now: UnixMillis) {
         let Some(coordinator) = command.targets.first().map(|t| t.datanode.clone()) else {
             return;
         };
@@ -210,8 +240,12 @@ impl RepairBook {
             targets: command.targets.iter().map(|t| t.datanode.clone()).collect(),
             deadline: now.saturating_add(millis(self.settings.repair_timeout)),
             copy: matches!(command.source, meta_api::RepairSource::Copy(_)),
+            balance,
         };
         let mut book = self.book.lock();
+        if balance {
+            book.balance_handed_out = now;
+        }
         book.running.insert(command.group.block, running);
         book.retry_at.remove(&command.group.block);
         book.inbox.entry(coordinator).or_default().push(command);
@@ -325,8 +359,8 @@ mod tests {
     #[test]
     fn commands_wait_for_their_coordinator_and_count_against_every_datanode() {
         let book = RepairBook::new(settings());
-        book.assign(command(1, &["a", "b"]), 0);
-        book.assign(command(2, &["a"]), 0);
+        book.assign(command(1, &["a", "b"]), false, 0);
+        book.assign(command(2, &["a"]), false, 0);
         assert_eq!(book.running(), 2);
         assert!(!book.may_start(BlockId(1), 0));
         let load = book.load();
@@ -355,9 +389,9 @@ mod tests {
     #[test]
     fn repairs_past_their_deadline_or_with_a_dead_datanode_are_forgotten() {
         let book = RepairBook::new(settings());
-        book.assign(command(1, &["a", "b"]), 0);
-        book.assign(command(2, &["c"]), 0);
-        book.assign(command(3, &["a"]), 30_000);
+        book.assign(command(1, &["a", "b"]), false, 0);
+        book.assign(command(2, &["c"]), false, 0);
+        book.assign(command(3, &["a"]), false, 30_000);
         let up: HashSet<DatanodeId> = [dn("a"), dn("c")].into();
         assert_eq!(book.expire(1_000, &up), 1, "b is down");
         assert!(book.may_start(BlockId(1), 1_000));
@@ -376,27 +410,47 @@ mod tests {
     fn a_scan_is_due_when_the_dead_change_on_request_and_after_the_interval() {
         let book = RepairBook::new(settings());
         let none = BTreeSet::new();
-        assert!(book.scan_due(&none, 5, 0), "never scanned");
+        assert!(book.scan_due(&none, 5, 0, 0), "never scanned");
         book.scanned(none.clone(), GroupCounts::default(), 1_000);
-        assert!(!book.scan_due(&none, 5, 1_000));
-        assert!(book.scan_due(&[dn("x")].into(), 5, 1_000));
-        assert!(book.scan_due(&none, 5, 101_000));
-        assert!(!book.scan_due(&none, 5, 100_999));
+        assert!(!book.scan_due(&none, 5, 0, 1_000));
+        assert!(book.scan_due(&[dn("x")].into(), 5, 0, 1_000));
+        assert!(book.scan_due(&none, 5, 0, 101_000));
+        assert!(!book.scan_due(&none, 5, 0, 100_999));
         book.request_scan();
-        assert!(book.scan_due(&none, 5, 1_000));
+        assert!(book.scan_due(&none, 5, 0, 1_000));
         book.scanned(none.clone(), GroupCounts::default(), 1_000);
 
         // A repair done: counted again once the queue is empty, or after a while.
-        book.assign(command(1, &["a"]), 1_000);
+        book.assign(command(1, &["a"]), false, 1_000);
         book.finished(BlockId(1), &dn("a"), true, 0, 1_000);
         assert!(
-            !book.scan_due(&none, 0, 2_000),
+            !book.scan_due(&none, 0, 0, 2_000),
             "a failed repair changes nothing"
         );
-        book.assign(command(1, &["a"]), 1_000);
+        book.assign(command(1, &["a"]), false, 1_000);
         book.finished(BlockId(1), &dn("a"), false, 0, 1_000);
-        assert!(!book.scan_due(&none, 4, 2_000));
-        assert!(book.scan_due(&none, 0, 2_000));
-        assert!(book.scan_due(&none, 4, 11_000));
+        assert!(!book.scan_due(&none, 4, 0, 2_000));
+        assert!(book.scan_due(&none, 0, 0, 2_000));
+        assert!(book.scan_due(&none, 4, 0, 11_000));
+    }
+
+    #[test]
+    fn the_balancers_next_round_waits_for_its_moves_or_their_stall() {
+        let book = RepairBook::new(settings());
+        let none = BTreeSet::new();
+        book.scanned(none.clone(), GroupCounts::default(), 1_000);
+        book.balance_planned(true, 1_000);
+        assert!(!book.scan_due(&none, 3, 3, 2_000), "its moves are queued");
+        assert!(book.scan_due(&none, 0, 0, 2_000), "its moves are done");
+        book.assign(command(1, &["a"]), true, 2_000);
+        assert!(!book.scan_due(&none, 2, 0, 2_500), "one is running");
+        book.finished(BlockId(1), &dn("a"), true, 0, 2_500);
+        assert!(!book.scan_due(&none, 2, 2, 31_999));
+        assert!(
+            book.scan_due(&none, 2, 2, 32_000),
+            "none handed out for 30 s"
+        );
+        book.balance_planned(false, 32_000);
+        assert!(!book.scan_due(&none, 0, 0, 32_000), "no round under way");
     }
 }

@@ -29,6 +29,8 @@ pub(crate) struct MetaState {
     pub(crate) orphans: OrphanDetector,
     /// Repairs in flight and what the last redundancy scan found.
     pub(crate) repairs: RepairBook,
+    /// What the balancer did.
+    pub(crate) balance: crate::balance::BalanceBook,
     /// Set when the service is dropped: background rounds stop starting.
     pub(crate) stopping: std::sync::atomic::AtomicBool,
     /// Block token keys, and the tokens handed out with block locations.
@@ -74,6 +76,7 @@ impl MetaState {
         let object_keys = object_keys::ObjectKeys::load(&config.data_dir, &store)?;
         Ok(MetaState {
             repairs,
+            balance: Default::default(),
             stopping: Default::default(),
             config,
             store,

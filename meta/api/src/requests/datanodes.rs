@@ -129,3 +129,16 @@ pub struct SetDatanodeAdminState {
     /// `Maintenance` keeps it from being repaired around, `InService` ends either.
     pub state: crate::records::AdminState,
 }
+
+/// `tessera admin balance start|stop`: turns the balancer on or off, and
+/// sets its threshold and bandwidth when given (kept until changed).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SetBalancer {
+    /// Whether it runs.
+    pub enabled: bool,
+    /// Largest distance of a datanode's use from the mean, in percentage
+    /// points (1 to 100).
+    pub threshold_percent: Option<u32>,
+    /// Block file bytes handed out a second in the whole cluster (0: no limit).
+    pub bandwidth: Option<u64>,
+}

@@ -237,6 +237,7 @@ request_table! {
     SetUserPolicy => (), "set_user_policy", Admin, Write;
     GetClusterStatus => ClusterStatus, "status", Admin, Read;
     SetDatanodeAdminState => (), "set_datanode_admin_state", Admin, Write;
+    SetBalancer => (), "set_balancer", Admin, Write;
     MintCredential => String, "mint_credential", Admin, Write;
     CreateKmsKey => KmsKeyRecord, "create_kms_key", Admin, Write;
     ListKmsKeys => Vec<KmsKeyRecord>, "list_kms_keys", Admin, Read;
@@ -300,6 +301,7 @@ mod tests {
                     deleted: Vec::new(),
                     damaged: Vec::new(),
                     scrub: Default::default(),
+                    location: None,
                 },
             })
         };

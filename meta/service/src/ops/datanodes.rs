@@ -10,8 +10,8 @@ use crate::store::deletions::DeletionQueue;
 use crate::store::tables::DATANODES;
 use meta_api::{
     AdminState, AllocateBlock, BlockGroup, BlockReport, DatanodeRecord, DatanodeState, Handle,
-    Heartbeat, HeartbeatReply, MetaError, ReplicaLocation, SetDatanodeAdminState, UnixMillis,
-    MAX_REPORTED_BLOCKS,
+    Heartbeat, HeartbeatReply, Location, MetaError, ReplicaLocation, SetDatanodeAdminState,
+    UnixMillis, MAX_REPORTED_BLOCKS,
 };
 use proto::token::Modes;
 use proto::{BlockId, BlockKey, ReplicationConfig};
@@ -38,8 +38,12 @@ impl Handle<Heartbeat> for MetaState {
                 "datanode address is empty".into(),
             ));
         }
+        let location = report
+            .location
+            .unwrap_or_else(|| Location::of_addr(&report.addr));
         let mut record = DatanodeRecord {
             id: report.id.clone(),
+            location,
             addr: report.addr,
             local_socket: report.local_socket,
             capacity: report.capacity,
@@ -59,8 +63,12 @@ impl Handle<Heartbeat> for MetaState {
                 if old.addr != record.addr {
                     tracing::info!(datanode = %record.id, old = %old.addr, new = %record.addr, "datanode moved");
                 }
+                if old.location != record.location {
+                    tracing::info!(datanode = %record.id, old = %old.location, new = %record.location, "datanode relocated");
+                    self.repairs.request_scan();
+                }
             } else {
-                tracing::info!(datanode = %record.id, addr = %record.addr, "datanode registered");
+                tracing::info!(datanode = %record.id, addr = %record.addr, location = %record.location, "datanode registered");
             }
             datanodes.insert(record.id.0.as_str(), encode(&record)?.as_slice())?;
             for damaged in &report.damaged {
@@ -132,6 +140,7 @@ impl MetaState {
                 load: n.record.used / block_size + n.pending,
                 id: n.record.id,
                 addr: n.record.addr,
+                location: n.record.location,
             })
             .collect();
         // Short of datanodes, a group keeps one spare block file at least
@@ -140,7 +149,7 @@ impl MetaState {
         if width < config.width() {
             metrics::counter!("tessera_meta_short_groups_allocated_total").increment(1);
         }
-        let chosen = crate::entropy::with_rng(|rng| choose(candidates, width, rng))?;
+        let chosen = crate::entropy::with_rng(|rng| choose(&[], candidates, width, rng))?;
         let block = block_id()?;
         self.registry.note_allocated(chosen.iter().map(|c| &c.id));
         let replicas = chosen

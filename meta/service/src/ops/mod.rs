@@ -2,9 +2,11 @@
 //! module per family, over [`crate::state::MetaState`] and the store below it.
 
 pub(crate) mod bad_replicas;
+mod balance;
 mod buckets;
 mod datanodes;
 mod group;
+mod group_records;
 mod kms;
 pub(crate) mod listing;
 mod object_lock;

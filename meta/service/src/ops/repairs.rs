@@ -3,129 +3,41 @@
 //! a repair, which points the group at the new block files in the same
 //! transaction that checks the group still needs them.
 
+use super::group_records::{locate, replace_group};
+use crate::balance::BalancerSettings;
+use crate::placement::domains::Placed;
 use crate::placement::{choose, Candidate};
 use crate::redundancy::{
     self, apply_scan, assess, corrupt_block_files, reported_files, scan, CellState, Health,
-    Liveness,
+    Liveness, PlacementView,
 };
 use crate::registry::RegisteredNode;
 use crate::state::MetaState;
-use crate::store::db::{decode, encode, get_json, StoreError};
+use crate::store::db::StoreError;
 use crate::store::deletions::DeletionQueue;
-use crate::store::repairs::{self, GroupOwner, RepairEntry, RepairQueue};
-use crate::store::tables::{object_key, part_key, BAD_REPLICAS, OBJECTS, PARTS, UPLOADS, VERSIONS};
-use crate::store::versions::{self, version_key};
+use crate::store::repairs::{self, QueuedFor, RepairEntry, RepairQueue};
+use crate::store::tables::BAD_REPLICAS;
 use meta_api::{
-    AdminState, BlockGroup, DatanodeState, FinishRepair, Handle, MetaError, ObjectRecord,
-    PartRecord, RedundancyStatus, RepairCommand, RepairSource, ReplicaLocation, UnixMillis,
-    UploadRecord,
+    AdminState, BlockGroup, DatanodeState, FinishRepair, Handle, Location, MetaError,
+    RedundancyStatus, RepairCommand, RepairSource, ReplicaLocation, UnixMillis,
 };
 use proto::token::Modes;
 use proto::{BlockId, BlockKey, DatanodeId, ReplicationConfig};
-use redb::{ReadableTable, WriteTransaction};
+use redb::WriteTransaction;
 use std::collections::{BTreeSet, HashSet};
 
 /// Queue entries looked at per check.
 const QUEUE_WINDOW: usize = 256;
 
-/// Where a group's record is: its table and key.
-enum RecordAt {
-    Object(Vec<u8>),
-    Version(Vec<u8>),
-    Part(Vec<u8>),
+/// The cluster as one redundancy check sees it.
+#[derive(Clone, Copy)]
+struct ClusterView<'a> {
+    nodes: &'a [RegisteredNode],
+    /// Which block files are readable.
+    liveness: &'a Liveness,
+    /// Where the datanodes stand.
+    placement: &'a PlacementView,
 }
-
-/// The record holding `block`, as `owner` says, falling back from a part
-/// to the object its upload became, wherever that object now is among its
-/// key's versions.
-fn locate(
-    txn: &impl GroupTables,
-    owner: &GroupOwner,
-    block: BlockId,
-) -> Result<Option<(RecordAt, BlockGroup, ReplicationConfig)>, StoreError> {
-    if let Some((upload_id, number)) = &owner.part {
-        let key = part_key(upload_id, *number);
-        if let Some(part) = txn.part(&key)? {
-            if let Some(group) = part.groups.iter().find(|g| g.block == block) {
-                if let Some(upload) = txn.upload(upload_id)? {
-                    return Ok(Some((
-                        RecordAt::Part(key),
-                        group.clone(),
-                        upload.replication,
-                    )));
-                }
-            }
-        }
-    }
-    // The latest version, or an older one by its sequence number.
-    let latest = object_key(&owner.bucket, owner.key.as_bytes());
-    let older = version_key(&owner.bucket, owner.key.as_bytes(), owner.version);
-    for (at, object) in [
-        (RecordAt::Object(latest.clone()), txn.object(&latest)?),
-        (RecordAt::Version(older.clone()), txn.version(&older)?),
-    ] {
-        let found = object.and_then(|object| {
-            let group = object.groups.iter().find(|g| g.block == block)?.clone();
-            Some((group, object.replication))
-        });
-        if let Some((group, replication)) = found {
-            return Ok(Some((at, group, replication)));
-        }
-    }
-    // A group queued for a part names no version: the object its upload
-    // became may have been superseded since.
-    for (at, object) in txn.older_versions(&owner.bucket, &owner.key)? {
-        if let Some(group) = object.groups.iter().find(|g| g.block == block) {
-            return Ok(Some((
-                RecordAt::Version(at),
-                group.clone(),
-                object.replication,
-            )));
-        }
-    }
-    Ok(None)
-}
-
-/// The reads `locate` needs, from a read or a write transaction.
-trait GroupTables {
-    fn part(&self, key: &[u8]) -> Result<Option<PartRecord>, StoreError>;
-    fn upload(&self, id: &str) -> Result<Option<UploadRecord>, StoreError>;
-    fn object(&self, key: &[u8]) -> Result<Option<ObjectRecord>, StoreError>;
-    fn version(&self, key: &[u8]) -> Result<Option<ObjectRecord>, StoreError>;
-    fn older_versions(
-        &self,
-        bucket: &str,
-        key: &str,
-    ) -> Result<Vec<(Vec<u8>, ObjectRecord)>, StoreError>;
-}
-
-macro_rules! group_tables {
-    ($t:ty) => {
-        impl GroupTables for $t {
-            fn part(&self, key: &[u8]) -> Result<Option<PartRecord>, StoreError> {
-                get_json(&self.open_table(PARTS)?, key)
-            }
-            fn upload(&self, id: &str) -> Result<Option<UploadRecord>, StoreError> {
-                get_json(&self.open_table(UPLOADS)?, id)
-            }
-            fn object(&self, key: &[u8]) -> Result<Option<ObjectRecord>, StoreError> {
-                get_json(&self.open_table(OBJECTS)?, key)
-            }
-            fn version(&self, key: &[u8]) -> Result<Option<ObjectRecord>, StoreError> {
-                get_json(&self.open_table(VERSIONS)?, key)
-            }
-            fn older_versions(
-                &self,
-                bucket: &str,
-                key: &str,
-            ) -> Result<Vec<(Vec<u8>, ObjectRecord)>, StoreError> {
-                versions::older_versions(&self.open_table(VERSIONS)?, bucket, key)
-            }
-        }
-    };
-}
-group_tables!(redb::ReadTransaction);
-group_tables!(WriteTransaction);
 
 impl MetaState {
     /// What `tessera admin status` shows of redundancy, with `queued` groups.
@@ -136,6 +48,7 @@ impl MetaState {
             degraded: progress.counts.degraded,
             at_risk: progress.counts.at_risk,
             lost: progress.counts.lost,
+            misplaced: progress.counts.misplaced,
             queued,
             running: progress.running,
             repaired_bytes: progress.repaired_bytes,
@@ -165,17 +78,28 @@ impl MetaState {
             .map(|n| n.record.id.clone())
             .collect();
         let liveness = self.liveness(&nodes)?;
-        let queued = self.store.read(repairs::queued)?;
-        if self.repairs.scan_due(&dead, queued, now) {
-            let result = scan(&self.store, &liveness, now)?;
+        let view = PlacementView::new(&nodes, self.config.block_size);
+        let balancer = self.balancer_settings()?;
+        let (queued, balancing) = self
+            .store
+            .read(|txn| Ok((repairs::queued(txn)?, repairs::queued_balance(txn)?)))?;
+        if self.repairs.scan_due(&dead, queued, balancing, now) {
+            let movable = Self::movable_per_datanode(&balancer);
+            let result = scan(&self.store, &liveness, &view, movable, now)?;
             apply_scan(&self.store, &result)?;
             result.counts.publish();
-            tracing::debug!(counts = ?result.counts, damaged = result.damaged.len(), "redundancy scan");
+            tracing::debug!(counts = ?result.counts, damaged = result.damaged.len(), misplaced = result.misplaced.len(), "redundancy scan");
             self.repairs.scanned(dead, result.counts, now);
             // After `scanned`, which would forget the scan it may ask for.
             self.finish_decommissions(&nodes, &result.leaving_files, now)?;
+            self.balance_round(&nodes, &view, &result, &balancer, now)?;
         }
-        self.schedule_repairs(&nodes, &liveness, now)
+        let cluster = ClusterView {
+            nodes: &nodes,
+            liveness: &liveness,
+            placement: &view,
+        };
+        self.schedule_repairs(&cluster, &balancer, now)
     }
 
     /// Marks decommissioned every decommissioning datanode no record has
@@ -217,13 +141,16 @@ impl MetaState {
         Ok(())
     }
 
-    /// Hands the queue's head to datanodes, most endangered first.
+    /// Hands the queue's head to datanodes, most endangered first: repairs,
+    /// then moves of misplaced groups, then the balancer's moves, which are
+    /// handed out no faster than its bandwidth.
     fn schedule_repairs(
         &self,
-        nodes: &[RegisteredNode],
-        liveness: &Liveness,
+        cluster: &ClusterView<'_>,
+        balancer: &BalancerSettings,
         now: UnixMillis,
     ) -> Result<(), MetaError> {
+        let liveness = cluster.liveness;
         self.repairs.expire(now, &liveness.up);
         let (head, queued) = self
             .store
@@ -235,6 +162,9 @@ impl MetaState {
                 break;
             }
             if entry.spare < 0 || !self.repairs.may_start(entry.block, now) {
+                continue;
+            }
+            if entry.reason == QueuedFor::Balance && !balancer.enabled {
                 continue;
             }
             let found = self
@@ -250,37 +180,71 @@ impl MetaState {
             };
             self.registry
                 .refresh_addrs(std::slice::from_mut(&mut group));
-            let health = assess(&group, &config, |r| liveness.cell(group.block, r));
+            let moving = entry.moving.as_ref();
+            let cell = |r: &ReplicaLocation| liveness.cell_moving(group.block, r, moving);
+            let health = assess(&group, &config, cell);
             if health.missing.is_empty() || health.spare < 0 {
                 continue;
             }
-            if let Some(command) = self.repair_command(nodes, liveness, group, config, &health, now)
-            {
-                tracing::info!(
-                    block = %command.group.block,
-                    missing = ?health.missing,
-                    coordinator = %command.targets[0].datanode,
-                    "repair handed out"
-                );
-                metrics::counter!("tessera_meta_repairs_started_total").increment(1);
-                self.repairs.assign(command, now);
+            if let Some(planned) = moving.filter(|_| entry.reason == QueuedFor::Balance) {
+                if !cluster
+                    .placement
+                    .balance_move_holds(&group, &config, planned)
+                {
+                    // The cluster changed since the plan: the next scan
+                    // drops it (every member alike), and a round plans anew.
+                    continue;
+                }
             }
+            let Some(command) = self.repair_command(cluster, &entry, group, config, &health, now)
+            else {
+                continue;
+            };
+            if entry.reason == QueuedFor::Balance {
+                let bytes = command
+                    .targets
+                    .iter()
+                    .map(|t| config.block_file_len(command.group.length, usize::from(t.index)))
+                    .sum();
+                if !self.balance.spend(bytes, balancer.bandwidth, now) {
+                    // Nothing of the balancer's until its bandwidth allows.
+                    break;
+                }
+            }
+            tracing::info!(
+                block = %command.group.block,
+                missing = ?health.missing,
+                reason = ?entry.reason,
+                coordinator = %command.targets[0].datanode,
+                "repair handed out"
+            );
+            metrics::counter!("tessera_meta_repairs_started_total").increment(1);
+            self.repairs
+                .assign(command, entry.reason == QueuedFor::Balance, now);
         }
         Ok(())
     }
 
-    /// The command that rebuilds `health.missing` of `group` on datanodes
-    /// holding none of its block files, or None when no datanode can take
-    /// one now.
+    /// The command that makes `health.missing` of `group` (queued as
+    /// `entry` says) on datanodes holding none of its block files, spread
+    /// over the failure domains, or None when no datanode can take one now
+    /// (or, for a move, none where the move keeps the placement rule).
     fn repair_command(
         &self,
-        nodes: &[RegisteredNode],
-        liveness: &Liveness,
+        cluster: &ClusterView<'_>,
+        entry: &RepairEntry,
         group: BlockGroup,
         config: ReplicationConfig,
         health: &Health,
         now: UnixMillis,
     ) -> Option<RepairCommand> {
+        let ClusterView {
+            nodes,
+            liveness,
+            placement: view,
+        } = *cluster;
+        let moving = entry.moving.as_ref();
+        let cell = |r: &ReplicaLocation| liveness.cell_moving(group.block, r, moving);
         let block_size = self.config.block_size;
         let limit = self.repairs.settings.max_repairs_per_datanode;
         let load = self.repairs.load();
@@ -293,20 +257,17 @@ impl MetaState {
         let readable_holders: HashSet<&DatanodeId> = group
             .replicas
             .iter()
-            .filter(|r| liveness.readable(group.block, r))
+            .filter(|r| cell(r) != CellState::Unreadable)
             .map(|r| &r.datanode)
             .collect();
-        // Block files on a leaving datanode are copied from it, one
-        // datanode's at a time; anything else is rebuilt.
+        // Block files on a leaving datanode (or moving off one) are copied
+        // from it, one datanode's at a time; anything else is rebuilt.
         let copy_failed = self.repairs.copy_failed(group.block);
         let leaving = group
             .replicas
             .iter()
             .filter(|_| !copy_failed)
-            .find(|r| {
-                health.missing.contains(&r.index)
-                    && liveness.cell(group.block, r) == CellState::Leaving
-            })
+            .find(|r| health.missing.contains(&r.index) && cell(r) == CellState::Leaving)
             .map(|r| r.datanode.clone());
         let (source, wanted): (RepairSource, Vec<u8>) = match &leaving {
             Some(from) => (
@@ -330,6 +291,7 @@ impl MetaState {
                 r.index == index
                     && !readable_holders.contains(&r.datanode)
                     && !targets.iter().any(|t| t.datanode == r.datanode)
+                    && entry.moving.is_none()
                     && nodes
                         .iter()
                         .any(|n| n.record.id == r.datanode && eligible(n))
@@ -354,17 +316,37 @@ impl MetaState {
                 n.pending
             }
         };
+        // The balancer's move goes where it was planned, or nowhere.
+        let planned_to = moving.and_then(|m| m.to.as_ref());
         let candidates: Vec<Candidate> = nodes
             .iter()
             .filter(|n| eligible(n) && !holders.contains(&n.record.id))
+            .filter(|n| planned_to.is_none_or(|to| *to == n.record.id))
             .map(|n| Candidate {
                 load: n.record.used / block_size + placed(n),
                 id: n.record.id.clone(),
                 addr: n.record.addr.clone(),
+                location: n.record.location.clone(),
             })
             .collect();
+        // What stays counts where it stands; the new block files spread around it.
+        let staying: Vec<(DatanodeId, Location)> = group
+            .replicas
+            .iter()
+            .filter(|r| cell(r) == CellState::Staying)
+            .map(|r| (r.datanode.clone(), view.location(r)))
+            .chain(
+                targets
+                    .iter()
+                    .map(|t| (t.datanode.clone(), view.location(t))),
+            )
+            .collect();
+        let held: Vec<Placed<'_>> = staying
+            .iter()
+            .map(|(id, location)| Placed { id, location })
+            .collect();
         let width = rest.len().min(candidates.len());
-        let chosen = crate::entropy::with_rng(|rng| choose(candidates, width, rng)).ok()?;
+        let chosen = crate::entropy::with_rng(|rng| choose(&held, candidates, width, rng)).ok()?;
         targets.extend(rest.iter().zip(chosen).map(|(index, c)| ReplicaLocation {
             index: *index,
             datanode: c.id,
@@ -372,6 +354,19 @@ impl MetaState {
         }));
         if targets.is_empty() {
             return None;
+        }
+        if let Some(moving) = moving {
+            let holders: Vec<DatanodeId> =
+                group.replicas.iter().map(|r| r.datanode.clone()).collect();
+            let keeps = |to: &DatanodeId| match entry.reason {
+                QueuedFor::Misplaced => view.move_mends(&holders, &config, &moving.from, to),
+                QueuedFor::Balance | QueuedFor::Repair => {
+                    view.move_fits(&holders, &config, &moving.from, to)
+                }
+            };
+            if !targets.iter().all(|t| keeps(&t.datanode)) {
+                return None;
+            }
         }
         let mut readable = group;
         let (kept, unreadable): (Vec<ReplicaLocation>, Vec<ReplicaLocation>) = readable
@@ -454,6 +449,7 @@ impl Handle<FinishRepair> for MetaState {
             );
             let mut queue = RepairQueue::open(txn)?;
             let entry = queue.get(block)?;
+            let reason = entry.as_ref().map(|e| e.reason);
             let found = match &entry {
                 Some(entry) => locate(txn, &entry.owner, block)?,
                 None => None,
@@ -463,9 +459,15 @@ impl Handle<FinishRepair> for MetaState {
                 // Failed, or the group (or its queue entry) is gone: what was
                 // made is left to the orphan detector, which deletes only
                 // block files no record lists; deleting here could hit a
-                // file a duplicate repair had already put in place.
-                return Ok(None);
+                // file a duplicate repair had already put in place. A
+                // failed move of the balancer's is planned again later.
+                if error.is_some() && reason == Some(QueuedFor::Balance) {
+                    queue.remove(block)?;
+                }
+                return Ok((None, reason));
             };
+            let moving = entry.as_ref().and_then(|e| e.moving.clone());
+            let cell = |r: &ReplicaLocation| liveness.cell_moving(block, r, moving.as_ref());
             // Only datanodes in service take block files (one may have been
             // decommissioned while the repair ran).
             let (made, refused): (Vec<ReplicaLocation>, Vec<ReplicaLocation>) =
@@ -474,7 +476,7 @@ impl Handle<FinishRepair> for MetaState {
                         n.record.id == r.datanode && n.record.admin == AdminState::InService
                     })
                 });
-            let (group, dropped, mut unused) = adopt(group, &config, &made, &liveness);
+            let (group, dropped, mut unused) = adopt(group, &config, &made, cell);
             unused.extend(refused);
             // Never a file the group lists: a corrupt copy replaced in
             // place is the new file itself.
@@ -503,8 +505,10 @@ impl Handle<FinishRepair> for MetaState {
                 )?;
             }
             replace_group(txn, &at, &group)?;
-            let health = assess(&group, &config, |r| liveness.cell(block, r));
-            if health.missing.is_empty() {
+            let health = assess(&group, &config, cell);
+            if health.missing.is_empty() || moving.is_some() {
+                // A move is done once, whatever it made; a scan finds the
+                // group again if it still needs one.
                 queue.remove(block)?;
             } else if let Some(entry) = entry {
                 queue.put(RepairEntry {
@@ -513,9 +517,17 @@ impl Handle<FinishRepair> for MetaState {
                     ..entry
                 })?;
             }
-            Ok(Some(health))
+            Ok((Some(health), reason))
         })?;
-        if let Some(health) = outcome {
+        if outcome.1 == Some(QueuedFor::Balance) {
+            self.balance.finished(bytes, error.is_some());
+            let result = if error.is_some() { "failed" } else { "done" };
+            metrics::counter!("tessera_meta_balance_moves_total", "result" => result).increment(1);
+            if error.is_none() {
+                metrics::counter!("tessera_meta_balance_moved_bytes_total").increment(bytes);
+            }
+        }
+        if let (Some(health), _) = outcome {
             metrics::counter!("tessera_meta_repairs_total", "result" => "done").increment(1);
             metrics::counter!("tessera_meta_repaired_bytes_total").increment(bytes);
             if health.missing.is_empty() {
@@ -548,9 +560,8 @@ fn adopt(
     mut group: BlockGroup,
     config: &ReplicationConfig,
     made: &[ReplicaLocation],
-    liveness: &Liveness,
+    cell: impl Fn(&ReplicaLocation) -> CellState,
 ) -> (BlockGroup, Vec<ReplicaLocation>, Vec<ReplicaLocation>) {
-    let block = group.block;
     let mut dropped = Vec::new();
     let mut unused = Vec::new();
     for new in made {
@@ -558,7 +569,7 @@ fn adopt(
         // replicated block; its own datanode's first (a corrupt copy
         // replaced in place).
         let replaceable = |r: &ReplicaLocation| {
-            liveness.cell(block, r) != CellState::Staying
+            cell(r) != CellState::Staying
                 && match config {
                     ReplicationConfig::Ec(_) => r.index == new.index,
                     ReplicationConfig::Replicated { .. } => true,
@@ -578,12 +589,12 @@ fn adopt(
             ReplicationConfig::Ec(_) => !group
                 .replicas
                 .iter()
-                .any(|r| r.index == new.index && liveness.cell(block, r) == CellState::Staying),
+                .any(|r| r.index == new.index && cell(r) == CellState::Staying),
             ReplicationConfig::Replicated { .. } => {
                 let staying = group
                     .replicas
                     .iter()
-                    .filter(|r| liveness.cell(block, r) == CellState::Staying)
+                    .filter(|r| cell(r) == CellState::Staying)
                     .count();
                 staying < config.width()
             }
@@ -599,52 +610,6 @@ fn adopt(
     }
     group.replicas.sort_by_key(|r| r.index);
     (group, dropped, unused)
-}
-
-/// Writes `group` into the object record at `key` of `table` with `swap`.
-fn swap_in_object(
-    txn: &WriteTransaction,
-    table: redb::TableDefinition<&'static [u8], &'static [u8]>,
-    key: &[u8],
-    group: &BlockGroup,
-    swap: fn(&mut [BlockGroup], &BlockGroup),
-) -> Result<(), StoreError> {
-    let mut objects = txn.open_table(table)?;
-    let mut record: ObjectRecord = match objects.get(key)? {
-        Some(value) => decode(value.value())?,
-        None => return Ok(()),
-    };
-    swap(&mut record.groups, group);
-    objects.insert(key, encode(&record)?.as_slice())?;
-    Ok(())
-}
-
-/// Writes `group` back into the record at `at`, in place of the group with
-/// its block id.
-fn replace_group(
-    txn: &WriteTransaction,
-    at: &RecordAt,
-    group: &BlockGroup,
-) -> Result<(), StoreError> {
-    fn swap(groups: &mut [BlockGroup], group: &BlockGroup) {
-        if let Some(slot) = groups.iter_mut().find(|g| g.block == group.block) {
-            *slot = group.clone();
-        }
-    }
-    match at {
-        RecordAt::Object(key) => swap_in_object(txn, OBJECTS, key, group, swap)?,
-        RecordAt::Version(key) => swap_in_object(txn, VERSIONS, key, group, swap)?,
-        RecordAt::Part(key) => {
-            let mut parts = txn.open_table(PARTS)?;
-            let mut record: PartRecord = match parts.get(key.as_slice())? {
-                Some(value) => decode(value.value())?,
-                None => return Ok(()),
-            };
-            swap(&mut record.groups, group);
-            parts.insert(key.as_slice(), encode(&record)?.as_slice())?;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -667,48 +632,6 @@ mod tests {
     }
 
     #[test]
-    fn a_group_is_found_in_any_version_of_its_key() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = crate::store::open(&dir.path().join("meta.redb")).unwrap();
-        let group = BlockGroup {
-            block: BlockId(7),
-            length: 1,
-            replicas: vec![replica(0, "d0")],
-            token: None,
-        };
-        let mut record = ObjectRecord::new(
-            "b",
-            "k",
-            "",
-            ReplicationConfig::REPLICATED_1,
-            vec![group.clone()],
-        );
-        record.version.seq = 9;
-        let at = version_key("b", b"k", 9);
-        store
-            .write(|txn| {
-                let mut versions = txn.open_table(VERSIONS)?;
-                versions.insert(at.as_slice(), encode(&record)?.as_slice())?;
-                Ok(())
-            })
-            .unwrap();
-        // Queued for a part of the upload that became this version, which
-        // is no longer the latest: the entry names no sequence number.
-        let owner = GroupOwner {
-            bucket: "b".into(),
-            key: "k".into(),
-            part: Some(("u".into(), 1)),
-            version: 0,
-        };
-        let found = store.read(|txn| locate(txn, &owner, BlockId(7))).unwrap();
-        assert!(
-            matches!(&found, Some((RecordAt::Version(stored), g, _)) if *stored == at && *g == group)
-        );
-        let missing = store.read(|txn| locate(txn, &owner, BlockId(8))).unwrap();
-        assert!(missing.is_none());
-    }
-
-    #[test]
     fn a_repair_replaces_only_what_is_still_missing() {
         let group = BlockGroup {
             block: BlockId(3),
@@ -720,7 +643,10 @@ mod tests {
         // duplicate of index 3 on y, which is readable: unused.
         let live = liveness(&["d0", "d2", "d3", "d4", "x", "y", "z"]);
         let made = [replica(1, "x"), replica(3, "y"), replica(1, "z")];
-        let (group, dropped, unused) = adopt(group, &ReplicationConfig::RS_3_2, &made, &live);
+        let (group, dropped, unused) =
+            adopt(group.clone(), &ReplicationConfig::RS_3_2, &made, |r| {
+                live.cell(group.block, r)
+            });
         assert_eq!(dropped, vec![replica(1, "d1")]);
         assert_eq!(unused, vec![replica(3, "y"), replica(1, "z")]);
         let holders: Vec<(u8, &str)> = group
@@ -746,7 +672,10 @@ mod tests {
         live.corrupt
             .insert((BlockKey::new(BlockId(5), 2), DatanodeId("d2".into())));
         let made = [replica(2, "d2")];
-        let (group, dropped, unused) = adopt(group, &ReplicationConfig::RS_3_2, &made, &live);
+        let (group, dropped, unused) =
+            adopt(group.clone(), &ReplicationConfig::RS_3_2, &made, |r| {
+                live.cell(group.block, r)
+            });
         assert_eq!((dropped, unused), (vec![replica(2, "d2")], vec![]));
         assert_eq!(group.replicas.len(), 5);
         assert!(group.replicas.contains(&replica(2, "d2")));
@@ -766,8 +695,12 @@ mod tests {
             live.cell(group.block, r)
         });
         assert_eq!((health.missing.clone(), health.spare), (vec![3], 2));
-        let (group, dropped, unused) =
-            adopt(group, &ReplicationConfig::RS_3_2, &[replica(3, "x")], &live);
+        let (group, dropped, unused) = adopt(
+            group.clone(),
+            &ReplicationConfig::RS_3_2,
+            &[replica(3, "x")],
+            |r| live.cell(group.block, r),
+        );
         assert_eq!((dropped, unused), (vec![replica(3, "d3")], vec![]));
         assert!(group.replicas.contains(&replica(3, "x")));
         let health = assess(&group, &ReplicationConfig::RS_3_2, |r| {
@@ -791,7 +724,12 @@ mod tests {
             replica(0, "c"),
             replica(0, "c"),
         ];
-        let (group, dropped, unused) = adopt(group, &ReplicationConfig::REPLICATED_3, &made, &live);
+        let (group, dropped, unused) = adopt(
+            group.clone(),
+            &ReplicationConfig::REPLICATED_3,
+            &made,
+            |r| live.cell(group.block, r),
+        );
         assert_eq!(dropped, vec![replica(0, "dead")]);
         assert_eq!(unused, vec![replica(0, "a"), replica(0, "c")]);
         let holders: Vec<&str> = group

@@ -201,11 +201,14 @@ impl Handle<GetClusterStatus> for MetaState {
                     pending_deletions: pending_count(txn)?,
                     redundancy: self.redundancy_status(queued(txn)?),
                     lifecycle: Default::default(),
+                    balance: Default::default(),
                 })
             })
             .and_then(|status| {
+                let balancing = self.store.read(crate::store::repairs::queued_balance)?;
                 Ok(ClusterStatus {
                     lifecycle: crate::store::lifecycle_passes::status(&self.store)?,
+                    balance: self.balance_status(balancing)?,
                     ..status
                 })
             })

@@ -1,8 +1,11 @@
 //! The repair queue: block groups that lost block files, kept across
 //! restarts, one entry per group, ordered so that the most endangered come
 //! first: groups with no spare block file left, then those with one, and so
-//! on; among equals, those that lost more. Groups too damaged to read
-//! (lost) go last: nothing can rebuild them until a datanode comes back.
+//! on; among equals, those that lost more. Then the groups whose block files
+//! move while the group stays whole: misplaced ones (a failure domain
+//! holds more of them than the placement rule allows), then the balancer's.
+//! Groups too damaged to read (lost) go last: nothing can rebuild them
+//! until a datanode comes back.
 //!
 //! Two tables hold it: `REPAIR_QUEUE` from (rank, block id) to the entry,
 //! read in key order, and `REPAIR_INDEX` from the block id to its rank key,
@@ -10,7 +13,7 @@
 
 use super::db::{decode, encode, StoreError};
 use meta_api::UnixMillis;
-use proto::BlockId;
+use proto::{BlockId, DatanodeId};
 use redb::WriteTransaction;
 use redb::{ReadTransaction, ReadableTable, ReadableTableMetadata, Table, TableDefinition};
 use serde::{Deserialize, Serialize};
@@ -34,6 +37,32 @@ pub(crate) struct GroupOwner {
     pub(crate) version: u64,
 }
 
+/// Why a group is queued.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum QueuedFor {
+    /// It lost block files: they are made again.
+    #[default]
+    Repair,
+    /// Readable, but a failure domain holds more of its block files than
+    /// the placement rule allows: one of them moves.
+    Misplaced,
+    /// The balancer moves one of its block files to a datanode with room.
+    Balance,
+}
+
+/// A block file that moves to another datanode while its group stays
+/// whole: copied, verified, adopted by the group, then deleted where it was.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct CellMove {
+    /// Its internal index.
+    pub(crate) index: u8,
+    /// The datanode it leaves.
+    pub(crate) from: DatanodeId,
+    /// The datanode the balancer chose for it; None: wherever placement
+    /// puts it.
+    pub(crate) to: Option<DatanodeId>,
+}
+
 /// One group waiting for repair.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct RepairEntry {
@@ -47,22 +76,60 @@ pub(crate) struct RepairEntry {
     pub(crate) spare: i32,
     /// When the group was first queued.
     pub(crate) queued_at: UnixMillis,
+    /// Why it is queued.
+    #[serde(default)]
+    pub(crate) reason: QueuedFor,
+    /// The block file that moves (misplaced or balanced groups).
+    #[serde(default)]
+    pub(crate) moving: Option<CellMove>,
 }
 
-/// The queue order: spare block files ascending (lost groups last), then
-/// block files missing descending, then block id.
+impl RepairEntry {
+    /// A move of the block file at `index` off `from` (to `to`, when given)
+    /// of the group `block` held by `owner`.
+    pub(crate) fn moving(
+        block: BlockId,
+        owner: GroupOwner,
+        reason: QueuedFor,
+        spare: i32,
+        cell: CellMove,
+        now: UnixMillis,
+    ) -> Self {
+        Self {
+            block,
+            owner,
+            missing: Vec::new(),
+            spare,
+            queued_at: now,
+            reason,
+            moving: Some(cell),
+        }
+    }
+}
+
+/// First byte of the rank of entries that move block files (after every
+/// damaged group that can be repaired, before the lost ones).
+const MOVES_RANK: u8 = u8::MAX - 1;
+
+/// The queue order: damaged groups by spare block files ascending, then
+/// block files missing descending; then misplaced groups, then the
+/// balancer's moves; lost groups last; then block id.
 fn rank_key(entry: &RepairEntry) -> [u8; 10] {
-    let spare = if entry.spare < 0 {
-        u8::MAX
-    } else {
-        u8::try_from(entry.spare)
-            .unwrap_or(u8::MAX - 1)
-            .min(u8::MAX - 1)
+    let (first, second) = match entry.reason {
+        QueuedFor::Misplaced => (MOVES_RANK, 0),
+        QueuedFor::Balance => (MOVES_RANK, 1),
+        QueuedFor::Repair if entry.spare < 0 => (u8::MAX, 0),
+        QueuedFor::Repair => {
+            let spare = u8::try_from(entry.spare)
+                .unwrap_or(MOVES_RANK - 1)
+                .min(MOVES_RANK - 1);
+            let missing = u8::try_from(entry.missing.len()).unwrap_or(u8::MAX);
+            (spare, u8::MAX - missing)
+        }
     };
-    let missing = u8::try_from(entry.missing.len()).unwrap_or(u8::MAX);
     let mut key = [0u8; 10];
-    key[0] = spare;
-    key[1] = u8::MAX - missing;
+    key[0] = first;
+    key[1] = second;
     key[2..].copy_from_slice(&entry.block.0.to_be_bytes());
     key
 }
@@ -142,6 +209,19 @@ pub(crate) fn queued(txn: &ReadTransaction) -> Result<u64, StoreError> {
     Ok(txn.open_table(REPAIR_QUEUE)?.len()?)
 }
 
+/// The balancer's moves queued.
+pub(crate) fn queued_balance(txn: &ReadTransaction) -> Result<u64, StoreError> {
+    let queue = txn.open_table(REPAIR_QUEUE)?;
+    let start = [MOVES_RANK, 1];
+    let end = [MOVES_RANK, 2];
+    let mut count = 0;
+    for entry in queue.range(start.as_slice()..end.as_slice())? {
+        entry?;
+        count += 1;
+    }
+    Ok(count)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,7 +239,25 @@ mod tests {
             missing: vec![0; missing],
             spare,
             queued_at,
+            reason: QueuedFor::Repair,
+            moving: None,
         }
+    }
+
+    fn moving(block: u64, reason: QueuedFor) -> RepairEntry {
+        let cell = CellMove {
+            index: 0,
+            from: DatanodeId("a".into()),
+            to: None,
+        };
+        RepairEntry::moving(
+            BlockId(block),
+            entry(block, 2, 0, 0).owner,
+            reason,
+            2,
+            cell,
+            0,
+        )
     }
 
     fn opened(dir: &tempfile::TempDir) -> Store {
@@ -179,6 +277,9 @@ mod tests {
                 q.put(entry(4, 1, 2, 10))?;
                 q.put(entry(5, 0, 1, 10))?;
                 q.put(entry(6, 300, 1, 10))?;
+                q.put(moving(7, QueuedFor::Balance))?;
+                q.put(moving(8, QueuedFor::Misplaced))?;
+                q.put(moving(9, QueuedFor::Balance))?;
                 Ok(())
             })
             .unwrap();
@@ -188,9 +289,10 @@ mod tests {
             .iter()
             .map(|e| e.block.0)
             .collect();
-        assert_eq!(order, vec![3, 5, 4, 1, 6, 2]);
+        assert_eq!(order, vec![3, 5, 4, 1, 6, 8, 7, 9, 2]);
         assert_eq!(store.read(|txn| head(txn, 2)).unwrap().len(), 2);
-        assert_eq!(store.read(queued), Ok(6));
+        assert_eq!(store.read(queued), Ok(9));
+        assert_eq!(store.read(queued_balance), Ok(2));
     }
 
     #[test]

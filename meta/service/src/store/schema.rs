@@ -38,6 +38,7 @@ fn prepare(store: Store) -> Result<Store, StoreError> {
         txn.open_table(ACCESS_KEYS)?;
         txn.open_table(DATANODES)?;
         txn.open_table(COUNTERS)?;
+        txn.open_table(SETTINGS)?;
         txn.open_table(BLOCK_ID_RESERVATIONS)?;
         txn.open_table(BAD_REPLICAS)?;
         txn.open_table(TOKEN_KEYS)?;

@@ -42,6 +42,12 @@ pub(crate) const KEY_CHECKS: TableDefinition<&str, &[u8]> = TableDefinition::new
 /// KMS key id -> the key and its material sealed under the master key
 /// (see `crate::kms`).
 pub(crate) const KMS_KEYS: TableDefinition<&str, &[u8]> = TableDefinition::new("kms_keys");
+/// Cluster settings an operator changed, by name -> JSON (`"balancer"`:
+/// the balancer's, see `crate::balance::BalancerSettings`).
+pub(crate) const SETTINGS: TableDefinition<&str, &[u8]> = TableDefinition::new("settings");
+/// The balancer's settings in `SETTINGS`.
+pub(crate) const BALANCER_SETTINGS: &str = "balancer";
+
 /// Named counters (the next free block id).
 pub(crate) const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters");
 

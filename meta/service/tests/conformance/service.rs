@@ -288,6 +288,86 @@ async fn allocation_prefers_the_least_used_and_spreads_load(transport: Transport
     assert!(counts.values().all(|&c| c == 10), "{counts:?}");
 }
 
+async fn allocation_spreads_groups_over_the_hosts_of_their_locations(transport: Transport) {
+    let meta = MetaUnderTest::open(transport).await;
+    let hosts = ["h1", "h1", "h1", "h2", "h2", "h2", "h3", "h3"];
+    for (i, host) in hosts.iter().enumerate() {
+        let mut beat = report(&format!("dn{i}"), ROOMY, 0);
+        beat.location = Some(Location::parse(&format!("/zone/rack/{host}")).unwrap());
+        meta.heartbeat_at(beat, T0).await;
+    }
+    // One without a location stands on its advertised host.
+    meta.heartbeat_at(report("bare", ROOMY, 0), T0).await;
+    let status = meta.call(GetClusterStatus).await.unwrap();
+    let located: Vec<(&str, &str)> = status
+        .datanodes
+        .iter()
+        .map(|d| (d.id.0.as_str(), d.location.as_str()))
+        .collect();
+    assert!(located.contains(&("dn0", "/zone/rack/h1")), "{located:?}");
+    assert!(located.contains(&("bare", "/bare.test")), "{located:?}");
+    let host_of = |id: &proto::DatanodeId| {
+        let at = status.datanodes.iter().find(|d| d.id == *id).unwrap();
+        at.location.as_str().to_string()
+    };
+    for _ in 0..40 {
+        for (config, most) in [
+            (ReplicationConfig::RS_3_2, 2),
+            (ReplicationConfig::REPLICATED_3, 1),
+        ] {
+            let g = allocate(&meta, config, &[], T0).await.unwrap();
+            let mut per_host = std::collections::HashMap::new();
+            for r in &g.replicas {
+                *per_host.entry(host_of(&r.datanode)).or_insert(0) += 1;
+            }
+            assert!(
+                per_host.values().all(|&n| n <= most),
+                "{config}: {per_host:?}"
+            );
+        }
+    }
+}
+
+async fn the_balancer_is_started_and_stopped_by_the_admin(transport: Transport) {
+    let meta = MetaUnderTest::open(transport).await;
+    let status = meta.call(GetClusterStatus).await.unwrap().balance;
+    assert!(status.enabled, "on by default");
+    assert_eq!(status.threshold_percent, 10);
+    let stop = SetBalancer {
+        enabled: false,
+        threshold_percent: Some(4),
+        bandwidth: Some(1 << 20),
+    };
+    meta.call(stop).await.unwrap();
+    let status = meta.call(GetClusterStatus).await.unwrap().balance;
+    assert_eq!(
+        (
+            status.enabled,
+            status.state,
+            status.threshold_percent,
+            status.bandwidth
+        ),
+        (false, BalanceState::Off, 4, 1 << 20)
+    );
+    let bad = SetBalancer {
+        enabled: true,
+        threshold_percent: Some(0),
+        bandwidth: None,
+    };
+    assert!(matches!(
+        meta.call(bad).await,
+        Err(MetaError::InvalidRequest(_))
+    ));
+    let start = SetBalancer {
+        enabled: true,
+        threshold_percent: None,
+        bandwidth: None,
+    };
+    meta.call(start).await.unwrap();
+    let status = meta.call(GetClusterStatus).await.unwrap().balance;
+    assert_eq!((status.enabled, status.threshold_percent), (true, 4));
+}
+
 async fn status_reports_states_and_counts(transport: Transport) {
     let meta = MetaUnderTest::open(transport).await;
     meta.heartbeat_at(report("a", ROOMY, 0), T0).await;
@@ -794,6 +874,8 @@ test_support::conformance!(
     get_object_uses_the_datanodes_current_address,
     allocation_picks_distinct_healthy_nodes_with_space,
     allocation_prefers_the_least_used_and_spreads_load,
+    allocation_spreads_groups_over_the_hosts_of_their_locations,
+    the_balancer_is_started_and_stopped_by_the_admin,
     status_reports_states_and_counts,
     bucket_rules,
     default_replication_follows_bucket_then_cluster,

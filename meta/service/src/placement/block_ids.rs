@@ -1,6 +1,4 @@
-//! Block placement: fresh block ids from a persistent counter, and the choice
-//! of distinct healthy datanodes with free space for each new block (group),
-//! least loaded first, ties broken at random so that load spreads.
+//! Fresh block ids from a persistent counter.
 //!
 //! A lone meta reserves ids in its store ahead of handing them out. A
 //! group's leader does the same through the log: an entry reserves the
@@ -13,8 +11,7 @@ use crate::store::tables::{BLOCK_ID_RESERVATIONS, COUNTERS, NEXT_BLOCK};
 use crate::store::Store;
 use meta_api::{MetaError, UnixMillis};
 use parking_lot::Mutex;
-use proto::{BlockId, DatanodeId, ReplicationConfig};
-use rand::Rng;
+use proto::BlockId;
 use redb::{ReadableTable, WriteTransaction};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -167,100 +164,9 @@ impl BlockIds {
     }
 }
 
-/// A datanode that may take a new block.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Candidate {
-    pub(crate) id: DatanodeId,
-    pub(crate) addr: String,
-    /// Lower is preferred: blocks' worth of used space plus blocks allocated
-    /// since its last heartbeat.
-    pub(crate) load: u64,
-}
-
-/// Picks `width` distinct candidates, least loaded first, ties at random.
-pub(crate) fn choose(
-    candidates: Vec<Candidate>,
-    width: usize,
-    rng: &mut (impl Rng + ?Sized),
-) -> Result<Vec<Candidate>, MetaError> {
-    if candidates.len() < width {
-        return Err(MetaError::NotEnoughDatanodes {
-            needed: width,
-            available: candidates.len(),
-        });
-    }
-    let mut keyed: Vec<(u64, u64, Candidate)> = candidates
-        .into_iter()
-        .map(|c| (c.load, rng.gen(), c))
-        .collect();
-    keyed.sort_by_key(|(load, tie, _)| (*load, *tie));
-    Ok(keyed.into_iter().take(width).map(|(_, _, c)| c).collect())
-}
-
-/// Refuses configs no block group can have.
-pub(crate) fn validate_replication(config: &ReplicationConfig) -> Result<(), MetaError> {
-    let ok = match config {
-        ReplicationConfig::Ec(l) => l.data > 0 && l.cell_size > 0 && l.width() <= 255,
-        ReplicationConfig::Replicated { replicas } => *replicas > 0,
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(MetaError::InvalidRequest(format!(
-            "unusable replication config {config}"
-        )))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::SeedableRng;
-
-    fn candidate(id: &str, load: u64) -> Candidate {
-        Candidate {
-            id: DatanodeId(id.into()),
-            addr: format!("{id}:1"),
-            load,
-        }
-    }
-
-    #[test]
-    fn prefers_least_loaded_and_spreads_ties() {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
-        let nodes = vec![
-            candidate("a", 5),
-            candidate("b", 0),
-            candidate("c", 0),
-            candidate("d", 9),
-            candidate("e", 0),
-        ];
-        let mut firsts = std::collections::HashSet::new();
-        for _ in 0..50 {
-            let chosen = choose(nodes.clone(), 3, &mut rng).unwrap();
-            let mut ids: Vec<&str> = chosen.iter().map(|c| c.id.0.as_str()).collect();
-            firsts.insert(ids[0].to_string());
-            ids.sort();
-            assert_eq!(ids, ["b", "c", "e"]);
-        }
-        assert!(
-            firsts.len() > 1,
-            "ties must not always resolve the same way"
-        );
-    }
-
-    #[test]
-    fn too_few_candidates() {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
-        let err = choose(vec![candidate("a", 0)], 2, &mut rng).unwrap_err();
-        assert_eq!(
-            err,
-            MetaError::NotEnoughDatanodes {
-                needed: 2,
-                available: 1
-            }
-        );
-    }
 
     #[test]
     fn a_leader_hands_out_only_its_terms_range_and_reservations_never_overlap() {

@@ -9,21 +9,32 @@
 //! but keeps a spare, *at risk* when one more loss makes it unreadable, and
 //! *lost* when it cannot be read until a datanode comes back.
 //!
-//! The scan reads every object and part record in one read transaction
-//! (as the orphan detector does): it runs when a datanode dies, when a
-//! corrupt block file is reported and every few minutes, never on the write
-//! path. Commits queue the groups they wrote short (see
-//! [`queue_short_groups`]) without waiting for it.
+//! A whole group may still be *misplaced*: a failure domain (zone, rack,
+//! host) holds more of its block files than the layout can lose although
+//! the cluster has the domains to do better (see `crate::placement::domains`).
+//! One of its block files then moves, after every damaged group is served.
+//!
+//! The scan ([`scan`]) reads every object and part record in one read
+//! transaction (as the orphan detector does): it runs when a datanode dies,
+//! when a corrupt block file is reported, when the balancer needs a new
+//! round and every few minutes, never on the write path. Commits queue the
+//! groups they wrote short (see [`queue_short_groups`]) without waiting for it.
+
+mod placed;
+mod scan;
+
+pub(crate) use placed::PlacementView;
+pub(crate) use scan::{apply_scan, scan, ScanResult};
 
 use crate::store::db::{decode, StoreError};
-use crate::store::repairs::{self, GroupOwner, RepairEntry, RepairQueue};
-use crate::store::tables::{BAD_REPLICAS, OBJECTS, PARTS, UPLOADS, VERSIONS};
+use crate::store::repairs::{CellMove, GroupOwner, QueuedFor, RepairEntry, RepairQueue};
+use crate::store::tables::BAD_REPLICAS;
 use crate::store::Store;
 use meta_api::{AdminState, BlockGroup, DatanodeState, MetaError, ReplicaLocation, UnixMillis};
 use proto::{BlockId, BlockKey, DatanodeId, ReplicationConfig};
 use redb::{ReadableTable, WriteTransaction};
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 /// What one group keeps.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -121,6 +132,26 @@ impl Liveness {
         }
     }
 
+    /// What the block file of `block` at `replica` is worth when `moving`
+    /// (if any) is to leave its datanode: a readable block file that moves
+    /// counts as leaving.
+    pub(crate) fn cell_moving(
+        &self,
+        block: BlockId,
+        replica: &ReplicaLocation,
+        moving: Option<&CellMove>,
+    ) -> CellState {
+        match self.cell(block, replica) {
+            CellState::Staying
+                if moving
+                    .is_some_and(|m| m.index == replica.index && m.from == replica.datanode) =>
+            {
+                CellState::Leaving
+            }
+            state => state,
+        }
+    }
+
     /// Whether the block file of `block` at `replica` can be read.
     pub(crate) fn readable(&self, block: BlockId, replica: &ReplicaLocation) -> bool {
         self.cell(block, replica) != CellState::Unreadable
@@ -202,6 +233,8 @@ pub(crate) fn queue_short_groups(
             missing: health.missing,
             spare: health.spare,
             queued_at: now,
+            reason: QueuedFor::Repair,
+            moving: None,
         })?;
     }
     Ok(())
@@ -227,6 +260,9 @@ pub(crate) struct GroupCounts {
     pub(crate) degraded: u64,
     pub(crate) at_risk: u64,
     pub(crate) lost: u64,
+    /// Whole groups a failure domain holds too much of (counted apart).
+    #[serde(default)]
+    pub(crate) misplaced: u64,
 }
 
 impl GroupCounts {
@@ -249,56 +285,8 @@ impl GroupCounts {
         ] {
             metrics::gauge!("tessera_meta_block_groups", "state" => label).set(count as f64);
         }
+        metrics::gauge!("tessera_meta_misplaced_block_groups").set(self.misplaced as f64);
     }
-}
-
-/// The groups of an object record, with what a scan needs of it.
-#[derive(Deserialize)]
-struct ObjectGroups {
-    bucket: String,
-    key: String,
-    replication: ReplicationConfig,
-    groups: Vec<BlockGroup>,
-    #[serde(default)]
-    version: VersionSeq,
-}
-
-/// The sequence number of an object's version.
-#[derive(Default, Deserialize)]
-struct VersionSeq {
-    #[serde(default)]
-    seq: u64,
-}
-
-/// The groups of a part record.
-#[derive(Deserialize)]
-struct PartGroups {
-    upload_id: String,
-    number: u32,
-    groups: Vec<BlockGroup>,
-}
-
-/// What a part's upload tells a scan.
-#[derive(Clone, Deserialize)]
-struct UploadTarget {
-    bucket: String,
-    key: String,
-    replication: ReplicationConfig,
-}
-
-/// What one scan found.
-pub(crate) struct ScanResult {
-    pub(crate) counts: GroupCounts,
-    /// Every group that lost block files.
-    pub(crate) damaged: Vec<RepairEntry>,
-    /// The reported corrupt block files some record still lists.
-    pub(crate) listed_corrupt: HashSet<(BlockKey, DatanodeId)>,
-    /// Block files the records list on each leaving datanode.
-    pub(crate) leaving_files: HashMap<DatanodeId, u64>,
-    /// The groups queued when the scan read the records.
-    pub(crate) queued: HashSet<BlockId>,
-    /// The corrupt-file reports the scan went by.
-    pub(crate) reported: HashSet<(BlockKey, DatanodeId)>,
 }
 
 /// The corrupt block files reported, as `Liveness` wants them.
@@ -331,131 +319,6 @@ pub(crate) fn reported_files(
         out.push((key.value().to_string(), decode(value.value())?));
     }
     Ok(out)
-}
-
-/// Reads every object and part record in one read transaction and assesses
-/// each group against `liveness`.
-pub(crate) fn scan(
-    store: &Store,
-    liveness: &Liveness,
-    now: UnixMillis,
-) -> Result<ScanResult, MetaError> {
-    store.read(|txn| {
-        let mut result = ScanResult {
-            counts: GroupCounts::default(),
-            damaged: Vec::new(),
-            listed_corrupt: HashSet::new(),
-            leaving_files: HashMap::new(),
-            queued: repairs::head(txn, usize::MAX)?
-                .into_iter()
-                .map(|e| e.block)
-                .collect(),
-            reported: liveness.corrupt.clone(),
-        };
-        let mut note =
-            |group: &BlockGroup, config: &ReplicationConfig, owner: &dyn Fn() -> GroupOwner| {
-                for (key, replica) in group.block_keys() {
-                    if liveness.leaving.contains(&replica.datanode) {
-                        *result
-                            .leaving_files
-                            .entry(replica.datanode.clone())
-                            .or_default() += 1;
-                    }
-                    let file = (key, replica.datanode.clone());
-                    if liveness.corrupt.contains(&file) {
-                        result.listed_corrupt.insert(file);
-                    }
-                }
-                let health = assess(group, config, |r| liveness.cell(group.block, r));
-                result.counts.add(health.state());
-                if !health.missing.is_empty() {
-                    result.damaged.push(RepairEntry {
-                        block: group.block,
-                        owner: owner(),
-                        missing: health.missing,
-                        spare: health.spare,
-                        queued_at: now,
-                    });
-                }
-            };
-        let (objects, versions) = (txn.open_table(OBJECTS)?, txn.open_table(VERSIONS)?);
-        for entry in objects.iter()?.chain(versions.iter()?) {
-            let (_, value) = entry?;
-            let record: ObjectGroups = decode(value.value())?;
-            for group in &record.groups {
-                note(group, &record.replication, &|| GroupOwner {
-                    bucket: record.bucket.clone(),
-                    key: record.key.clone(),
-                    part: None,
-                    version: record.version.seq,
-                });
-            }
-        }
-        let uploads = txn.open_table(UPLOADS)?;
-        let mut targets: HashMap<String, Option<UploadTarget>> = HashMap::new();
-        for entry in txn.open_table(PARTS)?.iter()? {
-            let (_, value) = entry?;
-            let part: PartGroups = decode(value.value())?;
-            if !targets.contains_key(&part.upload_id) {
-                let target = match uploads.get(part.upload_id.as_str())? {
-                    Some(upload) => Some(decode::<UploadTarget>(upload.value())?),
-                    None => None,
-                };
-                targets.insert(part.upload_id.clone(), target);
-            }
-            // A part whose upload is gone is being aborted or completed.
-            let Some(Some(target)) = targets.get(&part.upload_id) else {
-                continue;
-            };
-            for group in &part.groups {
-                note(group, &target.replication, &|| GroupOwner {
-                    bucket: target.bucket.clone(),
-                    key: target.key.clone(),
-                    part: Some((part.upload_id.clone(), part.number)),
-                    version: 0,
-                });
-            }
-        }
-        Ok(result)
-    })
-}
-
-/// Brings the queue in line with a scan: queues every damaged group, and
-/// drops the entries the scan saw queued of groups it found whole or did
-/// not find at all (deleted); a group queued after the scan read the
-/// records stays. Corrupt-file reports the scan went by that no record
-/// lists any more (the file was replaced, or its object deleted) are
-/// dropped too; newer ones stay.
-pub(crate) fn apply_scan(store: &Store, result: &ScanResult) -> Result<(), MetaError> {
-    store.write(|txn| {
-        let mut reports = txn.open_table(BAD_REPLICAS)?;
-        for (key, report) in reported_files(&reports)? {
-            let file = (report.block, report.datanode);
-            if result.reported.contains(&file) && !result.listed_corrupt.contains(&file) {
-                reports.remove(key.as_str())?;
-            }
-        }
-        let mut queue = RepairQueue::open(txn)?;
-        let damaged: HashSet<BlockId> = result.damaged.iter().map(|e| e.block).collect();
-        for stale in &result.queued {
-            if !damaged.contains(stale) {
-                queue.remove(*stale)?;
-            }
-        }
-        for entry in &result.damaged {
-            let was_queued = queue.put(entry.clone())?;
-            if !was_queued {
-                announce(
-                    entry.block,
-                    &Health {
-                        missing: entry.missing.clone(),
-                        spare: entry.spare,
-                    },
-                );
-            }
-        }
-        Ok(())
-    })
 }
 
 #[cfg(test)]

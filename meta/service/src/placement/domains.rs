@@ -1,0 +1,449 @@
+//! Failure domains: the tree the datanodes' locations make (zone, rack,
+//! host..., then the datanode), the even spread of a group's block files
+//! over it, top down, and the check that a group's block files stand as
+//! that rule wants.
+//!
+//! The spread is HDFS's rack-fault-tolerant rule applied at every level (a
+//! domain gets at most `ceil(cells / domains)` where the others have room)
+//! with the block files a group already keeps counted in place: at each
+//! node of the tree the cells beneath it are shared among its children by
+//! water-filling, the children a remainder falls to being the least loaded
+//! (ties at random). A group is *misplaced* when some domain holds more of
+//! its block files than the layout can lose (`tolerance`: parity cells, or
+//! one replica less than the count) although an even spread over the
+//! domains with room would not; where the cluster has too few domains for
+//! that, nothing is gained by moving, and nothing is flagged.
+
+use meta_api::Location;
+use proto::DatanodeId;
+use rand::Rng;
+use std::collections::BTreeMap;
+
+/// One datanode in the tree.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Placed<'a> {
+    pub(crate) id: &'a DatanodeId,
+    pub(crate) location: &'a Location,
+}
+
+/// A child of a node of the tree: a domain (one level of a location) or a
+/// datanode. Kept apart so that a datanode id never merges with a domain name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Branch<'a> {
+    Domain(&'a str),
+    Datanode(&'a str),
+}
+
+/// A datanode and its path down the tree.
+#[derive(Clone, Debug)]
+struct Leaf<'a> {
+    path: Vec<Branch<'a>>,
+    /// Keeps a block file of the group (fixed), or may take one.
+    held: bool,
+    /// Position among the candidates (spread) or holders (check).
+    index: usize,
+    load: u64,
+}
+
+fn leaf<'a>(placed: Placed<'a>, held: bool, index: usize, load: u64) -> Leaf<'a> {
+    let mut path: Vec<Branch<'a>> = placed.location.levels().map(Branch::Domain).collect();
+    path.push(Branch::Datanode(placed.id.0.as_str()));
+    Leaf {
+        path,
+        held,
+        index,
+        load,
+    }
+}
+
+/// The leaves under each child of the node at `depth`, in a fixed order
+/// (group members must choose alike).
+fn children<'a>(leaves: Vec<Leaf<'a>>, depth: usize) -> BTreeMap<Branch<'a>, Vec<Leaf<'a>>> {
+    let mut out: BTreeMap<Branch<'a>, Vec<Leaf<'a>>> = BTreeMap::new();
+    for leaf in leaves {
+        out.entry(leaf.path[depth]).or_default().push(leaf);
+    }
+    out
+}
+
+/// The smallest level `t` at which `Σ clamp(t, floor, cap) >= k`: the most
+/// cells an even share of `k` gives a child (children cannot hold more than
+/// `cap`, nor fewer than `floor`). `k` must not exceed `Σ cap`.
+fn water_level(k: usize, shares: &[(usize, usize)]) -> usize {
+    let filled = |t: usize| -> usize { shares.iter().map(|&(f, c)| t.clamp(f, c.max(f))).sum() };
+    let top = shares.iter().map(|&(_, c)| c).max().unwrap_or(0);
+    (0..=top).find(|&t| filled(t) >= k).unwrap_or(top)
+}
+
+/// Picks `width` of `candidates` (datanodes that may take a block file of
+/// the group, with their loads) spread as evenly as the tree allows over
+/// every level, counting the group's `held` block files where they stand.
+/// Answers positions in `candidates`; None when fewer than `width` exist.
+pub(crate) fn spread(
+    held: &[Placed<'_>],
+    candidates: &[(Placed<'_>, u64)],
+    width: usize,
+    rng: &mut (impl Rng + ?Sized),
+) -> Option<Vec<usize>> {
+    if candidates.len() < width {
+        return None;
+    }
+    let mut leaves: Vec<Leaf<'_>> = held.iter().map(|p| leaf(*p, true, 0, 0)).collect();
+    leaves.extend(
+        candidates
+            .iter()
+            .enumerate()
+            .map(|(i, (p, load))| leaf(*p, false, i, *load)),
+    );
+    let mut chosen = Vec::with_capacity(width);
+    share(leaves, 0, held.len() + width, rng, &mut chosen);
+    Some(chosen)
+}
+
+/// Shares `k` block files among the children of the node whose leaves are
+/// `leaves` (at `depth`), then within each child.
+fn share(
+    leaves: Vec<Leaf<'_>>,
+    depth: usize,
+    k: usize,
+    rng: &mut (impl Rng + ?Sized),
+    chosen: &mut Vec<usize>,
+) {
+    if k == 0 {
+        return;
+    }
+    if let [only] = leaves.as_slice() {
+        if only.path.len() == depth {
+            // A datanode itself (its id was the last branch).
+            if !only.held {
+                chosen.push(only.index);
+            }
+            return;
+        }
+    }
+    let groups: Vec<Vec<Leaf<'_>>> = children(leaves, depth).into_values().collect();
+    let shares: Vec<(usize, usize)> = groups
+        .iter()
+        .map(|g| (g.iter().filter(|l| l.held).count(), g.len()))
+        .collect();
+    let t = water_level(k, &shares);
+    let mut counts: Vec<usize> = shares
+        .iter()
+        .map(|&(f, c)| t.saturating_sub(1).clamp(f, c.max(f)))
+        .collect();
+    let given: usize = counts.iter().sum();
+    if given < k {
+        // The remainder goes one each to children that can take one more
+        // at level t, the least loaded first, ties at random.
+        let mut open: Vec<(u128, u64, usize)> = (0..groups.len())
+            .filter(|&i| t.clamp(shares[i].0, shares[i].1.max(shares[i].0)) > counts[i])
+            .map(|i| (mean_load(&groups[i]), rng.gen(), i))
+            .collect();
+        open.sort_unstable();
+        for (_, _, i) in open.into_iter().take(k - given) {
+            counts[i] += 1;
+        }
+    }
+    for (group, count) in groups.into_iter().zip(counts) {
+        share(group, depth + 1, count, rng, chosen);
+    }
+}
+
+/// The mean load of the candidates among `leaves`, scaled to compare
+/// without floating point.
+fn mean_load(leaves: &[Leaf<'_>]) -> u128 {
+    let free: Vec<&Leaf<'_>> = leaves.iter().filter(|l| !l.held).collect();
+    if free.is_empty() {
+        return u128::MAX;
+    }
+    let total: u128 = free.iter().map(|l| u128::from(l.load)).sum();
+    (total << 32) / free.len() as u128
+}
+
+/// A domain holding more of a group's block files than the rule allows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Overfull {
+    /// The domain's path from the top, as `/zone/rack`.
+    pub(crate) domain: String,
+    /// The group's block files there.
+    pub(crate) cells: usize,
+    /// Positions in `holders` of the datanodes in that domain.
+    pub(crate) holders: Vec<usize>,
+}
+
+/// Whether the block files on `holders` break the rule: some domain holds
+/// more than `tolerance` of them although an even spread over `holders`
+/// and the datanodes that may take a block file (`usable`, holders left
+/// out) would hold at most `tolerance` in each. Answers the widest such
+/// domain.
+pub(crate) fn overfull(
+    holders: &[Placed<'_>],
+    usable: &[Placed<'_>],
+    tolerance: usize,
+) -> Option<Overfull> {
+    let mut leaves: Vec<Leaf<'_>> = holders
+        .iter()
+        .enumerate()
+        .map(|(i, p)| leaf(*p, true, i, 0))
+        .collect();
+    leaves.extend(
+        usable
+            .iter()
+            .filter(|u| !holders.iter().any(|h| h.id == u.id))
+            .map(|p| leaf(*p, false, 0, 0)),
+    );
+    check(leaves, 0, tolerance)
+}
+
+fn check(leaves: Vec<Leaf<'_>>, depth: usize, tolerance: usize) -> Option<Overfull> {
+    let k = leaves.iter().filter(|l| l.held).count();
+    if k <= tolerance || leaves.iter().all(|l| l.path.len() <= depth + 1) {
+        return None;
+    }
+    let groups = children(leaves, depth);
+    let caps: Vec<(usize, usize)> = groups.values().map(|g| (0, g.len())).collect();
+    let even = water_level(k, &caps);
+    if even <= tolerance {
+        for group in groups.values() {
+            let held: Vec<usize> = group.iter().filter(|l| l.held).map(|l| l.index).collect();
+            if held.len() > tolerance {
+                let path = &group[0].path[..=depth];
+                return Some(Overfull {
+                    domain: domain_name(path),
+                    cells: held.len(),
+                    holders: held,
+                });
+            }
+        }
+    }
+    groups
+        .into_values()
+        .find_map(|group| check(group, depth + 1, tolerance))
+}
+
+fn domain_name(path: &[Branch<'_>]) -> String {
+    path.iter()
+        .map(|b| match b {
+            Branch::Domain(name) => format!("/{name}"),
+            Branch::Datanode(id) => format!("/datanode:{id}"),
+        })
+        .collect()
+}
+
+/// How many distinct domains the block files on `holders` touch at each
+/// depth (the datanode counted as the level below its location): a move
+/// must never lower any of them.
+pub(crate) fn domain_counts(holders: &[Placed<'_>]) -> Vec<usize> {
+    let paths: Vec<Vec<Branch<'_>>> = holders.iter().map(|p| leaf(*p, true, 0, 0).path).collect();
+    let deepest = paths.iter().map(Vec::len).max().unwrap_or(0);
+    (1..=deepest)
+        .map(|d| {
+            let mut seen: Vec<&[Branch<'_>]> = paths.iter().map(|p| &p[..d.min(p.len())]).collect();
+            seen.sort_unstable();
+            seen.dedup();
+            seen.len()
+        })
+        .collect()
+}
+
+/// Whether `after` touches at least as many domains as `before` at every depth.
+pub(crate) fn keeps_spread(before: &[usize], after: &[usize]) -> bool {
+    before
+        .iter()
+        .zip(after.iter().chain(std::iter::repeat(&0)))
+        .all(|(b, a)| a >= b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    struct Node {
+        id: DatanodeId,
+        location: Location,
+    }
+
+    fn nodes(spec: &[(&str, usize)]) -> Vec<Node> {
+        let mut out = Vec::new();
+        for (location, count) in spec {
+            for i in 0..*count {
+                out.push(Node {
+                    id: DatanodeId(format!("{}-{i}", location.replace('/', "."))),
+                    location: Location::parse(location).unwrap(),
+                });
+            }
+        }
+        out
+    }
+
+    fn placed(node: &Node) -> Placed<'_> {
+        Placed {
+            id: &node.id,
+            location: &node.location,
+        }
+    }
+
+    /// Cells per value of `level` (0: the widest) among `chosen`.
+    fn per_domain(chosen: &[&Node], level: usize) -> BTreeMap<String, usize> {
+        let mut out = BTreeMap::new();
+        for node in chosen {
+            let name = node.location.levels().nth(level).unwrap().to_string();
+            *out.entry(name).or_default() += 1;
+        }
+        out
+    }
+
+    fn choose<'a>(all: &'a [Node], held: &[&'a Node], width: usize, seed: u64) -> Vec<&'a Node> {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let held_placed: Vec<Placed<'_>> = held.iter().map(|n| placed(n)).collect();
+        let free: Vec<&Node> = all
+            .iter()
+            .filter(|n| !held.iter().any(|h| h.id == n.id))
+            .collect();
+        let candidates: Vec<(Placed<'_>, u64)> = free.iter().map(|n| (placed(n), 0)).collect();
+        let picked = spread(&held_placed, &candidates, width, &mut rng).unwrap();
+        assert_eq!(picked.len(), width);
+        picked.into_iter().map(|i| free[i]).collect()
+    }
+
+    #[test]
+    fn eight_datanodes_on_three_hosts_never_give_a_host_three_cells_of_five() {
+        let all = nodes(&[("/z/r/h1", 3), ("/z/r/h2", 3), ("/z/r/h3", 2)]);
+        for seed in 0..200 {
+            let chosen = choose(&all, &[], 5, seed);
+            let hosts = per_domain(&chosen, 2);
+            assert_eq!(hosts.len(), 3, "{hosts:?}");
+            assert!(hosts.values().all(|&n| n <= 2), "{hosts:?}");
+            let mut ids: Vec<&str> = chosen.iter().map(|n| n.id.0.as_str()).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            assert_eq!(ids.len(), 5, "distinct datanodes");
+            // Three replicas: one per host.
+            let hosts = per_domain(&choose(&all, &[], 3, seed), 2);
+            assert_eq!(hosts.values().copied().collect::<Vec<_>>(), [1, 1, 1]);
+        }
+    }
+
+    #[test]
+    fn racks_are_evened_out_before_hosts() {
+        // rs-6-3 over three racks of unequal size: three cells a rack.
+        let all = nodes(&[
+            ("/z/r1/a", 2),
+            ("/z/r1/b", 2),
+            ("/z/r2/c", 4),
+            ("/z/r3/d", 1),
+            ("/z/r3/e", 1),
+            ("/z/r3/f", 1),
+        ]);
+        for seed in 0..100 {
+            let chosen = choose(&all, &[], 9, seed);
+            let racks = per_domain(&chosen, 1);
+            assert_eq!(racks.values().copied().collect::<Vec<_>>(), [3, 3, 3]);
+            let hosts = per_domain(&chosen, 2);
+            // Within r1, three cells over two hosts: 2 and 1.
+            assert!(hosts["a"] + hosts["b"] == 3 && hosts["a"].max(hosts["b"]) == 2);
+        }
+    }
+
+    #[test]
+    fn held_cells_count_where_they_stand() {
+        let all = nodes(&[("/h1", 3), ("/h2", 3), ("/h3", 2)]);
+        // Four cells kept, two of them on h1: the fifth goes to h3.
+        let held = [&all[0], &all[1], &all[3], &all[4]];
+        for seed in 0..50 {
+            let chosen = choose(&all, &held, 1, seed);
+            assert_eq!(chosen[0].location.as_str(), "/h3");
+        }
+    }
+
+    #[test]
+    fn one_host_picks_the_least_loaded_datanodes_as_before() {
+        let all = nodes(&[("/127.0.0.1", 5)]);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        let loads = [5, 0, 0, 9, 0];
+        let candidates: Vec<(Placed<'_>, u64)> =
+            all.iter().zip(loads).map(|(n, l)| (placed(n), l)).collect();
+        let mut firsts = std::collections::HashSet::new();
+        for _ in 0..50 {
+            let mut picked = spread(&[], &candidates, 3, &mut rng).unwrap();
+            firsts.insert(picked[0]);
+            picked.sort_unstable();
+            assert_eq!(picked, [1, 2, 4]);
+        }
+        assert!(spread(&[], &candidates, 6, &mut rng).is_none());
+    }
+
+    #[test]
+    fn the_remainder_goes_to_the_less_loaded_domain() {
+        let all = nodes(&[("/h1", 2), ("/h2", 2)]);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        let loads = [9, 9, 1, 1];
+        let candidates: Vec<(Placed<'_>, u64)> =
+            all.iter().zip(loads).map(|(n, l)| (placed(n), l)).collect();
+        for _ in 0..20 {
+            let mut picked = spread(&[], &candidates, 3, &mut rng).unwrap();
+            picked.sort_unstable();
+            assert_eq!(picked.len(), 3);
+            assert!(picked.contains(&2) && picked.contains(&3));
+        }
+    }
+
+    #[test]
+    fn a_group_is_misplaced_only_where_an_even_spread_would_do_better() {
+        let all = nodes(&[("/h1", 3), ("/h2", 3), ("/h3", 2)]);
+        let usable: Vec<Placed<'_>> = all.iter().map(placed).collect();
+        let group = |picks: &[usize]| -> Vec<Placed<'_>> {
+            picks.iter().map(|&i| placed(&all[i])).collect()
+        };
+        // Three of five on h1: misplaced, h1 named.
+        let bad = overfull(&group(&[0, 1, 2, 3, 6]), &usable, 2).unwrap();
+        assert_eq!(bad.domain, "/h1");
+        assert_eq!((bad.cells, bad.holders.clone()), (3, vec![0, 1, 2]));
+        // Two, two and one: fine.
+        assert_eq!(overfull(&group(&[0, 1, 3, 4, 6]), &usable, 2), None);
+        // With h3 gone from the usable set and holding nothing, an even
+        // spread over h1 and h2 still puts three on one: nothing gained.
+        let two_hosts: Vec<Placed<'_>> = all[..6].iter().map(placed).collect();
+        assert_eq!(overfull(&group(&[0, 1, 2, 3, 4]), &two_hosts, 2), None);
+        // One host only (tessera server): never misplaced.
+        let one = nodes(&[("/127.0.0.1", 5)]);
+        let one_usable: Vec<Placed<'_>> = one.iter().map(placed).collect();
+        assert_eq!(overfull(&one_usable, &one_usable, 2), None);
+    }
+
+    #[test]
+    fn racks_are_checked_as_well_as_hosts() {
+        let all = nodes(&[("/r1/a", 3), ("/r1/b", 3), ("/r2/c", 3), ("/r3/d", 3)]);
+        let usable: Vec<Placed<'_>> = all.iter().map(placed).collect();
+        // rs-6-3: five cells in r1 (hosts a and b: 3 and 2), two and two.
+        let holders: Vec<Placed<'_>> = [0, 1, 2, 3, 4, 6, 7, 9, 10]
+            .iter()
+            .map(|&i| placed(&all[i]))
+            .collect();
+        let bad = overfull(&holders, &usable, 3).unwrap();
+        assert_eq!((bad.domain.as_str(), bad.cells), ("/r1", 5));
+        // Three a rack, but one host with three (tolerance 3: fine).
+        let holders: Vec<Placed<'_>> = [0, 1, 2, 6, 7, 8, 9, 10, 11]
+            .iter()
+            .map(|&i| placed(&all[i]))
+            .collect();
+        assert_eq!(overfull(&holders, &usable, 3), None);
+        // Replication 3 (tolerance 2): two copies on host a.
+        let holders: Vec<Placed<'_>> = [0, 1, 6].iter().map(|&i| placed(&all[i])).collect();
+        let bad = overfull(&holders, &usable, 1).unwrap();
+        assert_eq!(bad.domain, "/r1");
+    }
+
+    #[test]
+    fn spread_counts_fall_when_a_move_joins_two_domains() {
+        let all = nodes(&[("/h1", 2), ("/h2", 2), ("/h3", 2)]);
+        let before: Vec<Placed<'_>> = [0, 2, 4].iter().map(|&i| placed(&all[i])).collect();
+        let same: Vec<Placed<'_>> = [1, 2, 4].iter().map(|&i| placed(&all[i])).collect();
+        let joined: Vec<Placed<'_>> = [0, 1, 4].iter().map(|&i| placed(&all[i])).collect();
+        let b = domain_counts(&before);
+        assert_eq!(b, [3, 3]);
+        assert!(keeps_spread(&b, &domain_counts(&same)));
+        assert!(!keeps_spread(&b, &domain_counts(&joined)));
+    }
+}
