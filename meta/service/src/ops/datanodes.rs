@@ -149,7 +149,7 @@ impl MetaState {
         if width < config.width() {
             metrics::counter!("tessera_meta_short_groups_allocated_total").increment(1);
         }
-        let chosen = crate::entropy::with_rng(|rng| choose(&[], candidates, width, rng))?;
+        let chosen = crate::entropy::with_rng(|rng| choose(&[], candidates, width, &config, rng))?;
         let block = block_id()?;
         self.registry.note_allocated(chosen.iter().map(|c| &c.id));
         let replicas = chosen

@@ -346,7 +346,8 @@ impl MetaState {
             .map(|(id, location)| Placed { id, location })
             .collect();
         let width = rest.len().min(candidates.len());
-        let chosen = crate::entropy::with_rng(|rng| choose(&held, candidates, width, rng)).ok()?;
+        let chosen =
+            crate::entropy::with_rng(|rng| choose(&held, candidates, width, &config, rng)).ok()?;
         targets.extend(rest.iter().zip(chosen).map(|(index, c)| ReplicaLocation {
             index: *index,
             datanode: c.id,

@@ -1,18 +1,24 @@
 //! Failure domains: the tree the datanodes' locations make (zone, rack,
-//! host..., then the datanode), the even spread of a group's block files
-//! over it, top down, and the check that a group's block files stand as
-//! that rule wants.
+//! host..., then the datanode), the spread of a group's block files over
+//! it, top down, and the check that a group's block files stand as that
+//! rule wants.
 //!
-//! The spread is HDFS's rack-fault-tolerant rule applied at every level (a
-//! domain gets at most `ceil(cells / domains)` where the others have room)
-//! with the block files a group already keeps counted in place: at each
-//! node of the tree the cells beneath it are shared among its children by
-//! water-filling, the children a remainder falls to being the least loaded
-//! (ties at random). A group is *misplaced* when some domain holds more of
-//! its block files than the layout can lose (`tolerance`: parity cells, or
-//! one replica less than the count) although an even spread over the
-//! domains with room would not; where the cluster has too few domains for
-//! that, nothing is gained by moving, and nothing is flagged.
+//! The rule has two parts. First, no domain holds more of a group's block
+//! files than the layout can lose (`tolerance`: the parity cells, or one
+//! replica less than the count), at every level where the cluster has the
+//! domains for it; where it has not (two zones for rs-3-2), that level is
+//! left free, the widest first, so that a host is still protected when a
+//! zone cannot be. Second, within that, the block files spread as evenly
+//! as the tree allows (HDFS's rack-fault-tolerant rule applied at every
+//! level): at each node the cells beneath it are shared among its children
+//! by water-filling, up to what each child can hold under the first part,
+//! a remainder going to the least loaded children (ties at random). The
+//! block files a group already keeps count where they stand.
+//!
+//! A group is *misplaced* when some domain of a level the rule caps holds
+//! more than `tolerance` of its block files: the cluster has the domains
+//! to do better. Where it has not, nothing is gained by moving, and
+//! nothing is flagged.
 
 use meta_api::Location;
 use proto::DatanodeId;
@@ -56,14 +62,135 @@ fn leaf<'a>(placed: Placed<'a>, held: bool, index: usize, load: u64) -> Leaf<'a>
     }
 }
 
-/// The leaves under each child of the node at `depth`, in a fixed order
-/// (group members must choose alike).
-fn children<'a>(leaves: Vec<Leaf<'a>>, depth: usize) -> BTreeMap<Branch<'a>, Vec<Leaf<'a>>> {
-    let mut out: BTreeMap<Branch<'a>, Vec<Leaf<'a>>> = BTreeMap::new();
-    for leaf in leaves {
-        out.entry(leaf.path[depth]).or_default().push(leaf);
+/// A node of the tree: the root (level 0), a domain (its level counted
+/// from 1 at the widest), or a datanode (`leaf`).
+struct Node<'a> {
+    /// Its path from the root, as `/zone/rack`.
+    name: String,
+    level: usize,
+    /// Children in a fixed order (group members must choose alike).
+    children: Vec<Node<'a>>,
+    /// The datanode, for a leaf.
+    leaf: Option<Leaf<'a>>,
+    /// Block files of the group beneath it.
+    held: usize,
+}
+
+impl<'a> Node<'a> {
+    /// The tree of `leaves`, each path taken from `depth` on.
+    fn build(name: String, level: usize, leaves: Vec<Leaf<'a>>) -> Self {
+        let held = leaves.iter().filter(|l| l.held).count();
+        if let [only] = leaves.as_slice() {
+            if only.path.len() == level {
+                return Self {
+                    name,
+                    level,
+                    children: Vec::new(),
+                    leaf: leaves.into_iter().next(),
+                    held,
+                };
+            }
+        }
+        let mut by_branch: BTreeMap<Branch<'a>, Vec<Leaf<'a>>> = BTreeMap::new();
+        // A path that ended here is a datanode listed twice: it counts once.
+        for leaf in leaves.into_iter().filter(|l| l.path.len() > level) {
+            by_branch.entry(leaf.path[level]).or_default().push(leaf);
+        }
+        let children = by_branch
+            .into_iter()
+            .map(|(branch, leaves)| {
+                let child = match branch {
+                    Branch::Domain(d) => format!("{name}/{d}"),
+                    Branch::Datanode(id) => format!("{name}/datanode:{id}"),
+                };
+                Self::build(child, level + 1, leaves)
+            })
+            .collect();
+        Self {
+            name,
+            level,
+            children,
+            leaf: None,
+            held,
+        }
     }
-    out
+
+    fn root(leaves: Vec<Leaf<'a>>) -> Self {
+        Self::build(String::new(), 0, leaves)
+    }
+
+    /// Deepest domain level beneath (0: datanodes straight under the root).
+    fn depth(&self) -> usize {
+        match &self.leaf {
+            Some(_) => self.level.saturating_sub(1),
+            None => self.children.iter().map(Node::depth).max().unwrap_or(0),
+        }
+    }
+
+    /// Block files this node can hold under `caps`, wherever the group's
+    /// stand now.
+    fn capacity(&self, caps: &Caps) -> usize {
+        if self.leaf.is_some() {
+            return 1;
+        }
+        let sum: usize = self.children.iter().map(|c| c.capacity(caps)).sum();
+        if caps.caps(self.level) {
+            sum.min(caps.tolerance)
+        } else {
+            sum
+        }
+    }
+
+    /// The mean load of the candidates beneath, scaled to compare without
+    /// floating point; the largest for a node with none.
+    fn mean_load(&self) -> u128 {
+        let (mut total, mut count) = (0u128, 0u128);
+        self.visit(&mut |leaf| {
+            if !leaf.held {
+                total += u128::from(leaf.load);
+                count += 1;
+            }
+        });
+        (total << 32).checked_div(count).unwrap_or(u128::MAX)
+    }
+
+    fn visit(&self, f: &mut impl FnMut(&Leaf<'a>)) {
+        match &self.leaf {
+            Some(leaf) => f(leaf),
+            None => self.children.iter().for_each(|c| c.visit(f)),
+        }
+    }
+}
+
+/// The levels at which a domain may hold at most `tolerance` block files.
+struct Caps {
+    tolerance: usize,
+    /// `capped[level]`; the root (level 0) is never capped.
+    capped: Vec<bool>,
+}
+
+impl Caps {
+    fn caps(&self, level: usize) -> bool {
+        level > 0 && self.capped.get(level).copied().unwrap_or(false)
+    }
+
+    /// Every level of `root` the cluster has the domains to cap for `cells`
+    /// block files: all of them, less the widest ones as long as `cells`
+    /// would not fit.
+    fn for_tree(root: &Node<'_>, tolerance: usize, cells: usize) -> Self {
+        let depth = root.depth();
+        let mut caps = Self {
+            tolerance,
+            capped: (0..=depth).map(|level| level > 0).collect(),
+        };
+        for level in 1..=depth {
+            if root.capacity(&caps) >= cells {
+                break;
+            }
+            caps.capped[level] = false;
+        }
+        caps
+    }
 }
 
 /// The smallest level `t` at which `Σ clamp(t, floor, cap) >= k`: the most
@@ -76,13 +203,15 @@ fn water_level(k: usize, shares: &[(usize, usize)]) -> usize {
 }
 
 /// Picks `width` of `candidates` (datanodes that may take a block file of
-/// the group, with their loads) spread as evenly as the tree allows over
-/// every level, counting the group's `held` block files where they stand.
-/// Answers positions in `candidates`; None when fewer than `width` exist.
+/// the group, with their loads) by the rule, counting the group's `held`
+/// block files where they stand; `tolerance` is what the group's layout
+/// can lose. Answers positions in `candidates`; None when fewer than
+/// `width` exist.
 pub(crate) fn spread(
     held: &[Placed<'_>],
     candidates: &[(Placed<'_>, u64)],
     width: usize,
+    tolerance: usize,
     rng: &mut (impl Rng + ?Sized),
 ) -> Option<Vec<usize>> {
     if candidates.len() < width {
@@ -95,36 +224,35 @@ pub(crate) fn spread(
             .enumerate()
             .map(|(i, (p, load))| leaf(*p, false, i, *load)),
     );
+    let root = Node::root(leaves);
+    let cells = held.len() + width;
+    let caps = Caps::for_tree(&root, tolerance, cells);
     let mut chosen = Vec::with_capacity(width);
-    share(leaves, 0, held.len() + width, rng, &mut chosen);
+    share(&root, cells, &caps, rng, &mut chosen);
     Some(chosen)
 }
 
-/// Shares `k` block files among the children of the node whose leaves are
-/// `leaves` (at `depth`), then within each child.
+/// Shares `k` block files among the children of `node`, then within each.
 fn share(
-    leaves: Vec<Leaf<'_>>,
-    depth: usize,
+    node: &Node<'_>,
     k: usize,
+    caps: &Caps,
     rng: &mut (impl Rng + ?Sized),
     chosen: &mut Vec<usize>,
 ) {
     if k == 0 {
         return;
     }
-    if let [only] = leaves.as_slice() {
-        if only.path.len() == depth {
-            // A datanode itself (its id was the last branch).
-            if !only.held {
-                chosen.push(only.index);
-            }
-            return;
+    if let Some(leaf) = &node.leaf {
+        if !leaf.held {
+            chosen.push(leaf.index);
         }
+        return;
     }
-    let groups: Vec<Vec<Leaf<'_>>> = children(leaves, depth).into_values().collect();
-    let shares: Vec<(usize, usize)> = groups
+    let shares: Vec<(usize, usize)> = node
+        .children
         .iter()
-        .map(|g| (g.iter().filter(|l| l.held).count(), g.len()))
+        .map(|c| (c.held, c.capacity(caps)))
         .collect();
     let t = water_level(k, &shares);
     let mut counts: Vec<usize> = shares
@@ -135,29 +263,18 @@ fn share(
     if given < k {
         // The remainder goes one each to children that can take one more
         // at level t, the least loaded first, ties at random.
-        let mut open: Vec<(u128, u64, usize)> = (0..groups.len())
+        let mut open: Vec<(u128, u64, usize)> = (0..shares.len())
             .filter(|&i| t.clamp(shares[i].0, shares[i].1.max(shares[i].0)) > counts[i])
-            .map(|i| (mean_load(&groups[i]), rng.gen(), i))
+            .map(|i| (node.children[i].mean_load(), rng.gen(), i))
             .collect();
         open.sort_unstable();
         for (_, _, i) in open.into_iter().take(k - given) {
             counts[i] += 1;
         }
     }
-    for (group, count) in groups.into_iter().zip(counts) {
-        share(group, depth + 1, count, rng, chosen);
+    for (child, count) in node.children.iter().zip(counts) {
+        share(child, count, caps, rng, chosen);
     }
-}
-
-/// The mean load of the candidates among `leaves`, scaled to compare
-/// without floating point.
-fn mean_load(leaves: &[Leaf<'_>]) -> u128 {
-    let free: Vec<&Leaf<'_>> = leaves.iter().filter(|l| !l.held).collect();
-    if free.is_empty() {
-        return u128::MAX;
-    }
-    let total: u128 = free.iter().map(|l| u128::from(l.load)).sum();
-    (total << 32) / free.len() as u128
 }
 
 /// A domain holding more of a group's block files than the rule allows.
@@ -171,11 +288,10 @@ pub(crate) struct Overfull {
     pub(crate) holders: Vec<usize>,
 }
 
-/// Whether the block files on `holders` break the rule: some domain holds
-/// more than `tolerance` of them although an even spread over `holders`
-/// and the datanodes that may take a block file (`usable`, holders left
-/// out) would hold at most `tolerance` in each. Answers the widest such
-/// domain.
+/// Whether the block files on `holders` break the rule: a domain of a level
+/// the rule caps (the cluster having the domains for it, counting `holders`
+/// and the datanodes that may take a block file, `usable`) holds more than
+/// `tolerance` of them. Answers the widest such domain.
 pub(crate) fn overfull(
     holders: &[Placed<'_>],
     usable: &[Placed<'_>],
@@ -192,42 +308,40 @@ pub(crate) fn overfull(
             .filter(|u| !holders.iter().any(|h| h.id == u.id))
             .map(|p| leaf(*p, false, 0, 0)),
     );
-    check(leaves, 0, tolerance)
+    let root = Node::root(leaves);
+    let caps = Caps::for_tree(&root, tolerance, holders.len());
+    let mut found: Option<(usize, Overfull)> = None;
+    check(&root, &caps, &mut found);
+    found.map(|(_, overfull)| overfull)
 }
 
-fn check(leaves: Vec<Leaf<'_>>, depth: usize, tolerance: usize) -> Option<Overfull> {
-    let k = leaves.iter().filter(|l| l.held).count();
-    if k <= tolerance || leaves.iter().all(|l| l.path.len() <= depth + 1) {
-        return None;
+/// Notes in `found` the widest overfull domain at or beneath `node`.
+fn check(node: &Node<'_>, caps: &Caps, found: &mut Option<(usize, Overfull)>) {
+    if node.leaf.is_some()
+        || found
+            .as_ref()
+            .is_some_and(|(level, _)| *level <= node.level)
+    {
+        return;
     }
-    let groups = children(leaves, depth);
-    let caps: Vec<(usize, usize)> = groups.values().map(|g| (0, g.len())).collect();
-    let even = water_level(k, &caps);
-    if even <= tolerance {
-        for group in groups.values() {
-            let held: Vec<usize> = group.iter().filter(|l| l.held).map(|l| l.index).collect();
-            if held.len() > tolerance {
-                let path = &group[0].path[..=depth];
-                return Some(Overfull {
-                    domain: domain_name(path),
-                    cells: held.len(),
-                    holders: held,
-                });
+    if caps.caps(node.level) && node.held > caps.tolerance {
+        let mut holders = Vec::new();
+        node.visit(&mut |leaf| {
+            if leaf.held {
+                holders.push(leaf.index);
             }
-        }
+        });
+        let overfull = Overfull {
+            domain: node.name.clone(),
+            cells: node.held,
+            holders,
+        };
+        *found = Some((node.level, overfull));
+        return;
     }
-    groups
-        .into_values()
-        .find_map(|group| check(group, depth + 1, tolerance))
-}
-
-fn domain_name(path: &[Branch<'_>]) -> String {
-    path.iter()
-        .map(|b| match b {
-            Branch::Domain(name) => format!("/{name}"),
-            Branch::Datanode(id) => format!("/datanode:{id}"),
-        })
-        .collect()
+    for child in &node.children {
+        check(child, caps, found);
+    }
 }
 
 /// How many distinct domains the block files on `holders` touch at each
@@ -259,16 +373,16 @@ mod tests {
     use super::*;
     use rand::SeedableRng;
 
-    struct Node {
+    struct Dn {
         id: DatanodeId,
         location: Location,
     }
 
-    fn nodes(spec: &[(&str, usize)]) -> Vec<Node> {
+    fn nodes(spec: &[(&str, usize)]) -> Vec<Dn> {
         let mut out = Vec::new();
         for (location, count) in spec {
             for i in 0..*count {
-                out.push(Node {
+                out.push(Dn {
                     id: DatanodeId(format!("{}-{i}", location.replace('/', "."))),
                     location: Location::parse(location).unwrap(),
                 });
@@ -277,7 +391,7 @@ mod tests {
         out
     }
 
-    fn placed(node: &Node) -> Placed<'_> {
+    fn placed(node: &Dn) -> Placed<'_> {
         Placed {
             id: &node.id,
             location: &node.location,
@@ -285,7 +399,7 @@ mod tests {
     }
 
     /// Cells per value of `level` (0: the widest) among `chosen`.
-    fn per_domain(chosen: &[&Node], level: usize) -> BTreeMap<String, usize> {
+    fn per_domain(chosen: &[&Dn], level: usize) -> BTreeMap<String, usize> {
         let mut out = BTreeMap::new();
         for node in chosen {
             let name = node.location.levels().nth(level).unwrap().to_string();
@@ -294,15 +408,21 @@ mod tests {
         out
     }
 
-    fn choose<'a>(all: &'a [Node], held: &[&'a Node], width: usize, seed: u64) -> Vec<&'a Node> {
+    fn choose<'a>(
+        all: &'a [Dn],
+        held: &[&'a Dn],
+        width: usize,
+        tolerance: usize,
+        seed: u64,
+    ) -> Vec<&'a Dn> {
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         let held_placed: Vec<Placed<'_>> = held.iter().map(|n| placed(n)).collect();
-        let free: Vec<&Node> = all
+        let free: Vec<&Dn> = all
             .iter()
             .filter(|n| !held.iter().any(|h| h.id == n.id))
             .collect();
         let candidates: Vec<(Placed<'_>, u64)> = free.iter().map(|n| (placed(n), 0)).collect();
-        let picked = spread(&held_placed, &candidates, width, &mut rng).unwrap();
+        let picked = spread(&held_placed, &candidates, width, tolerance, &mut rng).unwrap();
         assert_eq!(picked.len(), width);
         picked.into_iter().map(|i| free[i]).collect()
     }
@@ -311,7 +431,7 @@ mod tests {
     fn eight_datanodes_on_three_hosts_never_give_a_host_three_cells_of_five() {
         let all = nodes(&[("/z/r/h1", 3), ("/z/r/h2", 3), ("/z/r/h3", 2)]);
         for seed in 0..200 {
-            let chosen = choose(&all, &[], 5, seed);
+            let chosen = choose(&all, &[], 5, 2, seed);
             let hosts = per_domain(&chosen, 2);
             assert_eq!(hosts.len(), 3, "{hosts:?}");
             assert!(hosts.values().all(|&n| n <= 2), "{hosts:?}");
@@ -320,7 +440,7 @@ mod tests {
             ids.dedup();
             assert_eq!(ids.len(), 5, "distinct datanodes");
             // Three replicas: one per host.
-            let hosts = per_domain(&choose(&all, &[], 3, seed), 2);
+            let hosts = per_domain(&choose(&all, &[], 3, 2, seed), 2);
             assert_eq!(hosts.values().copied().collect::<Vec<_>>(), [1, 1, 1]);
         }
     }
@@ -337,7 +457,7 @@ mod tests {
             ("/z/r3/f", 1),
         ]);
         for seed in 0..100 {
-            let chosen = choose(&all, &[], 9, seed);
+            let chosen = choose(&all, &[], 9, 3, seed);
             let racks = per_domain(&chosen, 1);
             assert_eq!(racks.values().copied().collect::<Vec<_>>(), [3, 3, 3]);
             let hosts = per_domain(&chosen, 2);
@@ -347,12 +467,33 @@ mod tests {
     }
 
     #[test]
+    fn a_host_is_protected_where_zones_cannot_be() {
+        // Two zones cannot keep rs-3-2's five cells at two a zone; the
+        // four hosts can keep them at two a host, the lone host of z2 too.
+        let all = nodes(&[("/z1/a", 2), ("/z1/b", 2), ("/z1/c", 2), ("/z2/d", 3)]);
+        for seed in 0..200 {
+            let chosen = choose(&all, &[], 5, 2, seed);
+            let hosts = per_domain(&chosen, 1);
+            assert!(hosts.values().all(|&n| n <= 2), "{hosts:?}");
+            let zones = per_domain(&chosen, 0);
+            assert_eq!(zones.values().copied().max(), Some(3), "{zones:?}");
+        }
+        let usable: Vec<Placed<'_>> = all.iter().map(placed).collect();
+        let group = |picks: &[usize]| -> Vec<Placed<'_>> {
+            picks.iter().map(|&i| placed(&all[i])).collect()
+        };
+        let bad = overfull(&group(&[0, 2, 6, 7, 8]), &usable, 2).unwrap();
+        assert_eq!((bad.domain.as_str(), bad.cells), ("/z2/d", 3));
+        assert_eq!(overfull(&group(&[0, 2, 4, 6, 7]), &usable, 2), None);
+    }
+
+    #[test]
     fn held_cells_count_where_they_stand() {
         let all = nodes(&[("/h1", 3), ("/h2", 3), ("/h3", 2)]);
         // Four cells kept, two of them on h1: the fifth goes to h3.
         let held = [&all[0], &all[1], &all[3], &all[4]];
         for seed in 0..50 {
-            let chosen = choose(&all, &held, 1, seed);
+            let chosen = choose(&all, &held, 1, 2, seed);
             assert_eq!(chosen[0].location.as_str(), "/h3");
         }
     }
@@ -366,12 +507,12 @@ mod tests {
             all.iter().zip(loads).map(|(n, l)| (placed(n), l)).collect();
         let mut firsts = std::collections::HashSet::new();
         for _ in 0..50 {
-            let mut picked = spread(&[], &candidates, 3, &mut rng).unwrap();
+            let mut picked = spread(&[], &candidates, 3, 2, &mut rng).unwrap();
             firsts.insert(picked[0]);
             picked.sort_unstable();
             assert_eq!(picked, [1, 2, 4]);
         }
-        assert!(spread(&[], &candidates, 6, &mut rng).is_none());
+        assert!(spread(&[], &candidates, 6, 2, &mut rng).is_none());
     }
 
     #[test]
@@ -382,7 +523,7 @@ mod tests {
         let candidates: Vec<(Placed<'_>, u64)> =
             all.iter().zip(loads).map(|(n, l)| (placed(n), l)).collect();
         for _ in 0..20 {
-            let mut picked = spread(&[], &candidates, 3, &mut rng).unwrap();
+            let mut picked = spread(&[], &candidates, 3, 2, &mut rng).unwrap();
             picked.sort_unstable();
             assert_eq!(picked.len(), 3);
             assert!(picked.contains(&2) && picked.contains(&3));
@@ -429,7 +570,7 @@ mod tests {
             .map(|&i| placed(&all[i]))
             .collect();
         assert_eq!(overfull(&holders, &usable, 3), None);
-        // Replication 3 (tolerance 2): two copies on host a.
+        // Two block files on host a, where one is all it may hold.
         let holders: Vec<Placed<'_>> = [0, 1, 6].iter().map(|&i| placed(&all[i])).collect();
         let bad = overfull(&holders, &usable, 1).unwrap();
         assert_eq!(bad.domain, "/r1");

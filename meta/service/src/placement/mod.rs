@@ -27,14 +27,16 @@ pub(crate) struct Candidate {
     pub(crate) load: u64,
 }
 
-/// Picks `width` distinct candidates spread over the failure domains,
-/// counting the block files the group keeps on `held` where they stand;
-/// the order is shuffled, so that a group's first (data) cells do not
-/// always fall in the same domain.
+/// Picks `width` distinct candidates for block files of a group protected
+/// by `config`, spread over the failure domains by the rule of
+/// [`domains`], counting the block files the group keeps on `held` where
+/// they stand; the order is shuffled, so that a group's first (data) cells
+/// do not always fall in the same domain.
 pub(crate) fn choose(
     held: &[Placed<'_>],
     candidates: Vec<Candidate>,
     width: usize,
+    config: &ReplicationConfig,
     rng: &mut (impl Rng + ?Sized),
 ) -> Result<Vec<Candidate>, MetaError> {
     let placed: Vec<(Placed<'_>, u64)> = candidates
@@ -47,7 +49,7 @@ pub(crate) fn choose(
             (at, c.load)
         })
         .collect();
-    let Some(mut picked) = domains::spread(held, &placed, width, rng) else {
+    let Some(mut picked) = domains::spread(held, &placed, width, tolerance(config), rng) else {
         return Err(MetaError::NotEnoughDatanodes {
             needed: width,
             available: candidates.len(),
@@ -84,6 +86,8 @@ mod tests {
     use super::*;
     use rand::SeedableRng;
 
+    const RS: ReplicationConfig = ReplicationConfig::RS_3_2;
+
     fn candidate(id: &str, host: &str, load: u64) -> Candidate {
         Candidate {
             id: DatanodeId(id.into()),
@@ -105,7 +109,7 @@ mod tests {
         ];
         let mut firsts = std::collections::HashSet::new();
         for _ in 0..50 {
-            let chosen = choose(&[], nodes.clone(), 3, &mut rng).unwrap();
+            let chosen = choose(&[], nodes.clone(), 3, &RS, &mut rng).unwrap();
             let mut ids: Vec<&str> = chosen.iter().map(|c| c.id.0.as_str()).collect();
             firsts.insert(ids[0].to_string());
             ids.sort();
@@ -120,7 +124,7 @@ mod tests {
     #[test]
     fn too_few_candidates() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(1);
-        let err = choose(&[], vec![candidate("a", "h", 0)], 2, &mut rng).unwrap_err();
+        let err = choose(&[], vec![candidate("a", "h", 0)], 2, &RS, &mut rng).unwrap_err();
         assert_eq!(
             err,
             MetaError::NotEnoughDatanodes {
@@ -137,7 +141,7 @@ mod tests {
             .collect();
         let pick = |seed| {
             let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-            choose(&[], nodes.clone(), 5, &mut rng).unwrap()
+            choose(&[], nodes.clone(), 5, &RS, &mut rng).unwrap()
         };
         assert_eq!(pick(11), pick(11));
     }
