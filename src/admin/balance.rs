@@ -119,8 +119,8 @@ pub fn print_status(value: &Value) {
         println!(
             "{:<38} {:>16} {:>16} {:>7.2}% {:>+10.2}",
             d["id"].as_str().unwrap_or(""),
-            d["listed_bytes"],
-            d["capacity"],
+            d["listed_bytes"].as_u64().unwrap_or(0),
+            d["capacity"].as_u64().unwrap_or(0),
             d["use_percent"].as_f64().unwrap_or(0.0),
             d["from_mean_points"].as_f64().unwrap_or(0.0)
         );

@@ -256,6 +256,20 @@ mod tests {
     }
 
     #[test]
+    fn block_files_are_as_long_as_their_internal_blocks_or_the_replica() {
+        const MIB: u64 = 1024 * 1024;
+        let rs = ReplicationConfig::RS_3_2;
+        // Two whole stripes and 1.5 cells of a third.
+        let len = 7 * MIB + MIB / 2;
+        assert_eq!(rs.block_file_len(len, 0), 3 * MIB);
+        assert_eq!(rs.block_file_len(len, 1), 2 * MIB + MIB / 2);
+        assert_eq!(rs.block_file_len(len, 2), 2 * MIB);
+        // Parity as long as the first data cell.
+        assert_eq!(rs.block_file_len(len, 4), 3 * MIB);
+        assert_eq!(ReplicationConfig::REPLICATED_3.block_file_len(len, 0), len);
+    }
+
+    #[test]
     fn a_small_object_gets_a_cell_fitted_to_it() {
         const KIB: u64 = 1024;
         let rs = ReplicationConfig::RS_3_2;

@@ -69,6 +69,9 @@ impl Handle<Heartbeat> for MetaState {
                 }
             } else {
                 tracing::info!(datanode = %record.id, addr = %record.addr, location = %record.location, "datanode registered");
+                // Its place and its room count from the next scan on (the
+                // balancer's next round among them).
+                self.repairs.request_scan();
             }
             datanodes.insert(record.id.0.as_str(), encode(&record)?.as_slice())?;
             for damaged in &report.damaged {
