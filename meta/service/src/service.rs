@@ -11,6 +11,7 @@ use crate::config::MetaConfig;
 use crate::credentials::{self, RootCredentials};
 use crate::group::{self, Action, Applied, GroupSettings, MetaGroup, StateSlot};
 use crate::ops::bad_replicas::{self, BadReplicaReport};
+use crate::ops::repairs::Scan;
 use crate::state::MetaState;
 use crate::store::lifecycle_passes;
 use crate::store::{self, DATABASE_FILE};
@@ -473,7 +474,7 @@ fn spawn_redundancy_checker(service: Weak<MetaService>) {
         loop {
             tick.tick().await;
             let round = background(&service, (), |state| {
-                state.check_redundancy(state.config.clock.now())
+                state.check_redundancy(state.config.clock.now(), Scan::IfDue)
             });
             match round.await {
                 None => return,
@@ -515,6 +516,7 @@ fn spawn_lifecycle_worker(service: Weak<MetaService>) {
 /// applies the same writes.
 fn spawn_leader_work(service: Weak<MetaService>) {
     tokio::spawn(async move {
+        let weak = service.clone();
         // Often enough that a new leader's start-up writes follow its
         // election at once; the rounds keep their own pace.
         let mut tick = tokio::time::interval(group::LEADER_POLL / 2);
@@ -552,7 +554,21 @@ fn spawn_leader_work(service: Weak<MetaService>) {
             }
             if tokio::time::Instant::now() >= redundancy_at {
                 redundancy_at = tokio::time::Instant::now() + REDUNDANCY_CHECK_INTERVAL;
-                if let Err(e) = group.propose(Action::Redundancy).await {
+                // The leader decides whether the round scans; every member
+                // then scans at that entry.
+                let due = background(&weak, false, |state| {
+                    state.scan_due(state.config.clock.now())
+                });
+                let action = match due.await {
+                    None => return,
+                    Some(Ok(true)) => Action::RedundancyScan,
+                    Some(Ok(false)) => Action::Redundancy,
+                    Some(Err(e)) => {
+                        background_failed("redundancy check", &e);
+                        continue;
+                    }
+                };
+                if let Err(e) = group.propose(action).await {
                     background_failed("redundancy check", &e);
                 }
             }

@@ -17,6 +17,7 @@
 #![allow(clippy::result_large_err)]
 
 use super::{Action, Applied, Command, TypeConfig};
+use crate::ops::repairs::Scan;
 use crate::state::MetaState;
 use crate::store::db::{applying, get_json, AppliedMark, APPLIED};
 use crate::store::DATABASE_FILE;
@@ -210,7 +211,8 @@ fn run(state: &MetaState, now: UnixMillis, term: u64, action: Action) -> Applied
     match action {
         Action::Requests(_) => unreachable!("requests are applied one by one"),
         Action::Startup => Applied::Done(state.startup_writes(now).map(drop)),
-        Action::Redundancy => Applied::Done(state.check_redundancy(now)),
+        Action::Redundancy => Applied::Done(state.check_redundancy(now, Scan::No)),
+        Action::RedundancyScan => Applied::Done(state.check_redundancy(now, Scan::Yes)),
         Action::Lifecycle => Applied::Pause(
             state
                 .lifecycle_step(now, false)

@@ -109,8 +109,11 @@ pub(crate) enum Action {
     /// keys, the master key's check value, a lifecycle pass's restart
     /// count), proposed by each new leader.
     Startup,
-    /// One round of redundancy upkeep (scans, repair scheduling).
+    /// One round of redundancy upkeep (repair scheduling) without a scan.
     Redundancy,
+    /// The same, after a scan the proposing leader found due: members scan
+    /// at the same entries, so their repair queues stay equal.
+    RedundancyScan,
     /// One step of the lifecycle worker.
     Lifecycle,
     /// The next range of block ids, for the proposing leader to hand out
@@ -127,6 +130,7 @@ impl std::fmt::Display for Command {
             },
             Action::Startup => f.write_str("startup"),
             Action::Redundancy => f.write_str("redundancy"),
+            Action::RedundancyScan => f.write_str("redundancy scan"),
             Action::Lifecycle => f.write_str("lifecycle"),
             Action::ReserveBlockIds => f.write_str("block id reservation"),
         }

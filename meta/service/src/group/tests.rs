@@ -146,11 +146,13 @@ fn commands() -> Vec<Command> {
             action: Action::Requests(vec![request]),
         });
     }
-    commands.push(Command {
-        now: T0 + 300_000,
-        seed: crate::entropy::new_seed(),
-        action: Action::Redundancy,
-    });
+    for action in [Action::RedundancyScan, Action::Redundancy] {
+        commands.push(Command {
+            now: T0 + 300_000,
+            seed: crate::entropy::new_seed(),
+            action,
+        });
+    }
     for i in 0..3 {
         commands.push(Command {
             now: RESERVED_AT + i * 1000,

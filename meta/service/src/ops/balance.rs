@@ -30,7 +30,7 @@ impl Handle<SetBalancer> for MetaState {
                 "the balancer's threshold is 1 to 100 percentage points".into(),
             ));
         }
-        let settings = self.store.write(|txn| {
+        let (settings, dropped) = self.store.write(|txn| {
             let mut table = txn.open_table(SETTINGS)?;
             let mut settings: BalancerSettings =
                 get_json(&table, BALANCER_SETTINGS)?.unwrap_or_default();
@@ -42,9 +42,15 @@ impl Handle<SetBalancer> for MetaState {
                 settings.bandwidth = bandwidth;
             }
             table.insert(BALANCER_SETTINGS, encode(&settings)?.as_slice())?;
-            Ok(settings)
+            // Stopped, its queued moves go (those running finish); started
+            // again, it plans anew.
+            let dropped = match enabled {
+                true => 0,
+                false => RepairQueue::open(txn)?.drop_balance()?,
+            };
+            Ok((settings, dropped))
         })?;
-        tracing::info!(?settings, "balancer settings changed");
+        tracing::info!(?settings, dropped, "balancer settings changed");
         self.balance.set_state(if enabled {
             BalanceState::Waiting
         } else {
@@ -102,6 +108,7 @@ impl MetaState {
             })
             .collect();
         if !settings.enabled {
+            self.repairs.balance_planned(false, now);
             self.balance.round(uses, Some(BalanceState::Off), now);
             return Ok(());
         }

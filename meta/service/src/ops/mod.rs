@@ -11,7 +11,7 @@ mod kms;
 pub(crate) mod listing;
 mod object_lock;
 mod objects;
-mod repairs;
+pub(crate) mod repairs;
 mod upload_listing;
 pub(crate) mod uploads;
 mod users;

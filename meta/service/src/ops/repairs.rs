@@ -28,6 +28,20 @@ use std::collections::{BTreeSet, HashSet};
 
 /// Queue entries looked at per check.
 const QUEUE_WINDOW: usize = 256;
+/// The balancer's moves looked at per check, however many entries come first.
+const BALANCE_WINDOW: usize = 64;
+
+/// Whether a round of redundancy upkeep scans the records first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scan {
+    /// When this meta's own book says one is due (a lone meta).
+    IfDue,
+    /// Yes: a group's leader found one due, and every member scans at the
+    /// same entry, so that their repair queues stay equal.
+    Yes,
+    /// No.
+    No,
+}
 
 /// The cluster as one redundancy check sees it.
 #[derive(Clone, Copy)]
@@ -66,24 +80,37 @@ impl MetaState {
         ))
     }
 
-    /// One round of redundancy upkeep: a scan when one is due, then as many
-    /// queued groups handed to datanodes as the limits allow. Blocking.
-    pub(crate) fn check_redundancy(&self, now: UnixMillis) -> Result<(), MetaError> {
+    /// Whether this meta's book finds a scan due at `now`: the dead
+    /// datanodes changed, a corrupt block file was reported, repairs or the
+    /// balancer's moves are done, or the interval passed.
+    pub(crate) fn scan_due(&self, now: UnixMillis) -> Result<bool, MetaError> {
         let nodes = self
             .registry
             .snapshot(now, self.config.stale_after, self.config.dead_after);
-        let dead: BTreeSet<DatanodeId> = nodes
-            .iter()
-            .filter(|n| n.record.state == DatanodeState::Dead)
-            .map(|n| n.record.id.clone())
-            .collect();
-        let liveness = self.liveness(&nodes)?;
-        let view = PlacementView::new(&nodes, self.config.block_size);
-        let balancer = self.balancer_settings()?;
         let (queued, balancing) = self
             .store
             .read(|txn| Ok((repairs::queued(txn)?, repairs::queued_balance(txn)?)))?;
-        if self.repairs.scan_due(&dead, queued, balancing, now) {
+        Ok(self
+            .repairs
+            .scan_due(&dead_datanodes(&nodes), queued, balancing, now))
+    }
+
+    /// One round of redundancy upkeep: a scan when `when` says so, then as
+    /// many queued groups handed to datanodes as the limits allow. Blocking.
+    pub(crate) fn check_redundancy(&self, now: UnixMillis, when: Scan) -> Result<(), MetaError> {
+        let scanning = match when {
+            Scan::IfDue => self.scan_due(now)?,
+            Scan::Yes => true,
+            Scan::No => false,
+        };
+        let nodes = self
+            .registry
+            .snapshot(now, self.config.stale_after, self.config.dead_after);
+        let dead = dead_datanodes(&nodes);
+        let liveness = self.liveness(&nodes)?;
+        let view = PlacementView::new(&nodes, self.config.block_size);
+        let balancer = self.balancer_settings()?;
+        if scanning {
             let movable = Self::movable_per_datanode(&balancer);
             let result = scan(&self.store, &liveness, &view, movable, now)?;
             apply_scan(&self.store, &result)?;
@@ -152,9 +179,15 @@ impl MetaState {
     ) -> Result<(), MetaError> {
         let liveness = cluster.liveness;
         self.repairs.expire(now, &liveness.up);
-        let (head, queued) = self
-            .store
-            .read(|txn| Ok((repairs::head(txn, QUEUE_WINDOW)?, repairs::queued(txn)?)))?;
+        let (mut head, balance, queued) = self.store.read(|txn| {
+            Ok((
+                repairs::head(txn, QUEUE_WINDOW)?,
+                repairs::balance_head(txn, BALANCE_WINDOW)?,
+                repairs::queued(txn)?,
+            ))
+        })?;
+        let seen: HashSet<BlockId> = head.iter().map(|e| e.block).collect();
+        head.extend(balance.into_iter().filter(|e| !seen.contains(&e.block)));
         metrics::gauge!("tessera_meta_repair_queue").set(queued as f64);
         let settings = &self.repairs.settings;
         for entry in head {
@@ -408,6 +441,15 @@ impl MetaState {
     }
 }
 
+/// The datanodes `nodes` calls dead.
+fn dead_datanodes(nodes: &[RegisteredNode]) -> BTreeSet<DatanodeId> {
+    nodes
+        .iter()
+        .filter(|n| n.record.state == DatanodeState::Dead)
+        .map(|n| n.record.id.clone())
+        .collect()
+}
+
 impl Handle<FinishRepair> for MetaState {
     /// Points the group at the block files a repair made, where it still
     /// misses them; everything else it made is queued for deletion.
@@ -528,6 +570,17 @@ impl Handle<FinishRepair> for MetaState {
                 metrics::counter!("tessera_meta_balance_moved_bytes_total").increment(bytes);
             }
         }
+        if let (Some(health), Some(reason @ (QueuedFor::Misplaced | QueuedFor::Balance))) = &outcome
+        {
+            let reason = match reason {
+                QueuedFor::Misplaced => "misplaced",
+                _ => "balance",
+            };
+            if health.missing.is_empty() {
+                metrics::counter!("tessera_meta_block_files_moved_total", "reason" => reason)
+                    .increment(1);
+            }
+        }
         if let (Some(health), _) = outcome {
             metrics::counter!("tessera_meta_repairs_total", "result" => "done").increment(1);
             metrics::counter!("tessera_meta_repaired_bytes_total").increment(bytes);
@@ -576,10 +629,18 @@ fn adopt(
                     ReplicationConfig::Replicated { .. } => true,
                 }
         };
+        // An unreadable replica goes before a readable one that was to
+        // move: the group keeps the more it can read.
         let position = group
             .replicas
             .iter()
             .position(|r| replaceable(r) && r.datanode == new.datanode)
+            .or_else(|| {
+                group
+                    .replicas
+                    .iter()
+                    .position(|r| replaceable(r) && cell(r) == CellState::Unreadable)
+            })
             .or_else(|| group.replicas.iter().position(replaceable));
         let holds_any = group
             .replicas
@@ -617,6 +678,7 @@ fn adopt(
 mod tests {
     use super::*;
     use crate::redundancy::tests::replica;
+    use crate::store::repairs::CellMove;
     use meta_api::DatanodeState;
 
     fn liveness(up: &[&str]) -> Liveness {
@@ -708,6 +770,36 @@ mod tests {
             live.cell(group.block, r)
         });
         assert!(health.missing.is_empty());
+    }
+
+    #[test]
+    fn a_replicated_move_drops_a_dead_copy_before_the_moving_one() {
+        let group = BlockGroup {
+            block: BlockId(8),
+            length: 10,
+            replicas: vec![replica(0, "moving"), replica(0, "b"), replica(0, "dead")],
+            token: None,
+        };
+        let live = liveness(&["moving", "b", "x"]);
+        let moving = CellMove {
+            index: 0,
+            from: DatanodeId("moving".into()),
+            to: Some(DatanodeId("x".into())),
+        };
+        let cell = |r: &ReplicaLocation| live.cell_moving(group.block, r, Some(&moving));
+        let (adopted, dropped, unused) = adopt(
+            group.clone(),
+            &ReplicationConfig::REPLICATED_3,
+            &[replica(0, "x")],
+            cell,
+        );
+        assert_eq!((dropped, unused), (vec![replica(0, "dead")], vec![]));
+        let holders: Vec<&str> = adopted
+            .replicas
+            .iter()
+            .map(|r| r.datanode.0.as_str())
+            .collect();
+        assert_eq!(holders, vec!["moving", "b", "x"]);
     }
 
     #[test]

@@ -8,7 +8,10 @@
 //! replica less than the count), at every level where the cluster has the
 //! domains for it; where it has not (two zones for rs-3-2), that level is
 //! left free, the widest first, so that a host is still protected when a
-//! zone cannot be. Second, within that, the block files spread as evenly
+//! zone cannot be. Levels are counted from the datanode up (a location's
+//! last name is its host, the one before its rack...), so that datanodes
+//! labelled `/zone/rack/host` and others standing on `/host` alone share
+//! the host level. Second, within that, the block files spread as evenly
 //! as the tree allows (HDFS's rack-fault-tolerant rule applied at every
 //! level): at each node the cells beneath it are shared among its children
 //! by water-filling, up to what each child can hold under the first part,
@@ -68,6 +71,10 @@ struct Node<'a> {
     /// Its path from the root, as `/zone/rack`.
     name: String,
     level: usize,
+    /// Its level counted from the datanodes up: 0 for a datanode, 1 for a
+    /// host (the last name of a location), 2 for a rack...; where the
+    /// datanodes beneath stand at different depths, the nearest.
+    rank: usize,
     /// Children in a fixed order (group members must choose alike).
     children: Vec<Node<'a>>,
     /// The datanode, for a leaf.
@@ -80,11 +87,17 @@ impl<'a> Node<'a> {
     /// The tree of `leaves`, each path taken from `depth` on.
     fn build(name: String, level: usize, leaves: Vec<Leaf<'a>>) -> Self {
         let held = leaves.iter().filter(|l| l.held).count();
+        let rank = leaves
+            .iter()
+            .map(|l| l.path.len().saturating_sub(level))
+            .min()
+            .unwrap_or(0);
         if let [only] = leaves.as_slice() {
             if only.path.len() == level {
                 return Self {
                     name,
                     level,
+                    rank,
                     children: Vec::new(),
                     leaf: leaves.into_iter().next(),
                     held,
@@ -109,6 +122,7 @@ impl<'a> Node<'a> {
         Self {
             name,
             level,
+            rank,
             children,
             leaf: None,
             held,
@@ -119,12 +133,16 @@ impl<'a> Node<'a> {
         Self::build(String::new(), 0, leaves)
     }
 
-    /// Deepest domain level beneath (0: datanodes straight under the root).
-    fn depth(&self) -> usize {
-        match &self.leaf {
-            Some(_) => self.level.saturating_sub(1),
-            None => self.children.iter().map(Node::depth).max().unwrap_or(0),
-        }
+    /// The widest domain rank beneath (a host is 1).
+    fn widest_rank(&self) -> usize {
+        self.children
+            .iter()
+            .map(|c| match c.leaf {
+                Some(_) => 0,
+                None => c.rank.max(c.widest_rank()),
+            })
+            .max()
+            .unwrap_or(0)
     }
 
     /// Block files this node can hold under `caps`, wherever the group's
@@ -134,7 +152,7 @@ impl<'a> Node<'a> {
             return 1;
         }
         let sum: usize = self.children.iter().map(|c| c.capacity(caps)).sum();
-        if caps.caps(self.level) {
+        if caps.caps(self) {
             sum.min(caps.tolerance)
         } else {
             sum
@@ -162,32 +180,34 @@ impl<'a> Node<'a> {
     }
 }
 
-/// The levels at which a domain may hold at most `tolerance` block files.
+/// The ranks at which a domain may hold at most `tolerance` block files.
 struct Caps {
     tolerance: usize,
-    /// `capped[level]`; the root (level 0) is never capped.
+    /// `capped[rank]`; datanodes (rank 0) and the root are never capped.
     capped: Vec<bool>,
 }
 
 impl Caps {
-    fn caps(&self, level: usize) -> bool {
-        level > 0 && self.capped.get(level).copied().unwrap_or(false)
+    fn caps(&self, node: &Node<'_>) -> bool {
+        node.level > 0
+            && node.leaf.is_none()
+            && self.capped.get(node.rank).copied().unwrap_or(false)
     }
 
-    /// Every level of `root` the cluster has the domains to cap for `cells`
+    /// Every rank of `root` the cluster has the domains to cap for `cells`
     /// block files: all of them, less the widest ones as long as `cells`
     /// would not fit.
     fn for_tree(root: &Node<'_>, tolerance: usize, cells: usize) -> Self {
-        let depth = root.depth();
+        let widest = root.widest_rank();
         let mut caps = Self {
             tolerance,
-            capped: (0..=depth).map(|level| level > 0).collect(),
+            capped: (0..=widest).map(|rank| rank > 0).collect(),
         };
-        for level in 1..=depth {
+        for rank in (1..=widest).rev() {
             if root.capacity(&caps) >= cells {
                 break;
             }
-            caps.capped[level] = false;
+            caps.capped[rank] = false;
         }
         caps
     }
@@ -324,7 +344,7 @@ fn check(node: &Node<'_>, caps: &Caps, found: &mut Option<(usize, Overfull)>) {
     {
         return;
     }
-    if caps.caps(node.level) && node.held > caps.tolerance {
+    if caps.caps(node) && node.held > caps.tolerance {
         let mut holders = Vec::new();
         node.visit(&mut |leaf| {
             if leaf.held {
@@ -345,14 +365,17 @@ fn check(node: &Node<'_>, caps: &Caps, found: &mut Option<(usize, Overfull)>) {
 }
 
 /// How many distinct domains the block files on `holders` touch at each
-/// depth (the datanode counted as the level below its location): a move
-/// must never lower any of them.
+/// rank (the host 1, the rack 2...; a datanode whose location is shorter
+/// counts its widest domain there): a move must never lower any of them.
 pub(crate) fn domain_counts(holders: &[Placed<'_>]) -> Vec<usize> {
     let paths: Vec<Vec<Branch<'_>>> = holders.iter().map(|p| leaf(*p, true, 0, 0).path).collect();
-    let deepest = paths.iter().map(Vec::len).max().unwrap_or(0);
-    (1..=deepest)
-        .map(|d| {
-            let mut seen: Vec<&[Branch<'_>]> = paths.iter().map(|p| &p[..d.min(p.len())]).collect();
+    let widest = paths.iter().map(|p| p.len() - 1).max().unwrap_or(0);
+    (1..=widest)
+        .map(|rank| {
+            let mut seen: Vec<&[Branch<'_>]> = paths
+                .iter()
+                .map(|p| &p[..p.len().saturating_sub(rank).max(1)])
+                .collect();
             seen.sort_unstable();
             seen.dedup();
             seen.len()
@@ -360,7 +383,7 @@ pub(crate) fn domain_counts(holders: &[Placed<'_>]) -> Vec<usize> {
         .collect()
 }
 
-/// Whether `after` touches at least as many domains as `before` at every depth.
+/// Whether `after` touches at least as many domains as `before` at every rank.
 pub(crate) fn keeps_spread(before: &[usize], after: &[usize]) -> bool {
     before
         .iter()
@@ -488,6 +511,42 @@ mod tests {
     }
 
     #[test]
+    fn a_host_without_a_zone_or_rack_is_still_a_host() {
+        // A rollout: three hosts labelled, one (H) not yet: it stands on
+        // its own, a host beside z1's, and takes two cells at most.
+        let all = nodes(&[("/z1/r1/a", 2), ("/z1/r1/b", 2), ("/z1/r1/c", 2), ("/H", 4)]);
+        for seed in 0..100 {
+            let hosts: BTreeMap<String, usize> =
+                choose(&all, &[], 5, 2, seed)
+                    .iter()
+                    .fold(BTreeMap::new(), |mut hosts, n| {
+                        let host = n.location.levels().last().unwrap().to_string();
+                        *hosts.entry(host).or_default() += 1;
+                        hosts
+                    });
+            assert!(hosts.values().all(|&n| n <= 2), "{hosts:?}");
+        }
+        let usable: Vec<Placed<'_>> = all.iter().map(placed).collect();
+        let three_on_h: Vec<Placed<'_>> =
+            [0, 2, 6, 7, 8].iter().map(|&i| placed(&all[i])).collect();
+        let bad = overfull(&three_on_h, &usable, 2).unwrap();
+        assert_eq!((bad.domain.as_str(), bad.cells), ("/H", 3));
+        // Moving a's cell (the only one under a rack) to c keeps the spread.
+        let before: Vec<Placed<'_>> = [0, 6].iter().map(|&i| placed(&all[i])).collect();
+        let after: Vec<Placed<'_>> = [4, 6].iter().map(|&i| placed(&all[i])).collect();
+        assert!(keeps_spread(
+            &domain_counts(&before),
+            &domain_counts(&after)
+        ));
+        // Moving it to H joins it with H's: not.
+        let joined: Vec<Placed<'_>> = [7, 6].iter().map(|&i| placed(&all[i])).collect();
+        assert!(!keeps_spread(
+            &domain_counts(&before),
+            &domain_counts(&joined)
+        ));
+    }
+
+    #[test]
     fn held_cells_count_where_they_stand() {
         let all = nodes(&[("/h1", 3), ("/h2", 3), ("/h3", 2)]);
         // Four cells kept, two of them on h1: the fifth goes to h3.
@@ -583,7 +642,7 @@ mod tests {
         let same: Vec<Placed<'_>> = [1, 2, 4].iter().map(|&i| placed(&all[i])).collect();
         let joined: Vec<Placed<'_>> = [0, 1, 4].iter().map(|&i| placed(&all[i])).collect();
         let b = domain_counts(&before);
-        assert_eq!(b, [3, 3]);
+        assert_eq!(b, [3]);
         assert!(keeps_spread(&b, &domain_counts(&same)));
         assert!(!keeps_spread(&b, &domain_counts(&joined)));
     }

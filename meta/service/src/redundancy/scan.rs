@@ -12,6 +12,7 @@ use crate::store::tables::{BAD_REPLICAS, OBJECTS, PARTS, UPLOADS, VERSIONS};
 use crate::store::Store;
 use meta_api::{BlockGroup, MetaError, UnixMillis};
 use proto::{BlockId, BlockKey, DatanodeId, ReplicationConfig};
+use rand::Rng;
 use redb::ReadableTable;
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -88,6 +89,7 @@ pub(crate) fn scan(
     now: UnixMillis,
 ) -> Result<ScanResult, MetaError> {
     store.read(|txn| {
+        let mut seen: HashMap<DatanodeId, u64> = HashMap::new();
         let mut result = ScanResult {
             counts: GroupCounts::default(),
             damaged: Vec::new(),
@@ -162,6 +164,7 @@ pub(crate) fn scan(
                 }
                 keep_movable(
                     &mut result.movable,
+                    &mut seen,
                     group,
                     config,
                     owner,
@@ -211,27 +214,46 @@ pub(crate) fn scan(
 }
 
 /// Keeps each block file of whole, well placed `group` among its
-/// datanode's movable ones, up to `limit` a datanode.
+/// datanode's movable ones: a uniform sample of `limit` a datanode of all
+/// the scan finds (`seen` counts them), so that every round draws other
+/// block files. The draws are the seeded generator's: group members keep
+/// the same.
 fn keep_movable(
     movable: &mut BTreeMap<DatanodeId, Vec<MovableCell>>,
+    seen: &mut HashMap<DatanodeId, u64>,
     group: &BlockGroup,
     config: &ReplicationConfig,
     owner: &dyn Fn() -> GroupOwner,
     limit: usize,
 ) {
+    if limit == 0 {
+        return;
+    }
     for replica in &group.replicas {
+        let count = seen.entry(replica.datanode.clone()).or_default();
+        *count += 1;
         let cells = movable.entry(replica.datanode.clone()).or_default();
-        if cells.len() >= limit {
-            continue;
-        }
-        cells.push(MovableCell {
+        let slot = if cells.len() < limit {
+            cells.len()
+        } else {
+            match crate::entropy::with_rng(|rng| rng.gen_range(0..*count)) {
+                drawn if drawn < limit as u64 => drawn as usize,
+                _ => continue,
+            }
+        };
+        let cell = MovableCell {
             block: group.block,
             index: replica.index,
             length: config.block_file_len(group.length, usize::from(replica.index)),
             owner: owner(),
             config: *config,
             holders: group.replicas.iter().map(|r| r.datanode.clone()).collect(),
-        });
+        };
+        if slot == cells.len() {
+            cells.push(cell);
+        } else {
+            cells[slot] = cell;
+        }
     }
 }
 

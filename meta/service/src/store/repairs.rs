@@ -209,17 +209,53 @@ pub(crate) fn queued(txn: &ReadTransaction) -> Result<u64, StoreError> {
     Ok(txn.open_table(REPAIR_QUEUE)?.len()?)
 }
 
+/// Where the balancer's moves are in the queue's order.
+const BALANCE_RANKS: std::ops::Range<[u8; 2]> = [MOVES_RANK, 1]..[MOVES_RANK, 2];
+
 /// The balancer's moves queued.
 pub(crate) fn queued_balance(txn: &ReadTransaction) -> Result<u64, StoreError> {
     let queue = txn.open_table(REPAIR_QUEUE)?;
-    let start = [MOVES_RANK, 1];
-    let end = [MOVES_RANK, 2];
     let mut count = 0;
-    for entry in queue.range(start.as_slice()..end.as_slice())? {
+    for entry in queue.range(BALANCE_RANKS.start.as_slice()..BALANCE_RANKS.end.as_slice())? {
         entry?;
         count += 1;
     }
     Ok(count)
+}
+
+/// The first `limit` of the balancer's moves, whatever is queued before
+/// them (a repair that cannot run yet must not hold the balancer up).
+pub(crate) fn balance_head(
+    txn: &ReadTransaction,
+    limit: usize,
+) -> Result<Vec<RepairEntry>, StoreError> {
+    let queue = txn.open_table(REPAIR_QUEUE)?;
+    let mut out = Vec::new();
+    for entry in queue
+        .range(BALANCE_RANKS.start.as_slice()..BALANCE_RANKS.end.as_slice())?
+        .take(limit)
+    {
+        out.push(decode(entry?.1.value())?);
+    }
+    Ok(out)
+}
+
+impl RepairQueue<'_> {
+    /// Drops every move of the balancer's (it was stopped); answers how many.
+    pub(crate) fn drop_balance(&mut self) -> Result<u64, StoreError> {
+        let mut blocks = Vec::new();
+        for entry in self
+            .queue
+            .range(BALANCE_RANKS.start.as_slice()..BALANCE_RANKS.end.as_slice())?
+        {
+            let entry: RepairEntry = decode(entry?.1.value())?;
+            blocks.push(entry.block);
+        }
+        for block in &blocks {
+            self.remove(*block)?;
+        }
+        Ok(blocks.len() as u64)
+    }
 }
 
 #[cfg(test)]
@@ -293,6 +329,18 @@ mod tests {
         assert_eq!(store.read(|txn| head(txn, 2)).unwrap().len(), 2);
         assert_eq!(store.read(queued), Ok(9));
         assert_eq!(store.read(queued_balance), Ok(2));
+        let balance: Vec<u64> = store
+            .read(|txn| balance_head(txn, 10))
+            .unwrap()
+            .iter()
+            .map(|e| e.block.0)
+            .collect();
+        assert_eq!(balance, vec![7, 9]);
+        let dropped = store
+            .write(|txn| RepairQueue::open(txn)?.drop_balance())
+            .unwrap();
+        assert_eq!(dropped, 2);
+        assert_eq!(store.read(queued), Ok(7));
     }
 
     #[test]
