@@ -101,6 +101,11 @@ impl MetaState {
         self.tokens.rotate(&self.store, now)?;
         object_keys::record_master_check(&self.store, &self.object_keys.master)?;
         lifecycle_passes::note_restart(&self.store)?;
+        if self.store.is_replicated() {
+            if let Some(end) = crate::placement::close_reserved_ranges(&self.store, now)? {
+                self.orphans.clock.note_below(end, now);
+            }
+        }
         Ok(root)
     }
 

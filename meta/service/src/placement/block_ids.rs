@@ -71,8 +71,36 @@ pub(crate) fn reserve(
         for first in expired {
             reservations.remove(first)?;
         }
-        reservations.insert(start, now)?;
+        // A new term may have dated this bound already, earlier.
+        if reservations.get(start)?.is_none() {
+            reservations.insert(start, now)?;
+        }
         Ok(ReservedIds { term, start, end })
+    })
+}
+
+/// Dates every id of a group's store reserved so far as handed out by
+/// `now`, a new leader's term beginning (applied alike by every member):
+/// the ranges of earlier terms are handed out no more, so the orphan
+/// detector may judge the ids of the last one too, which would otherwise
+/// wait for the next reservation. Answers the first id not reserved.
+pub(crate) fn close_reserved_ranges(
+    store: &Store,
+    now: UnixMillis,
+) -> Result<Option<u64>, MetaError> {
+    store.write(|txn| {
+        let Some(end) = txn
+            .open_table(COUNTERS)?
+            .get(NEXT_BLOCK)?
+            .map(|g| g.value())
+        else {
+            return Ok(None);
+        };
+        let mut reservations = txn.open_table(BLOCK_ID_RESERVATIONS)?;
+        if reservations.get(end)?.is_none() {
+            reservations.insert(end, now)?;
+        }
+        Ok(Some(end))
     })
 }
 
@@ -190,13 +218,24 @@ mod tests {
         ids.grant(second);
         ids.grant(first);
         assert_eq!(ids.take_granted(2), Some(BlockId(second.start)));
+        // A new term dates the last range, whose ids nobody hands out now.
+        let closed = crate::store::db::applying(("test", b"{}".to_vec()), || {
+            close_reserved_ranges(&store, 2_500)
+        })
+        .unwrap();
+        assert_eq!(closed, Some(second.end));
+        assert_eq!(
+            reservations(&store).unwrap(),
+            vec![
+                (1_000, first.start),
+                (2_000, second.start),
+                (2_500, second.end)
+            ]
+        );
         // Old reservations are dropped, all but the newest past the grace.
         let late = 1_000 + 10 * 60_000;
         reserve_as_entry(&store, 3, late, grace).unwrap();
-        assert_eq!(
-            reservations(&store).unwrap(),
-            vec![(2_000, second.start), (late, second.end)]
-        );
+        assert_eq!(reservations(&store).unwrap(), vec![(2_500, second.end)]);
     }
 
     /// [`reserve`] as a group member applies it: as an entry.

@@ -8,7 +8,7 @@
 mod block_ids;
 pub(crate) mod domains;
 
-pub(crate) use block_ids::{reservations, reserve, BlockIds, ReservedIds};
+pub(crate) use block_ids::{close_reserved_ranges, reservations, reserve, BlockIds, ReservedIds};
 
 use domains::Placed;
 use meta_api::{Location, MetaError};
