@@ -13,6 +13,7 @@ import threading
 import time
 
 import pytest
+from block_files import cells
 from test_crash_safety import restart
 from test_meta_group import MEMBERS, Load, free_port, start_group
 
@@ -45,7 +46,7 @@ def balance(running, meta: str | None = None) -> dict:
 
 
 def data_bytes_on_disk(tmp_path, datanodes: int) -> int:
-    return sum(p.stat().st_size for i in range(datanodes) for p in (tmp_path / f"dn{i}" / "blocks").glob("*/*.data"))
+    return sum(cell.length for i in range(datanodes) for cell in cells(tmp_path / f"dn{i}"))
 
 
 def wait_for(what: str, check, timeout: float, every: float = 0.5):

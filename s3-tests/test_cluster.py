@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from block_files import cells
 from tessera_clients import MIB, RawS3, empty_and_delete, metric_total, new_bucket_name, quote_key, s3_client
 from tessera_procs import (
     HarnessError,
@@ -56,7 +57,7 @@ def cluster_client(cluster):
 
 def block_files(cluster):
     """Committed block data files per datanode (see docs/architecture.md)."""
-    return [len(list((cluster.work_dir / f"dn{i}" / "blocks").glob("*/*.data"))) for i in range(len(cluster.datanodes))]
+    return [len(cells(cluster.work_dir / f"dn{i}")) for i in range(len(cluster.datanodes))]
 
 
 def test_replication_header_decides_block_placement(cluster, cluster_client):
@@ -93,8 +94,8 @@ def block_sizes(cluster):
     """{(datanode index, block file name): size} of every committed block file."""
     sizes = {}
     for i in range(len(cluster.datanodes)):
-        for path in (cluster.work_dir / f"dn{i}" / "blocks").glob("*/*.data"):
-            sizes[(i, path.name)] = path.stat().st_size
+        for cell in cells(cluster.work_dir / f"dn{i}"):
+            sizes[(i, cell.name)] = cell.length
     return sizes
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import BotoCoreError, ClientError
 
+from block_files import cells
 from tessera_clients import MIB, metric_total, s3_client
 from tessera_procs import Cluster, HarnessError, Proc, process_env, require, start_cluster, start_server
 
@@ -280,7 +281,7 @@ def check_objects(client, log: PutLog) -> int:
 
 
 def block_files(data_dirs: list[Path]) -> list[int]:
-    return [len(list((d / "blocks").glob("*/*.data"))) for d in data_dirs]
+    return [len(cells(d)) for d in data_dirs]
 
 
 def upload_files(data_dirs: list[Path]) -> list[int]:

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from block_files import cells
 from tessera_clients import MIB, s3_client
 from tessera_procs import Credentials, start_server
 
@@ -14,11 +15,7 @@ pytestmark = pytest.mark.tessera
 
 def block_files(data_dir):
     """Committed block data files of every datanode of a `tessera server`."""
-    found = set()
-    for node in sorted(data_dir.glob("datanode-*")):
-        for root, _dirs, files in os.walk(node / "blocks"):
-            found.update(os.path.join(root, f) for f in files if f.endswith(".data"))
-    return found
+    return {f"{node.name}/{cell.name}" for node in sorted(data_dir.glob("datanode-*")) for cell in cells(node)}
 
 
 def wait_for(predicate, timeout=30.0):

@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
+from block_files import cells as stored_cells
 from test_cluster import put_with_replication
 from test_crash_safety import restart
 
@@ -38,9 +39,8 @@ def cells_by_block(work_dir: Path, datanodes: int) -> dict[int, list[tuple[int, 
     """{block id: [(datanode index, internal index)]} of every committed block file."""
     cells: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for node in range(datanodes):
-        for path in (work_dir / f"dn{node}" / "blocks").glob("*/*.data"):
-            block, internal = path.name.removesuffix(".data").rsplit("_", 1)
-            cells[int(block, 16)].append((node, int(internal)))
+        for cell in stored_cells(work_dir / f"dn{node}"):
+            cells[cell.block].append((node, cell.index))
     return cells
 
 

@@ -10,7 +10,10 @@ cut drops the page cache and the disk's write cache. The filesystem is mounted
 again from its backing folder and the server restarted on it. Every
 acknowledged object must read back whole, each overwritten key must hold its
 last acknowledged body or the one in flight after it, and nothing partial may
-be visible in a listing. Run with the server's meta a group of one (the
+be visible in a listing. Block files up to the pack limit go to the
+datanodes' volumes, many to a group commit: the cut lands in the middle of
+those, and each datanode cuts its volumes' torn tails and rebuilds their
+unsynced indexes at start. Run with the server's meta a group of one (the
 default: its Raft log and its store) and with `--lone-meta`.
 
 Needs root and /dev/fuse; under CI a missing one fails the test instead of
@@ -31,6 +34,7 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError
 
+from block_files import cells
 from tessera_clients import MIB, s3_client
 from tessera_procs import REPO_ROOT, Credentials, HarnessError, Proc, healthy_datanodes, process_env, start_server
 
@@ -259,7 +263,9 @@ def test_acknowledged_writes_survive_power_cuts(meta_args, tessera_bin, tmp_path
             wait_healthy(server)
             client = s3_client(server.endpoint, server.access_key, server.secret_key, read_timeout=60)
             counts = check_after_boot(client, load)
-            print(f"cycle {cycle}: {counts}")
+            packed = sum(cell.packed for node in (volume.mount / "data").glob("datanode-*") for cell in cells(node))
+            assert packed, "no block file was packed into a volume: the cut tested no group commit"
+            print(f"cycle {cycle}: {counts}, {packed} packed block files")
             # The next cycle's writers start from what is readable now.
             for attempt in load.attempts:
                 if attempt.acked is None:

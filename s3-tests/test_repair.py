@@ -12,6 +12,7 @@ import pytest
 
 from tessera_clients import MIB, empty_and_delete, new_bucket_name, s3_client
 from tessera_procs import HarnessError, find_key, process_env, start_cluster
+from block_files import cells
 from test_cluster import put_with_replication
 from test_crash_safety import restart
 
@@ -105,18 +106,12 @@ def test_damaged_block_files_are_scrubbed_and_rebuilt(healing):
         # Flip a byte in every block file of these objects on two live datanodes.
         live = [i for i in range(DATANODES) if i not in healing.killed]
         flipped = 0
-        newest = sorted(
-            ((p.stat().st_mtime, i, p) for i in live for p in (healing.work_dir / f"dn{i}" / "blocks").glob("*/*.data")),
-            reverse=True,
-        )
-        for _, node, path in newest:
-            stat = path.stat()
-            if node not in live[:2] or stat.st_size < 2000 or stat.st_mtime < written_after:
-                continue
-            data = bytearray(path.read_bytes())
-            data[1500] ^= 0x20
-            path.write_bytes(bytes(data))
-            flipped += 1
+        for node in live[:2]:
+            for cell in cells(healing.work_dir / f"dn{node}"):
+                if cell.length < 2000 or cell.mtime < written_after:
+                    continue
+                cell.flip(1500)
+                flipped += 1
         assert flipped > 0
         # No GET yet: a client's read would report the files first and they
         # could be rebuilt before a scrubber reached them.

@@ -20,6 +20,7 @@ import subprocess
 import pytest
 from botocore.exceptions import ClientError
 
+from block_files import cells
 from tessera_clients import MIB, empty_and_delete, form_post, md5_hex, metric_total, new_bucket_name, s3_client
 from tessera_procs import start_server
 
@@ -65,11 +66,7 @@ def test_a_small_object_gets_cells_fitted_to_it(s3, bucket, size):
 
 
 def block_bytes(data_dir) -> int:
-    total = 0
-    for node in data_dir.glob("datanode-*"):
-        for path in (node / "blocks").rglob("*.data"):
-            total += path.stat().st_size
-    return total
+    return sum(cell.length for node in data_dir.glob("datanode-*") for cell in cells(node))
 
 
 def test_a_megabyte_object_stores_five_thirds_of_itself(tessera_bin, tmp_path):

@@ -668,7 +668,7 @@ fn status_json(status: &ClusterStatus) -> Value {
             "id": d.id.0, "address": d.addr, "location": d.location.as_str(),
             "state": format!("{:?}", d.state).to_lowercase(),
             "admin": admin_state_name(d.admin),
-            "capacity": d.capacity, "used": d.used, "blocks": d.blocks,
+            "capacity": d.capacity, "used": d.used, "garbage": d.garbage, "blocks": d.blocks,
             "last_heartbeat": d.last_heartbeat,
             "scrub": {
                 "passes": d.scrub.passes, "checked_bytes": d.scrub.checked_bytes,
@@ -719,7 +719,7 @@ fn print_human(value: &Value) {
         Value::Object(map) => {
             if let Some(Value::Array(nodes)) = map.get("datanodes") {
                 println!(
-                    "{:<38} {:<22} {:<24} {:<8} {:<15} {:>14} {:>14} {:>8} {:>7} {:>7}",
+                    "{:<38} {:<22} {:<24} {:<8} {:<15} {:>14} {:>14} {:>12} {:>8} {:>7} {:>7}",
                     "DATANODE",
                     "ADDRESS",
                     "LOCATION",
@@ -727,6 +727,7 @@ fn print_human(value: &Value) {
                     "ADMIN",
                     "CAPACITY",
                     "USED",
+                    "GARBAGE",
                     "BLOCKS",
                     "SCRUB",
                     "DAMAGED"
@@ -736,7 +737,7 @@ fn print_human(value: &Value) {
                     let done = scrub["checked_bytes"].as_u64().unwrap_or(0) as f64;
                     let all = scrub["pass_bytes"].as_u64().unwrap_or(0).max(1) as f64;
                     println!(
-                        "{:<38} {:<22} {:<24} {:<8} {:<15} {:>14} {:>14} {:>8} {:>6.0}% {:>7}",
+                        "{:<38} {:<22} {:<24} {:<8} {:<15} {:>14} {:>14} {:>12} {:>8} {:>6.0}% {:>7}",
                         n["id"].as_str().unwrap_or(""),
                         n["address"].as_str().unwrap_or(""),
                         n["location"].as_str().unwrap_or(""),
@@ -744,6 +745,7 @@ fn print_human(value: &Value) {
                         n["admin"].as_str().unwrap_or(""),
                         n["capacity"],
                         n["used"],
+                        n["garbage"],
                         n["blocks"],
                         (100.0 * done / all).min(100.0),
                         scrub["damaged"]

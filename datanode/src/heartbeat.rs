@@ -109,18 +109,16 @@ pub fn measured_capacity(path: &Path, used: u64) -> u64 {
     }
 }
 
-/// Every committed block file of `store` with its age (from its sidecar's
-/// mtime, written at commit). Blocks deleted meanwhile are left out.
-/// Blocking: one stat per block.
+/// Every committed block file of `store` with its age (from its commit
+/// time). Blocks deleted meanwhile are left out. Blocking: one stat per
+/// block with a file of its own.
 pub fn reported_blocks(store: &BlockStore) -> Vec<ReportedBlock> {
     let now = SystemTime::now();
     store
         .committed_blocks()
         .into_iter()
         .filter_map(|key| {
-            let committed = std::fs::metadata(store.sidecar_path(key))
-                .and_then(|m| m.modified())
-                .ok()?;
+            let committed = store.committed_at(key)?;
             // A clock that went backwards makes a block young, never old.
             let age = now.duration_since(committed).unwrap_or_default();
             Some(ReportedBlock {
@@ -241,12 +239,13 @@ async fn report(
         Some(capacity) => capacity,
         None => {
             let dir = store.data_dir().to_path_buf();
-            let used = stats.used;
-            tokio::task::spawn_blocking(move || measured_capacity(&dir, used))
+            // Garbage holds disk space as block files do, until compacted.
+            let held = stats.used + stats.garbage;
+            tokio::task::spawn_blocking(move || measured_capacity(&dir, held))
                 .await
                 .unwrap_or_else(|e| {
                     tracing::warn!(error = %e, "statvfs task failed; reporting no free space");
-                    used
+                    held
                 })
         }
     };
@@ -256,6 +255,7 @@ async fn report(
         local_socket: None,
         capacity,
         used: stats.used,
+        garbage: stats.garbage,
         blocks: stats.blocks,
         deleted,
         damaged: Vec::new(),

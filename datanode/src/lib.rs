@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod access;
+mod compact;
 mod error;
 pub mod heartbeat;
 mod local;
@@ -61,6 +62,17 @@ pub struct DatanodeConfig {
     pub direct_writes: bool,
     /// Disk writes run at once per datanode (uploads beyond wait their turn).
     pub max_disk_writes: usize,
+    /// Block files up to this many bytes are packed into volumes (one
+    /// shared write and fdatasync per group of commits); 0 gives every
+    /// block file files of its own.
+    pub pack_max: u64,
+    /// Size past which a datanode starts a new volume.
+    pub volume_max: u64,
+    /// Share of a sealed volume's bytes that deleted records must reach
+    /// before the volume is rewritten without them; above 1: never.
+    pub compact_garbage_ratio: f64,
+    /// Bytes a second compaction copies (0: no limit).
+    pub compact_bandwidth: u64,
     /// Time between heartbeats to meta.
     pub heartbeat_interval: Duration,
     /// Capacity to report; None reports the data folder's filesystem size.
@@ -105,6 +117,14 @@ pub const DEFAULT_SCRUB_PERIOD: Duration = Duration::from_secs(7 * 24 * 3600);
 /// their p99 within 1.5x of idle (docs/benchmarks.md).
 pub const DEFAULT_REPAIR_BANDWIDTH: u64 = 32 * 1024 * 1024;
 
+/// Default [`DatanodeConfig::compact_garbage_ratio`]: a volume is rewritten
+/// once half of it is deleted records, so compaction copies at most as many
+/// bytes as it frees.
+pub const DEFAULT_COMPACT_GARBAGE_RATIO: f64 = 0.5;
+
+/// Default [`DatanodeConfig::compact_bandwidth`], the repairs' default.
+pub const DEFAULT_COMPACT_BANDWIDTH: u64 = DEFAULT_REPAIR_BANDWIDTH;
+
 /// Default [`DatanodeConfig::block_report_interval`].
 pub const DEFAULT_BLOCK_REPORT_INTERVAL: Duration = Duration::from_secs(600);
 /// Default [`DatanodeConfig::upload_grace`], meta's default orphan grace.
@@ -131,6 +151,10 @@ impl Default for DatanodeConfig {
             fsync: true,
             direct_writes: true,
             max_disk_writes: store::DEFAULT_DISK_WRITES,
+            pack_max: store::DEFAULT_PACK_MAX,
+            volume_max: store::volumes::DEFAULT_VOLUME_MAX,
+            compact_garbage_ratio: DEFAULT_COMPACT_GARBAGE_RATIO,
+            compact_bandwidth: DEFAULT_COMPACT_BANDWIDTH,
             heartbeat_interval: Duration::from_secs(3),
             capacity: None,
             location: None,
@@ -157,6 +181,7 @@ pub struct RunningDatanode {
     server: JoinHandle<std::io::Result<()>>,
     heartbeat: JoinHandle<()>,
     scrubber: JoinHandle<()>,
+    compactor: JoinHandle<()>,
     local: Option<JoinHandle<()>>,
 }
 
@@ -189,6 +214,9 @@ impl RunningDatanode {
         }
         if let Err(e) = self.scrubber.await {
             tracing::error!(error = %e, "scrubber task failed");
+        }
+        if let Err(e) = self.compactor.await {
+            tracing::error!(error = %e, "compactor task failed");
         }
         if let Some(local) = self.local {
             if let Err(e) = local.await {
@@ -247,6 +275,8 @@ async fn start_inner<H: HeartbeatTarget>(
     .await?;
     store.set_direct_writes(config.direct_writes);
     store.set_max_disk_writes(config.max_disk_writes);
+    store.set_pack_max(config.pack_max);
+    store.set_volume_max(config.volume_max);
     let listen_error = |source| DatanodeError::Listen {
         addr: config.listen.clone(),
         source,
@@ -311,6 +341,15 @@ async fn start_inner<H: HeartbeatTarget>(
         scrub_state.clone(),
         stop_rx.clone(),
     ));
+    let compactor = tokio::spawn(compact::run(
+        store.clone(),
+        compact::CompactSettings {
+            garbage_ratio: config.compact_garbage_ratio,
+            bandwidth: config.compact_bandwidth,
+        },
+        scrub_state.clone(),
+        stop_rx.clone(),
+    ));
     let heartbeat = tokio::spawn(heartbeat::run(
         target,
         store.clone(),
@@ -330,6 +369,7 @@ async fn start_inner<H: HeartbeatTarget>(
         server,
         heartbeat,
         scrubber,
+        compactor,
         local,
     })
 }

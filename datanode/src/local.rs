@@ -169,23 +169,25 @@ async fn send_replica(
     }
 }
 
-/// Opens committed block `key`'s data file and reads all its CRCs, checking
-/// both files against what the store's index says.
+/// Opens committed block `key`'s file (its data file, or the volume holding
+/// it: the peer runs as the datanode's user, who can read every volume
+/// anyway) and reads all its CRCs, checked against the store's index.
 async fn open_replica(
     store: &Arc<BlockStore>,
     key: BlockKey,
-) -> Result<(ReplicaInfo, File), StoreError> {
-    let (meta, file, crcs) = store.open_whole(key).await?;
+) -> Result<(ReplicaInfo, Arc<File>), StoreError> {
+    let opened = store.open_whole(key).await?;
     // Deleted while the files were being opened: do not hand it out.
     if store.block(key).is_none() {
         return Err(StoreError::NotFound(key));
     }
     let info = ReplicaInfo {
-        length: meta.length,
-        bytes_per_checksum: meta.bytes_per_checksum,
-        crcs,
+        offset: opened.base,
+        length: opened.meta.length,
+        bytes_per_checksum: opened.meta.bytes_per_checksum,
+        crcs: opened.crcs,
     };
-    Ok((info, file))
+    Ok((info, opened.file))
 }
 
 /// Pushes the keys of deleted blocks to a watching client until it goes

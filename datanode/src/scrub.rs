@@ -1,7 +1,8 @@
 //! The bitrot scrubber: in the background, pass after pass, it reads every
 //! committed block file against its sidecar's checksums, paced so that a
 //! pass spreads over the scrub period (a week by default) however much the
-//! datanode holds. A damaged file is quarantined at once (never served
+//! datanode holds. Packed blocks are read in their volumes' order, so a
+//! volume is read front to back. A damaged file is quarantined at once (never served
 //! again) and reported with the next heartbeat; meta then counts it as
 //! missing and has it rebuilt from the group's other block files.
 
@@ -70,7 +71,7 @@ pub(crate) async fn run(
     }
     loop {
         let started = tokio::time::Instant::now();
-        let keys = store.committed_blocks();
+        let keys = store.scrub_order();
         let total: u64 = keys
             .iter()
             .filter_map(|key| store.block(*key))

@@ -182,6 +182,8 @@ async fn send_range_to_socket(
     let (offset, length) = (header.offset, header.length);
     let head = wire::encode_reply_head(request_id, &Reply::ReadData(header))?;
     let file = block.file.clone();
+    // File offsets from here on: the block starts at `base` in its file.
+    let (offset, base) = (block.base + offset, block.base);
     let end = offset + length;
     let mut at = offset;
     if length <= INLINE_READ_MAX && page_cache::nowait_supported() {
@@ -194,7 +196,7 @@ async fn send_range_to_socket(
         stream.write_all(&reply).await.map_err(SendError::Socket)?;
         at += got as u64;
         if at == end {
-            finish(SendMode::Sendfile, &block, offset, length, settings);
+            finish(SendMode::Sendfile, &block, offset - base, length, settings);
             return Ok(());
         }
     } else {
@@ -213,7 +215,7 @@ async fn send_range_to_socket(
         }
         Err(e) => return Err(e),
     };
-    finish(mode, &block, offset, length, settings);
+    finish(mode, &block, offset - base, length, settings);
     Ok(())
 }
 
@@ -230,7 +232,7 @@ pub(crate) async fn send_range<W: AsyncWrite + Unpin>(
     let (offset, length) = (header.offset, header.length);
     let file = block.file.clone();
     if settings.verify_on_read {
-        let data = read_verified(key, file, &header).await?;
+        let data = read_verified(key, file, block.base, &header).await?;
         let head = wire::encode_reply_head(request_id, &Reply::ReadData(header))?;
         wire::write_frame(w, &head, &data)
             .await
@@ -238,15 +240,15 @@ pub(crate) async fn send_range<W: AsyncWrite + Unpin>(
     } else {
         let head = wire::encode_reply_head(request_id, &Reply::ReadData(header))?;
         w.write_all(&head).await.map_err(SendError::Socket)?;
-        copy_region(w, file, offset, length).await?;
+        copy_region(w, file, block.base + offset, length).await?;
         w.flush().await.map_err(SendError::Socket)?;
     }
     finish(SendMode::Copy, &block, offset, length, settings);
     Ok(())
 }
 
-/// Counts a reply that went out completely and, if the block's reads look
-/// sequential, reads ahead past it.
+/// Counts a reply of `[offset, offset + length)` of the block that went out
+/// completely and, if the block's reads look sequential, reads ahead past it.
 fn finish(mode: SendMode, block: &OpenBlock, offset: u64, length: u64, settings: &ReadSettings) {
     telemetry::bytes_read(length);
     telemetry::bytes_sent(mode.as_str(), length);
@@ -257,7 +259,7 @@ fn finish(mode: SendMode, block: &OpenBlock, offset: u64, length: u64, settings:
         block.meta.length,
     );
     if let Some((from, len)) = advice {
-        read_ahead(block.file.clone(), from, len);
+        read_ahead(block.file.clone(), block.base + from, len);
     }
 }
 
@@ -276,17 +278,19 @@ fn read_ahead(file: Arc<File>, from: u64, len: u64) {
     });
 }
 
-/// Reads all of `header`'s range and checks it against its CRCs, before
-/// anything is sent: a mismatch becomes a checksum error reply.
+/// Reads all of `header`'s range (the block starting at `base` in `file`)
+/// and checks it against its CRCs, before anything is sent: a mismatch
+/// becomes a checksum error reply.
 async fn read_verified(
     key: BlockKey,
     file: Arc<File>,
+    base: u64,
     header: &ReadData,
 ) -> Result<Vec<u8>, SendError> {
     let (offset, length) = (header.offset, header.length);
     let data = tokio::task::spawn_blocking(move || {
         let mut data = vec![0u8; length as usize];
-        file.read_exact_at(&mut data, offset).map(|()| data)
+        file.read_exact_at(&mut data, base + offset).map(|()| data)
     })
     .await
     .map_err(|e| SendError::Disk(std::io::Error::other(e.to_string())))?
@@ -372,6 +376,7 @@ mod tests {
                 bytes_per_checksum: 1024,
             },
             file: Arc::new(file),
+            base: 0,
             crcs: crcs.clone(),
             readahead: Default::default(),
         };

@@ -36,6 +36,22 @@ pub const TLS_REFUSALS: &str = "tessera_datanode_tls_refusals_total";
 pub const BLOCKS: &str = "tessera_datanode_store_blocks";
 /// Bytes of committed block data, by datanode id.
 pub const USED_BYTES: &str = "tessera_datanode_store_used_bytes";
+/// Committed blocks packed into volumes, by datanode id.
+pub const PACKED_BLOCKS: &str = "tessera_datanode_store_packed_blocks";
+/// Bytes of deleted records still held by the volumes, by datanode id.
+pub const GARBAGE_BYTES: &str = "tessera_datanode_store_garbage_bytes";
+/// Volumes rewritten without their deleted records.
+pub const VOLUMES_COMPACTED: &str = "tessera_datanode_volumes_compacted_total";
+/// Bytes of live records compaction copied.
+pub const COMPACTED_BYTES: &str = "tessera_datanode_compacted_bytes_total";
+/// Bytes of volumes compaction removed (live and dead).
+pub const COMPACTION_FREED_BYTES: &str = "tessera_datanode_compaction_freed_bytes_total";
+/// Group commits of the volume writers: each one write and one fdatasync
+/// per file it touched, shared by every append and delete waiting then.
+pub const VOLUME_COMMITS: &str = "tessera_datanode_volume_commits_total";
+/// Appends and deletes the group commits served (divided by
+/// `VOLUME_COMMITS`: how many shared each sync).
+pub const VOLUME_JOBS: &str = "tessera_datanode_volume_jobs_total";
 
 pub(crate) fn bytes_written(n: u64) {
     metrics::counter!(BYTES_WRITTEN).increment(n);
@@ -82,10 +98,23 @@ pub(crate) fn local_peer_refused() {
     metrics::counter!(LOCAL_PEERS_REFUSED).increment(1);
 }
 
-/// The store's committed `blocks` and their `used` bytes.
-pub(crate) fn store_gauges(id: &DatanodeId, blocks: u64, used: u64) {
-    metrics::gauge!(BLOCKS, "id" => id.0.clone()).set(blocks as f64);
-    metrics::gauge!(USED_BYTES, "id" => id.0.clone()).set(used as f64);
+pub(crate) fn compacted(copied: u64, freed: u64) {
+    metrics::counter!(VOLUMES_COMPACTED).increment(1);
+    metrics::counter!(COMPACTED_BYTES).increment(copied);
+    metrics::counter!(COMPACTION_FREED_BYTES).increment(freed);
+}
+
+pub(crate) fn volume_commit(jobs: usize) {
+    metrics::counter!(VOLUME_COMMITS).increment(1);
+    metrics::counter!(VOLUME_JOBS).increment(jobs as u64);
+}
+
+/// The store's committed blocks, their bytes, and the volumes' garbage.
+pub(crate) fn store_gauges(id: &DatanodeId, stats: &crate::store::StoreStats) {
+    metrics::gauge!(BLOCKS, "id" => id.0.clone()).set(stats.blocks as f64);
+    metrics::gauge!(USED_BYTES, "id" => id.0.clone()).set(stats.used as f64);
+    metrics::gauge!(PACKED_BLOCKS, "id" => id.0.clone()).set(stats.packed as f64);
+    metrics::gauge!(GARBAGE_BYTES, "id" => id.0.clone()).set(stats.garbage as f64);
 }
 
 #[cfg(test)]
@@ -97,8 +126,13 @@ mod tests {
         let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
         let handle = recorder.handle();
         metrics::with_local_recorder(&recorder, || {
-            store_gauges(&DatanodeId("dn-a".into()), 3, 300);
-            store_gauges(&DatanodeId("dn-b".into()), 5, 500);
+            let stats = |blocks, used| crate::store::StoreStats {
+                blocks,
+                used,
+                ..Default::default()
+            };
+            store_gauges(&DatanodeId("dn-a".into()), &stats(3, 300));
+            store_gauges(&DatanodeId("dn-b".into()), &stats(5, 500));
         });
         let text = handle.render();
         for line in [

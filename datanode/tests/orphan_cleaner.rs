@@ -21,7 +21,7 @@ const GRACE: Duration = Duration::from_secs(1);
 const BLOCK_SIZE: u64 = 4 << 20;
 const BUCKET: &str = "orphans";
 
-/// The datanode holding `replica`'s block file, and whether the file is there.
+/// Whether each block file of `group` is committed on its datanode.
 fn file_exists(datanodes: &[RunningDatanode], group: &BlockGroup) -> Vec<bool> {
     group
         .block_keys()
@@ -30,7 +30,7 @@ fn file_exists(datanodes: &[RunningDatanode], group: &BlockGroup) -> Vec<bool> {
                 .iter()
                 .find(|d| *d.id() == replica.datanode)
                 .expect("replica on a known datanode");
-            node.store().data_path(key).exists()
+            node.store().block(key).is_some()
         })
         .collect()
 }

@@ -77,16 +77,6 @@ async fn wait_whole(cluster: &TestCluster, dead: &DatanodeId) -> RedundancyStatu
     panic!("never whole again: {:?}", redundancy(cluster).await);
 }
 
-/// The committed data file of `key` in datanode folder `dir`, if any.
-fn committed_file(dir: &std::path::Path, key: proto::BlockKey) -> Option<std::path::PathBuf> {
-    let name = format!("{key}.data");
-    std::fs::read_dir(dir.join("blocks"))
-        .ok()?
-        .flatten()
-        .map(|shard| shard.path().join(&name))
-        .find(|path| path.exists())
-}
-
 /// Every group of `record` has its full width on distinct datanodes, none
 /// of them in `gone`.
 fn assert_whole(record: &ObjectRecord, gone: &HashSet<DatanodeId>) {
@@ -260,10 +250,7 @@ async fn damaged_block_files_are_found_by_the_scrubber_and_rebuilt() {
         for replica in picks {
             let holder = cluster.datanode_at(&replica.addr);
             let key = proto::BlockKey::new(group.block, replica.index);
-            let path = cluster.block_file(holder, key);
-            let mut bytes = std::fs::read(&path).unwrap();
-            bytes[1000] ^= 0x01;
-            std::fs::write(&path, &bytes).unwrap();
+            let bytes = cluster.flip_block_byte(holder, key, 1000, 0x01);
             damaged.push((key, replica.datanode.clone(), holder, bytes));
         }
     }
@@ -289,8 +276,8 @@ async fn damaged_block_files_are_found_by_the_scrubber_and_rebuilt() {
                 .iter()
                 .any(|r| r.index == key.index && r.datanode == *holder_id)
             {
-                let current = committed_file(&cluster.datanode_dir(*holder), *key);
-                whole &= current.is_some_and(|path| std::fs::read(path).unwrap() != *flipped);
+                let current = cluster.stored_block(*holder, *key);
+                whole &= current.is_some_and(|bytes| bytes != *flipped);
             }
         }
         let reports_cleared = cluster.service.bad_replicas().unwrap().is_empty();
@@ -419,13 +406,7 @@ async fn a_decommissioned_datanode_is_copied_off_and_can_be_stopped() {
     let mut cluster = TestCluster::start(7, config).await;
     let objects = write_objects(&cluster).await;
     let id = cluster.datanode(0).id().clone();
-    let held: u64 = std::fs::read_dir(cluster.datanode_dir(0).join("blocks"))
-        .unwrap()
-        .flatten()
-        .flat_map(|shard| std::fs::read_dir(shard.path()).unwrap().flatten())
-        .filter(|f| f.path().extension().is_some_and(|e| e == "data"))
-        .map(|f| f.metadata().unwrap().len())
-        .sum();
+    let held = cluster.datanode(0).store().stats().used;
     assert!(held > 0);
     set_admin(&cluster, &id, AdminState::Decommissioning).await;
     let mut status = None;

@@ -173,15 +173,16 @@ async fn every_mode_sends_the_same_bytes_and_crcs() {
 
 /// Flips one byte of block `k`'s file on disk, at block offset `at`.
 fn flip_byte(node: &RunningDatanode, k: BlockKey, at: u64) {
+    let (path, base) = node.store().stored_at(k).unwrap();
     let mut file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
-        .open(node.store().data_path(k))
+        .open(path)
         .unwrap();
     let mut byte = [0u8];
-    file.seek(SeekFrom::Start(at)).unwrap();
+    file.seek(SeekFrom::Start(base + at)).unwrap();
     file.read_exact(&mut byte).unwrap();
-    file.seek(SeekFrom::Start(at)).unwrap();
+    file.seek(SeekFrom::Start(base + at)).unwrap();
     file.write_all(&[byte[0] ^ 0x40]).unwrap();
     file.sync_all().unwrap();
 }

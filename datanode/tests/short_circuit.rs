@@ -203,10 +203,10 @@ async fn a_flipped_byte_on_disk_is_a_checksum_error_on_both_paths() {
         .await
         .unwrap();
 
-    let path = node.store().data_path(key(3, 0));
+    let (path, base) = node.store().stored_at(key(3, 0)).unwrap();
     let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
     let bad = BPC as u64 + 100;
-    file.write_all_at(&[bytes[bad as usize] ^ 0x40], bad)
+    file.write_all_at(&[bytes[bad as usize] ^ 0x40], base + bad)
         .unwrap();
 
     let err = local
@@ -322,6 +322,8 @@ async fn a_stale_socket_file_is_replaced_but_other_files_are_not() {
 async fn deleting_a_block_revokes_its_cached_descriptor() {
     let dir = short_dir();
     let node = start_datanode(dir.path(), Some(dir.path().join("dn.sock"))).await;
+    // Files of their own, which a delete unlinks.
+    node.store().set_pack_max(0);
     let addr = node.addr().to_string();
     let local = pool(true);
     let (a, b) = (data(40_000, 1), data(40_000, 2));
@@ -387,6 +389,55 @@ async fn deleting_a_block_revokes_its_cached_descriptor() {
         local.short_circuit_stats().unwrap().cached_replicas == 0
     })
     .await;
+}
+
+/// A packed block's volume stays linked when the block is deleted: the
+/// datanode's push is what takes its descriptor away (until then a read
+/// gets the deleted block's own bytes, never another's: block ids are not
+/// reused), and a read after it is refused.
+#[tokio::test]
+async fn deleting_a_packed_block_revokes_its_descriptor_by_the_push() {
+    let dir = short_dir();
+    let node = start_datanode(dir.path(), Some(dir.path().join("dn.sock"))).await;
+    let addr = node.addr().to_string();
+    let local = pool(true);
+    let (a, b) = (data(40_000, 1), data(30_000, 2));
+    put(&local, &addr, key(7, 0), &a).await;
+    put(&local, &addr, key(8, 0), &b).await;
+    assert_eq!(
+        node.store().stored_at(key(7, 0)).unwrap().0,
+        node.store().stored_at(key(8, 0)).unwrap().0,
+        "both in one volume"
+    );
+    for (k, body) in [(key(7, 0), &a), (key(8, 0), &b)] {
+        let got = local
+            .read_block(&addr, k, token(k).as_ref(), 1000, 5000)
+            .await
+            .unwrap();
+        assert_eq!(got, body.slice(1000..6000));
+    }
+    assert_eq!(local.short_circuit_stats().unwrap().cached_replicas, 2);
+    local
+        .delete_block(&addr, key(7, 0), token(key(7, 0)).as_ref())
+        .await
+        .unwrap();
+    eventually("the deleted block's descriptor leaves the cache", || {
+        local.short_circuit_stats().unwrap().cached_replicas == 1
+    })
+    .await;
+    let err = local
+        .read_block(&addr, key(7, 0), token(key(7, 0)).as_ref(), 0, 100)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ClientError::Remote { .. }), "{err:?}");
+    let before = local.short_circuit_stats().unwrap().reads;
+    let got = local
+        .read_block(&addr, key(8, 0), token(key(8, 0)).as_ref(), 29_000, 1000)
+        .await
+        .unwrap();
+    assert_eq!(got, b.slice(29_000..));
+    assert_eq!(local.short_circuit_stats().unwrap().reads, before + 1);
+    node.shutdown().await;
 }
 
 /// Reads of cached pages complete without awaiting anything; they still

@@ -120,6 +120,11 @@ def fio(directory, size, jobs, duration):
     return write["iops"], write["bw_bytes"] / 1e6
 
 
+def files_under(folder):
+    """Files in `folder` and below (0 when it is not there)."""
+    return sum(len(files) for _, _, files in os.walk(folder))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--target", action="append", required=True, help="NAME=URL,ACCESS,SECRET[,PID]")
@@ -141,9 +146,9 @@ def main():
 
     print(
         "| scenario | target | req/s | MB/s | p50 ms | p99 ms | errors | disk bytes per byte "
-        "| CPU ms per PUT | cores busy | I/O wait |"
+        "| CPU ms per PUT | cores busy | I/O wait | files per object |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for scenario, size, conns in SCENARIOS:
         if a.only and scenario not in a.only:
             continue
@@ -155,6 +160,9 @@ def main():
                 requests.append((path, s3_load.sign(url, ak, sk, region, "PUT", path, headers)))
             # The last target's writeback neither slows this one nor counts as its writes.
             os.sync()
+            # Each server stores in a folder named after it (folder-s3 in `folder`).
+            folder = os.path.join(a.data_dir, "folder" if name == "folder-s3" else name)
+            files_before = files_under(folder)
             before = sectors_written(device)
             cpu_before, cores_before = cpu_seconds(pid), core_times()
             rps, p50, p99, errs = s3_load.run_wrk(url, lua(requests, size), conns, 2, a.duration)
@@ -164,14 +172,15 @@ def main():
             per_byte = f"{written / stored:.2f}" if stored else "-"
             puts = rps * a.duration
             cpu = f"{(cpu_seconds(pid) - cpu_before) * 1000 / puts:.2f}" if pid and puts else "-"
+            files = f"{(files_under(folder) - files_before) / puts:.3f}" if puts else "-"
             print(
                 f"| {scenario} | {name} | {rps:,.0f} | {rps * size / 1e6:,.1f} | {p50:.2f} | "
-                f"{p99:.2f} | {errs} | {per_byte} | {cpu} | {busy / total:.0%} | {iowait / total:.0%} |",
+                f"{p99:.2f} | {errs} | {per_byte} | {cpu} | {busy / total:.0%} | {iowait / total:.0%} | {files} |",
                 flush=True,
             )
         with tempfile.TemporaryDirectory(dir=a.data_dir) as scratch:
             iops, mbs = fio(scratch, size, conns, a.duration)
-        print(f"| {scenario} | disk (fio, direct + fsync) | {iops:,.0f} | {mbs:,.1f} | | | | 1.00 | | | |", flush=True)
+        print(f"| {scenario} | disk (fio, direct + fsync) | {iops:,.0f} | {mbs:,.1f} | | | | 1.00 | | | | |", flush=True)
 
 
 if __name__ == "__main__":

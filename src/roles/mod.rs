@@ -270,6 +270,18 @@ pub struct DatanodeSettings {
     /// Disk writes a datanode runs at once; further uploads wait their turn.
     #[arg(long, env = "TESSERA_MAX_DISK_WRITES", default_value_t = ::datanode::store::DEFAULT_DISK_WRITES)]
     pub max_disk_writes: usize,
+    /// Block files up to this size are packed into volumes (group-committed appends); larger ones get files of their own; 0 packs none.
+    #[arg(long, env = "TESSERA_PACK_MAX", default_value = "1MiB", value_parser = parse_size)]
+    pub pack_max: u64,
+    /// Size past which a datanode starts a new volume.
+    #[arg(long, env = "TESSERA_VOLUME_MAX", default_value = "1GiB", value_parser = parse_size)]
+    pub volume_max: u64,
+    /// Share of a sealed volume's bytes deleted records must reach before it is rewritten without them (above 1: never).
+    #[arg(long, env = "TESSERA_COMPACT_GARBAGE", default_value_t = ::datanode::DEFAULT_COMPACT_GARBAGE_RATIO)]
+    pub compact_garbage: f64,
+    /// Bytes a second compaction copies; 0: no limit.
+    #[arg(long, env = "TESSERA_COMPACT_BANDWIDTH", default_value = "32MiB", value_parser = parse_size)]
+    pub compact_bandwidth: u64,
     /// Interval between heartbeats to meta.
     #[arg(long, env = "TESSERA_HEARTBEAT_INTERVAL", default_value = "3s", value_parser = parse_duration)]
     pub heartbeat_interval: Duration,

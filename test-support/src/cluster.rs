@@ -257,28 +257,35 @@ impl TestCluster {
         panic!("{count} datanodes never became healthy");
     }
 
-    /// Path of the committed data file of `key` on datanode `i` (the
-    /// datanode keeps a block's bytes, and nothing else, in `<key>.data`).
-    pub fn block_file(&self, i: usize, key: BlockKey) -> PathBuf {
-        let wanted = format!("{key}.data");
-        let mut found = Vec::new();
-        let mut dirs = vec![self.datanode_dir(i)];
-        while let Some(dir) = dirs.pop() {
-            for entry in std::fs::read_dir(&dir).unwrap() {
-                let path = entry.unwrap().path();
-                if path.is_dir() {
-                    dirs.push(path);
-                } else if path.file_name().and_then(|n| n.to_str()) == Some(wanted.as_str()) {
-                    found.push(path);
-                }
-            }
-        }
-        assert_eq!(
-            found.len(),
-            1,
-            "block files of {key} on datanode {i}: {found:?}"
-        );
-        found.remove(0)
+    /// The bytes of block file `key` as datanode `i` stores them on disk
+    /// now (its data file, or its record in a volume); None when it holds
+    /// none.
+    pub fn stored_block(&self, i: usize, key: BlockKey) -> Option<Vec<u8>> {
+        use std::os::unix::fs::FileExt;
+        let store = self.datanode(i).store();
+        let (path, base) = store.stored_at(key)?;
+        let mut bytes = vec![0u8; store.block(key)?.length as usize];
+        std::fs::File::open(path)
+            .ok()?
+            .read_exact_at(&mut bytes, base)
+            .ok()?;
+        Some(bytes)
+    }
+
+    /// Flips the bits `mask` of byte `at` of block file `key` on datanode
+    /// `i`, on disk, behind the datanode's back; answers the damaged bytes.
+    pub fn flip_block_byte(&self, i: usize, key: BlockKey, at: u64, mask: u8) -> Vec<u8> {
+        use std::os::unix::fs::FileExt;
+        let (path, base) = self.datanode(i).store().stored_at(key).unwrap();
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .unwrap();
+        let mut byte = [0u8];
+        file.read_exact_at(&mut byte, base + at).unwrap();
+        file.write_all_at(&[byte[0] ^ mask], base + at).unwrap();
+        self.stored_block(i, key).unwrap()
     }
 
     /// Creates `bucket`, owned by root.

@@ -341,6 +341,7 @@ pub fn report(name: &str, capacity: u64, used: u64) -> DatanodeReport {
         local_socket: None,
         capacity,
         used,
+        garbage: 0,
         blocks: 0,
         deleted: Vec::new(),
         damaged: Vec::new(),

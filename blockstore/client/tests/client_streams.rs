@@ -190,13 +190,18 @@ async fn reads_repair_a_corrupt_block_file() {
             .block_keys()
             .find(|(k, _)| k.index == if i == 0 { 1 } else { 0 })
             .unwrap();
-        let path = cluster.block_file(cluster.datanode_at(&replica.addr), key);
-        let mut bytes = std::fs::read(&path).unwrap();
-        let at = bytes.len() / 2;
-        bytes[at] ^= 0x5a;
-        std::fs::write(&path, &bytes).unwrap();
+        let holder = cluster.datanode_at(&replica.addr);
+        let at = cluster.stored_block(holder, key).unwrap().len() as u64 / 2;
+        cluster.flip_block_byte(holder, key, at, 0x5a);
         check_reads(&cluster.client, &record, &data, 7).await;
     }
+}
+
+/// Block files committed on the datanodes, all together.
+fn committed_blocks(cluster: &Cluster) -> u64 {
+    (0..cluster.datanodes.len())
+        .map(|i| cluster.datanode(i).store().stats().blocks)
+        .sum()
 }
 
 /// Every file under the `sub` folder of each datanode's data folder.
@@ -233,13 +238,13 @@ async fn abort_deletes_written_blocks() {
         // `write` only queues whole stripes for the flush task; wait until
         // they are on the datanodes.
         writer.flush().await.unwrap();
-        assert!(!files_under(&cluster, "blocks").is_empty());
+        assert!(committed_blocks(&cluster) > 0);
         writer.abort().await;
         // The writer's token drops the uploads still open; meta has the
         // committed groups deleted by their datanodes' next heartbeats.
         assert!(files_under(&cluster, "tmp").is_empty());
         test_support::data::eventually("meta deletes the sealed groups", || {
-            files_under(&cluster, "blocks").is_empty()
+            committed_blocks(&cluster) == 0
         })
         .await;
     }

@@ -250,10 +250,7 @@ async fn a_flipped_byte_in_a_cell_is_read_around_and_reported_to_meta() {
         .block_keys()
         .find(|(k, _)| k.index == 1)
         .unwrap();
-    let path = cluster.block_file(cluster.datanode_at(&replica.addr), key);
-    let mut bytes = std::fs::read(&path).unwrap();
-    bytes[100] ^= 0x5a;
-    std::fs::write(&path, &bytes).unwrap();
+    cluster.flip_block_byte(cluster.datanode_at(&replica.addr), key, 100, 0x5a);
 
     let reader = client.reader(&record);
     assert!(reader.read_at(0, data.len()).await.unwrap() == data);

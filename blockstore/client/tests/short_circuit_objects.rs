@@ -108,15 +108,19 @@ async fn a_corrupt_local_block_file_is_repaired_like_over_tcp() {
             .block_keys()
             .find(|(k, _)| k.index == if i == 0 { 1 } else { 0 })
             .unwrap();
-        let path = cluster.datanode_at(&replica.addr).store().data_path(key);
+        let (path, base) = cluster
+            .datanode_at(&replica.addr)
+            .store()
+            .stored_at(key)
+            .unwrap();
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .open(&path)
             .unwrap();
         let mut byte = [0u8];
-        file.read_exact_at(&mut byte, 100).unwrap();
-        file.write_all_at(&[byte[0] ^ 0x5a], 100).unwrap();
+        file.read_exact_at(&mut byte, base + 100).unwrap();
+        file.write_all_at(&[byte[0] ^ 0x5a], base + 100).unwrap();
         check_reads(&cluster, &record, &data, 2).await;
         let after = cluster.local.pool().short_circuit_stats().unwrap();
         assert!(after.fallbacks > before.fallbacks, "{before:?} {after:?}");

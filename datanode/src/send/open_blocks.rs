@@ -1,8 +1,9 @@
 //! Committed blocks kept open between reads, and where each block's readers
 //! have got to.
 //!
-//! Opening a block for a read costs two opens, a stat and a sidecar read, on
-//! the blocking pool: more than sending a 64 KiB reply from the page cache.
+//! Opening a block for a read costs two opens, a stat and a sidecar read (a
+//! record header read for a packed block), on the blocking pool: more than
+//! sending a 64 KiB reply from the page cache.
 //! Committed blocks never change, so a bounded set of them stays open with
 //! all their CRCs, and a read's range is cut from those on the executor.
 //! An entry is dropped when the store reports the block deleted, and every
@@ -34,8 +35,10 @@ const LARGE_READ: u64 = 512 * 1024;
 #[derive(Debug)]
 pub(crate) struct OpenBlock {
     pub(super) meta: BlockMeta,
-    /// The data file; file offset = block offset.
+    /// The block's data file, or the volume holding it.
     pub(crate) file: Arc<File>,
+    /// Offset in `file` of the block's first byte.
+    pub(crate) base: u64,
     pub(super) crcs: Vec<u32>,
     /// Where this block's readers have got to.
     pub(crate) readahead: Readahead,
@@ -139,11 +142,13 @@ impl OpenBlocks {
         let block = match cached {
             Some(block) if block.meta == meta => block,
             _ => {
-                let (meta, file, crcs) = store.open_whole(key).await?;
+                let opened = store.open_whole(key).await?;
+                let meta = opened.meta;
                 let block = Arc::new(OpenBlock {
                     meta,
-                    file: Arc::new(file),
-                    crcs,
+                    file: opened.file,
+                    base: opened.base,
+                    crcs: opened.crcs,
                     readahead: Readahead::default(),
                 });
                 // Deleted while it was opened: serve this read, keep nothing.

@@ -1,20 +1,28 @@
 //! Block files on local disk.
 //!
-//! A committed block is a plain data file holding only the block's bytes, so
-//! that any range can go out with one sendfile call, plus a checksum sidecar
-//! (see the `sidecar` module). An upload appends to a temporary file under `tmp/`, its
-//! CRCs verified on arrival and kept in memory; the commit writes the sidecar,
+//! A committed block is kept one of two ways. Up to the pack limit it is a
+//! record in a volume (see `volumes`): its upload is held in memory, CRCs
+//! verified on arrival, and the commit appends it to the open volume,
+//! sharing one write and one fdatasync with every commit waiting then.
+//! Past the limit it is a plain data file holding only the block's bytes,
+//! plus a checksum sidecar (see the `sidecar` module): the upload appends
+//! to a temporary file under `tmp/`, and the commit writes the sidecar,
 //! fsyncs both files, renames them into their shard folder and fsyncs that.
+//! Either way any range goes out with one sendfile call, from the file's
+//! offset where the block starts.
 //!
-//! Every disk access runs on tokio's blocking pool.
+//! Every disk access runs on tokio's blocking pool or the volume writer.
 
+mod compact;
 pub(crate) mod direct;
 mod paths;
 mod recovery;
 mod scrub;
 pub(crate) mod sidecar;
 mod uploads;
+pub mod volumes;
 
+pub use compact::Compacted;
 pub use scrub::Verified;
 
 use uploads::sync_shard;
@@ -35,7 +43,8 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
+use volumes::{NewCell, Packed, Volumes};
 
 /// What the store knows of a committed block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,18 +62,52 @@ pub struct StoreStats {
     pub blocks: u64,
     /// Bytes of committed block data.
     pub used: u64,
+    /// Committed blocks packed in volumes (the rest have files of their own).
+    pub packed: u64,
+    /// Bytes of deleted records the volumes still hold.
+    pub garbage: u64,
 }
 
 /// A chunk-aligned range of a committed block, ready to send: the read reply
-/// header (CRCs included) and the open data file the bytes come from. The
-/// data file holds only block bytes, so file offset = block offset.
+/// header (CRCs included) and the open file the bytes come from.
 #[derive(Debug)]
 pub struct BlockRange {
     /// The reply header: range actually sent and its CRCs.
     pub header: ReadData,
-    /// The block's data file, opened before the reply starts (a concurrent
-    /// delete cannot pull it away mid-reply).
-    pub file: File,
+    /// The file holding the block, opened before the reply starts (a
+    /// concurrent delete cannot pull it away mid-reply).
+    pub file: Arc<File>,
+    /// Offset in `file` of the block's first byte.
+    pub base: u64,
+}
+
+/// A committed block opened whole: what a reader needs to serve any range.
+#[derive(Debug)]
+pub struct OpenedBlock {
+    /// What the index says of it.
+    pub meta: BlockMeta,
+    /// Its data file, or the volume holding it.
+    pub file: Arc<File>,
+    /// Offset in `file` of the block's first byte.
+    pub base: u64,
+    /// The CRC of every chunk.
+    pub crcs: Vec<u32>,
+}
+
+/// Where a committed block's bytes are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    /// Its own data file and sidecar.
+    File,
+    /// A record in a volume.
+    Packed(Packed),
+}
+
+/// A committed block in the index.
+#[derive(Clone, Copy, Debug)]
+struct Stored {
+    meta: BlockMeta,
+    place: Place,
 }
 
 /// An upload in progress.
@@ -83,6 +126,9 @@ struct OpenBlock {
     len: u64,
     bytes_per_checksum: u32,
     crcs: Vec<u32>,
+    /// The data so far, while the upload fits the pack limit and so has no
+    /// file yet.
+    pieces: Vec<Bytes>,
     touched: Instant,
     /// Committed or discarded: whoever still holds this handle must look again.
     closed: bool,
@@ -91,8 +137,9 @@ struct OpenBlock {
 type OpenHandle = Arc<tokio::sync::Mutex<OpenBlock>>;
 
 struct Index {
-    blocks: HashMap<BlockKey, BlockMeta>,
+    blocks: HashMap<BlockKey, Stored>,
     used: u64,
+    packed: u64,
 }
 
 /// The block files of one datanode.
@@ -102,6 +149,10 @@ pub struct BlockStore {
     default_bytes_per_checksum: u32,
     fsync: bool,
     index: RwLock<Index>,
+    /// The volumes small blocks are packed into.
+    volumes: Arc<Volumes>,
+    /// Blocks up to this many bytes are packed; 0 packs none.
+    pack_max: AtomicU64,
     open: Mutex<HashMap<BlockKey, OpenHandle>>,
     next_upload: AtomicU64,
     /// Keys of committed blocks as they are deleted, for short-circuit
@@ -123,6 +174,10 @@ pub struct BlockStore {
 
 /// Default number of disk writes a store runs at once.
 pub const DEFAULT_DISK_WRITES: usize = 4;
+
+/// Default [`BlockStore::set_pack_max`]: blocks up to 1 MiB are packed into
+/// volumes (docs/benchmarks.md has the measurement behind it).
+pub const DEFAULT_PACK_MAX: u64 = 1 << 20;
 
 /// Deletions buffered per short-circuit watcher before it counts as lagging.
 const REMOVALS_BUFFER: usize = 4096;
@@ -217,16 +272,44 @@ impl BlockStore {
         checksum::validate_bytes_per_checksum(bytes_per_checksum)
             .map_err(|e| StoreError::Invalid(e.to_string()))?;
         let paths = Paths::new(dir.into());
-        let (paths, id, recovered) = blocking(move || {
+        let (paths, id, recovered, volumes, packed) = blocking(move || {
             recovery::prepare_folders(&paths)?;
             let id = recovery::load_or_create_identity(&paths, identity.as_ref())?;
             let recovered = recovery::load_blocks(&paths)?;
-            Ok((paths, id, recovered))
+            let (volumes, packed) = Volumes::open(paths.volumes.clone(), fsync)?;
+            Ok((paths, id, recovered, volumes, packed))
         })
         .await?;
+        let mut index = Index {
+            blocks: recovered
+                .blocks
+                .into_iter()
+                .map(|(key, meta)| {
+                    let place = Place::File;
+                    (key, Stored { meta, place })
+                })
+                .collect(),
+            used: recovered.used,
+            packed: 0,
+        };
+        for packed in packed {
+            let key = packed.head.key;
+            if index.blocks.contains_key(&key) {
+                tracing::warn!(block = %key, "block is both a file and a volume record; serving the file");
+                continue;
+            }
+            let meta = BlockMeta {
+                length: packed.head.length,
+                bytes_per_checksum: packed.head.bytes_per_checksum,
+            };
+            index.used += meta.length;
+            index.packed += 1;
+            let place = Place::Packed(packed);
+            index.blocks.insert(key, Stored { meta, place });
+        }
         tracing::info!(
             dir = %paths.root.display(), id = %id,
-            blocks = recovered.blocks.len(), used = recovered.used,
+            blocks = index.blocks.len(), packed = index.packed, used = index.used,
             "block store opened"
         );
         let store = Arc::new(Self {
@@ -234,10 +317,9 @@ impl BlockStore {
             id,
             default_bytes_per_checksum: bytes_per_checksum,
             fsync,
-            index: RwLock::new(Index {
-                blocks: recovered.blocks,
-                used: recovered.used,
-            }),
+            index: RwLock::new(index),
+            volumes: Arc::new(volumes),
+            pack_max: AtomicU64::new(DEFAULT_PACK_MAX),
             open: Mutex::new(HashMap::new()),
             next_upload: AtomicU64::new(1),
             removals: tokio::sync::broadcast::channel(REMOVALS_BUFFER).0,
@@ -279,6 +361,43 @@ impl BlockStore {
         }
     }
 
+    /// Blocks up to `bytes` long are packed into volumes from now on (0:
+    /// none); longer ones get files of their own.
+    pub fn set_pack_max(&self, bytes: u64) {
+        self.pack_max.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Whether a block of `length` bytes is packed into a volume.
+    fn packs(&self, length: u64) -> bool {
+        let max = self.pack_max.load(Ordering::Relaxed);
+        max > 0 && length <= max
+    }
+
+    /// Sets the size past which a new volume is started.
+    pub fn set_volume_max(&self, bytes: u64) {
+        self.volumes.set_volume_max(bytes);
+    }
+
+    /// Every volume's bytes, all and live.
+    pub fn volume_usage(&self) -> Vec<volumes::VolumeUse> {
+        self.volumes.usage()
+    }
+
+    /// Path of volume `volume`'s records (for tools and fault-injection tests).
+    pub fn volume_path(&self, volume: u32) -> PathBuf {
+        self.volumes.path(volume)
+    }
+
+    /// Where committed block `key`'s bytes are: its data file or its
+    /// volume, and the offset of its first byte there (for tools and
+    /// fault-injection tests).
+    pub fn stored_at(&self, key: BlockKey) -> Option<(PathBuf, u64)> {
+        match self.index.read().blocks.get(&key)?.place {
+            Place::Packed(p) => Some((self.volumes.path(p.volume), p.data_offset())),
+            Place::File => Some((self.paths.data(key), 0)),
+        }
+    }
+
     /// Whether uploads starting now write aligned data straight to disk.
     pub fn direct_writes(&self) -> bool {
         self.direct_writes.load(Ordering::Relaxed)
@@ -297,7 +416,7 @@ impl BlockStore {
     /// Publishes the committed blocks and bytes as this datanode's gauges.
     fn publish_gauges(&self) {
         let stats = self.stats();
-        telemetry::store_gauges(&self.id, stats.blocks, stats.used);
+        telemetry::store_gauges(&self.id, &stats);
     }
 
     /// Committed block count and bytes.
@@ -306,12 +425,70 @@ impl BlockStore {
         StoreStats {
             blocks: index.blocks.len() as u64,
             used: index.used,
+            packed: index.packed,
+            garbage: self.volumes.garbage(),
         }
     }
 
     /// The committed block `key`, if any.
     pub fn block(&self, key: BlockKey) -> Option<BlockMeta> {
-        self.index.read().blocks.get(&key).copied()
+        self.index.read().blocks.get(&key).map(|stored| stored.meta)
+    }
+
+    /// When committed block `key` was committed (None: not committed).
+    /// Blocking for a block with a file of its own: its sidecar's mtime.
+    pub fn committed_at(&self, key: BlockKey) -> Option<SystemTime> {
+        let place = self.index.read().blocks.get(&key)?.place;
+        match place {
+            Place::Packed(p) => {
+                Some(SystemTime::UNIX_EPOCH + Duration::from_millis(p.head.committed_ms))
+            }
+            Place::File => fs::metadata(self.paths.sidecar(key))
+                .and_then(|m| m.modified())
+                .ok(),
+        }
+    }
+
+    fn stored(&self, key: BlockKey) -> Result<Stored, StoreError> {
+        self.index
+            .read()
+            .blocks
+            .get(&key)
+            .copied()
+            .ok_or(StoreError::NotFound(key))
+    }
+
+    /// Opens stored block `key` and reads the CRCs of `count` chunks from
+    /// `first`: its file, or its volume and record.
+    async fn open_stored(
+        &self,
+        key: BlockKey,
+        stored: Stored,
+        first: u64,
+        count: u64,
+    ) -> Result<(Arc<File>, u64, Vec<u32>), StoreError> {
+        match stored.place {
+            Place::File => {
+                let (data_path, sidecar_path) = (self.paths.data(key), self.paths.sidecar(key));
+                let meta = stored.meta;
+                let (file, crcs) = blocking(move || {
+                    open_checked(key, meta, &data_path, &sidecar_path, first, count)
+                })
+                .await?;
+                Ok((Arc::new(file), 0, crcs))
+            }
+            Place::Packed(packed) => {
+                let volumes = self.volumes.clone();
+                let (file, crcs) = blocking(move || volumes.open_record(&packed)).await?;
+                let crcs = crcs
+                    .get(first as usize..(first + count) as usize)
+                    .ok_or_else(|| {
+                        StoreError::Invalid(format!("block {key}: fewer CRCs than chunks"))
+                    })?
+                    .to_vec();
+                Ok((file, packed.data_offset(), crcs))
+            }
+        }
     }
 
     /// Every committed block, sorted.
@@ -319,6 +496,23 @@ impl BlockStore {
         let mut keys: Vec<_> = self.index.read().blocks.keys().copied().collect();
         keys.sort();
         keys
+    }
+
+    /// Every committed block, in the order a pass reading them all should
+    /// take: blocks with files of their own by key, then the packed ones
+    /// volume by volume, front to back.
+    pub fn scrub_order(&self) -> Vec<BlockKey> {
+        let index = self.index.read();
+        let mut order: Vec<(u32, u64, BlockKey)> = index
+            .blocks
+            .iter()
+            .map(|(key, stored)| match stored.place {
+                Place::File => (0, 0, *key),
+                Place::Packed(p) => (p.volume, p.offset, *key),
+            })
+            .collect();
+        order.sort_unstable();
+        order.into_iter().map(|(_, _, key)| key).collect()
     }
 
     /// Path of `key`'s committed data file (for tools and fault-injection tests).
@@ -374,7 +568,8 @@ impl BlockStore {
         offset: u64,
         length: u64,
     ) -> Result<BlockRange, StoreError> {
-        let meta = self.block(key).ok_or(StoreError::NotFound(key))?;
+        let stored = self.stored(key)?;
+        let meta = stored.meta;
         let out_of_range = StoreError::OutOfRange {
             key,
             offset,
@@ -393,46 +588,68 @@ impl BlockStore {
                 end - start
             )));
         }
-        let (data_path, sidecar_path) = (self.paths.data(key), self.paths.sidecar(key));
-        blocking(move || {
-            let first = start / u64::from(bpc);
-            let count = checksum::chunk_count(end - start, bpc);
-            let (file, crcs) = open_checked(key, meta, &data_path, &sidecar_path, first, count)?;
-            Ok(BlockRange {
-                header: ReadData {
-                    offset: start,
-                    length: end - start,
-                    bytes_per_checksum: bpc,
-                    crcs,
-                },
-                file,
-            })
+        let first = start / u64::from(bpc);
+        let count = checksum::chunk_count(end - start, bpc);
+        let (file, base, crcs) = self.open_stored(key, stored, first, count).await?;
+        Ok(BlockRange {
+            header: ReadData {
+                offset: start,
+                length: end - start,
+                bytes_per_checksum: bpc,
+                crcs,
+            },
+            file,
+            base,
         })
-        .await
     }
 
-    /// Opens committed block `key` whole: its data file and every CRC,
-    /// checked like [`BlockStore::open_range`] (for short-circuit readers).
-    pub async fn open_whole(
-        &self,
-        key: BlockKey,
-    ) -> Result<(BlockMeta, File, Vec<u32>), StoreError> {
-        let meta = self.block(key).ok_or(StoreError::NotFound(key))?;
-        let (data_path, sidecar_path) = (self.paths.data(key), self.paths.sidecar(key));
+    /// Opens committed block `key` whole: its file and every CRC, checked
+    /// like [`BlockStore::open_range`] (for readers that keep it open).
+    pub async fn open_whole(&self, key: BlockKey) -> Result<OpenedBlock, StoreError> {
+        let stored = self.stored(key)?;
+        let meta = stored.meta;
         let count = checksum::chunk_count(meta.length, meta.bytes_per_checksum);
-        let (file, crcs) =
-            blocking(move || open_checked(key, meta, &data_path, &sidecar_path, 0, count)).await?;
-        Ok((meta, file, crcs))
+        let (file, base, crcs) = self.open_stored(key, stored, 0, count).await?;
+        Ok(OpenedBlock {
+            meta,
+            file,
+            base,
+            crcs,
+        })
     }
 
-    /// Takes committed block `key` out of the index (its files stay).
-    fn forget(&self, key: BlockKey) -> Option<BlockMeta> {
+    /// Takes committed block `key` out of the index (its bytes stay).
+    fn forget(&self, key: BlockKey) -> Option<Stored> {
         let mut index = self.index.write();
         let removed = index.blocks.remove(&key);
-        if let Some(meta) = removed {
-            index.used -= meta.length;
+        if let Some(stored) = removed {
+            index.used -= stored.meta.length;
+            if let Place::Packed(_) = stored.place {
+                index.packed -= 1;
+            }
         }
         removed
+    }
+
+    /// Removes the bytes of `stored`, a block already forgotten: tombstones
+    /// its record, or deletes its files (the sidecar, which marks a block
+    /// committed, first). Durable when it returns, so a crash cannot bring
+    /// the block back once meta forgets it.
+    async fn remove_stored(&self, key: BlockKey, stored: Stored) -> Result<(), StoreError> {
+        if let Place::Packed(packed) = stored.place {
+            return self.volumes.delete(packed).await;
+        }
+        let (data, sidecar) = (self.paths.data(key), self.paths.sidecar(key));
+        let (shard, fsync) = (self.paths.shard_dir(key), self.fsync);
+        blocking(move || {
+            remove_if_present(&sidecar)?;
+            remove_if_present(&data)?;
+            if fsync {
+                sync_shard(&shard)?;
+            }
+            Ok(())
+        })
+        .await
     }
 
     /// Deletes block `key`, committed or still uploading. Returns whether
@@ -447,24 +664,11 @@ impl BlockStore {
                 self.discard(key, &handle, &mut block).await;
             }
         }
-        if self.forget(key).is_some() {
+        if let Some(stored) = self.forget(key) {
             existed = true;
             // No receivers is fine: no short-circuit client is watching.
             let _ = self.removals.send(key);
-            let (data, sidecar) = (self.paths.data(key), self.paths.sidecar(key));
-            let (shard, fsync) = (self.paths.shard_dir(key), self.fsync);
-            // The sidecar marks a block as committed: it goes first. The
-            // folder is synced before the delete is reported done (and meta
-            // forgets it), so a crash cannot bring the block back.
-            blocking(move || {
-                remove_if_present(&sidecar)?;
-                remove_if_present(&data)?;
-                if fsync {
-                    sync_shard(&shard)?;
-                }
-                Ok(())
-            })
-            .await?;
+            self.remove_stored(key, stored).await?;
             self.publish_gauges();
         }
         Ok(existed)

@@ -4,6 +4,7 @@
 //! <data_dir>/datanode.id                   the datanode's identity (a uuid)
 //! <data_dir>/blocks/<shard>/<key>.data     a committed block's bytes, nothing else
 //! <data_dir>/blocks/<shard>/<key>.crc      its checksum sidecar
+//! <data_dir>/volumes/<n>.vol|.idx|.del     packed blocks (see `volumes`)
 //! <data_dir>/tmp/<key>.<n>.data|.crc       uploads in progress (wiped at start)
 //! <data_dir>/quarantine/                   committed files found inconsistent at start
 //! ```
@@ -33,6 +34,8 @@ pub(crate) struct Paths {
     pub root: PathBuf,
     /// Shard folders of committed blocks.
     pub blocks: PathBuf,
+    /// Volumes of packed blocks.
+    pub volumes: PathBuf,
     /// Uploads in progress, wiped at start.
     pub tmp: PathBuf,
     /// Committed files found inconsistent at start.
@@ -46,6 +49,7 @@ impl Paths {
     pub fn new(root: PathBuf) -> Self {
         Self {
             blocks: root.join("blocks"),
+            volumes: root.join("volumes"),
             tmp: root.join("tmp"),
             quarantine: root.join("quarantine"),
             identity: root.join("datanode.id"),

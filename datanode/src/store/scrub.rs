@@ -2,7 +2,7 @@
 //! damaged one out of service: what the scrubber (`crate::scrub`) runs on
 //! every block file, at its pace.
 
-use super::{blocking, recovery, BlockStore};
+use super::{blocking, recovery, BlockStore, OpenedBlock, Place};
 use crate::error::StoreError;
 use block_client::Pacer;
 use proto::{checksum, BlockKey};
@@ -31,7 +31,12 @@ impl BlockStore {
         key: BlockKey,
         pacer: &Pacer,
     ) -> Result<(Verified, u64), StoreError> {
-        let (meta, file, crcs) = match self.open_whole(key).await {
+        let OpenedBlock {
+            meta,
+            file,
+            base,
+            crcs,
+        } = match self.open_whole(key).await {
             Ok(opened) => opened,
             Err(StoreError::NotFound(_)) => return Ok((Verified::Gone, 0)),
             Err(e @ StoreError::Corrupt { .. }) => {
@@ -41,7 +46,6 @@ impl BlockStore {
         };
         let bpc = meta.bytes_per_checksum;
         let piece = checksum::align_down(PIECE, bpc).max(u64::from(bpc));
-        let file = std::sync::Arc::new(file);
         let crcs = std::sync::Arc::new(crcs);
         let mut offset = 0;
         while offset < meta.length {
@@ -50,7 +54,7 @@ impl BlockStore {
             let (file, crcs) = (file.clone(), crcs.clone());
             let checked = blocking(move || {
                 let mut data = vec![0u8; len as usize];
-                file.read_exact_at(&mut data, offset)
+                file.read_exact_at(&mut data, base + offset)
                     .map_err(|e| StoreError::io(format!("reading block {key}"), e))?;
                 let first = (offset / u64::from(bpc)) as usize;
                 let count = checksum::chunk_count(len, bpc) as usize;
@@ -103,12 +107,35 @@ impl BlockStore {
 
     /// Takes committed block `key` out of service: forgotten by the index,
     /// dropped by short-circuit readers, its files moved to `quarantine/`
-    /// for a person to look at. Answers whether it was committed.
+    /// for a person to look at (a packed block's bytes copied there, its
+    /// record tombstoned). Answers whether it was committed.
     pub async fn quarantine_block(&self, key: BlockKey, reason: &str) -> Result<bool, StoreError> {
-        if self.forget(key).is_none() {
+        let Some(stored) = self.forget(key) else {
             return Ok(false);
-        }
+        };
         let _ = self.removals.send(key);
+        if let Place::Packed(packed) = stored.place {
+            let volume = self.volumes.path(packed.volume);
+            let target = self.paths.quarantined(&self.paths.data(key));
+            let quarantine = self.paths.quarantine.clone();
+            let reason = reason.to_string();
+            blocking(move || {
+                let copied = std::fs::create_dir_all(&quarantine).and_then(|()| {
+                    let mut data = vec![0u8; packed.head.length as usize];
+                    std::fs::File::open(&volume)?.read_exact_at(&mut data, packed.data_offset())?;
+                    std::fs::write(&target, data)
+                });
+                match copied {
+                    Ok(()) => tracing::error!(block = %key, to = %target.display(), reason, "quarantined a damaged packed block"),
+                    Err(e) => tracing::error!(block = %key, reason, error = %e, "a damaged packed block could not be copied to quarantine; dropping it"),
+                }
+                Ok(())
+            })
+            .await?;
+            self.volumes.delete(packed).await?;
+            self.publish_gauges();
+            return Ok(true);
+        }
         let paths = self.paths.clone();
         let reason = reason.to_string();
         let fsync = self.fsync;

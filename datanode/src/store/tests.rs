@@ -17,8 +17,50 @@ fn data(len: usize, seed: u8) -> Bytes {
         .into()
 }
 
+/// A store giving every block files of its own, the layout most of these
+/// tests look at; `open_packing` packs small ones.
 async fn open(dir: &Path) -> Arc<BlockStore> {
+    let store = BlockStore::open(dir, BPC, false).await.unwrap();
+    store.set_pack_max(0);
+    store
+}
+
+async fn open_packing(dir: &Path) -> Arc<BlockStore> {
     BlockStore::open(dir, BPC, false).await.unwrap()
+}
+
+async fn put(store: &BlockStore, key: BlockKey, body: &Bytes) {
+    let mut at = 0;
+    for piece in body.chunks(4 * BPC as usize) {
+        write(
+            store,
+            key,
+            at,
+            &body.slice(at as usize..at as usize + piece.len()),
+        )
+        .await
+        .unwrap();
+        at += piece.len() as u64;
+    }
+    store.commit(key, body.len() as u64).await.unwrap();
+}
+
+/// Every byte of committed block `key`, checked against its CRCs.
+async fn get(store: &BlockStore, key: BlockKey) -> Vec<u8> {
+    let len = store.block(key).unwrap().length;
+    let opened = store.open_whole(key).await.unwrap();
+    let mut buf = vec![0u8; len as usize];
+    opened.file.read_exact_at(&mut buf, opened.base).unwrap();
+    checksum::verify(&buf, 0, BPC, &opened.crcs).unwrap();
+    buf
+}
+
+/// Block files under `blocks/`.
+fn block_files(dir: &Path) -> usize {
+    fs::read_dir(dir.join("blocks"))
+        .unwrap()
+        .map(|shard| fs::read_dir(shard.unwrap().path()).unwrap().count())
+        .sum()
 }
 
 async fn write(
@@ -38,7 +80,7 @@ async fn read_all(store: &BlockStore, key: BlockKey, offset: u64, len: u64) -> (
     let mut buf = vec![0u8; range.header.length as usize];
     range
         .file
-        .read_exact_at(&mut buf, range.header.offset)
+        .read_exact_at(&mut buf, range.base + range.header.offset)
         .unwrap();
     (range.header, buf)
 }
@@ -66,7 +108,8 @@ async fn written_block_reads_back_aligned_with_its_crcs() {
         store.stats(),
         StoreStats {
             blocks: 1,
-            used: body.len() as u64
+            used: body.len() as u64,
+            ..StoreStats::default()
         }
     );
 
@@ -209,6 +252,7 @@ async fn reopening_keeps_committed_blocks_and_identity_and_drops_uploads() {
     let dir = tempfile::tempdir().unwrap();
     let (id, body) = {
         let store = BlockStore::open(dir.path(), BPC, true).await.unwrap();
+        store.set_pack_max(0);
         let body = data(5000, 3);
         write(&store, key(11), 0, &body).await.unwrap();
         store.commit(key(11), 5000).await.unwrap();
@@ -224,7 +268,8 @@ async fn reopening_keeps_committed_blocks_and_identity_and_drops_uploads() {
         store.stats(),
         StoreStats {
             blocks: 1,
-            used: 5000
+            used: 5000,
+            ..StoreStats::default()
         }
     );
     let (_, bytes) = read_all(&store, key(11), 0, 5000).await;
@@ -324,6 +369,7 @@ async fn delete_syncs_the_shard_folder_only_when_fsync_is_on() {
     let store = BlockStore::open(dir.path().join("durable"), BPC, true)
         .await
         .unwrap();
+    store.set_pack_max(0);
     let k = key(11);
     write(&store, k, 0, &data(3000, 1)).await.unwrap();
     store.commit(k, 3000).await.unwrap();
@@ -631,4 +677,285 @@ async fn a_shard_folder_removed_behind_the_store_is_made_again_at_commit() {
     assert!(shard.is_dir());
     let (_, read) = read_all(&store, key(9), 0, body.len() as u64).await;
     assert_eq!(read, body.to_vec());
+}
+
+#[tokio::test]
+async fn small_blocks_are_packed_read_back_and_deleted_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_packing(dir.path()).await;
+    let bodies: Vec<Bytes> = (0..20).map(|n| data(n * 1000 + 1, n as u8)).collect();
+    for (n, body) in bodies.iter().enumerate() {
+        put(&store, key(n as u64), body).await;
+    }
+    // An empty block, committed without a write.
+    store.commit(key(99), 0).await.unwrap();
+    assert_eq!(block_files(dir.path()), 0);
+    assert_eq!(tmp_files(dir.path()), 0);
+    assert_eq!(store.stats().packed, 21);
+    for (n, body) in bodies.iter().enumerate() {
+        assert_eq!(get(&store, key(n as u64)).await, body.to_vec());
+        let (header, bytes) = read_all(&store, key(n as u64), 0, body.len() as u64).await;
+        assert_eq!(header.length, body.len() as u64);
+        assert_eq!(bytes, body.to_vec());
+    }
+    let age = store.committed_at(key(3)).unwrap().elapsed().unwrap();
+    assert!(age < Duration::from_secs(60), "{age:?}");
+    assert!(store.delete(key(3)).await.unwrap());
+    assert!(!store.delete(key(3)).await.unwrap());
+    assert!(store.stats().garbage > 3000);
+    drop(store);
+
+    let store = open_packing(dir.path()).await;
+    assert_eq!(store.block(key(3)), None);
+    assert_eq!(store.block(key(99)).unwrap().length, 0);
+    for (n, body) in bodies.iter().enumerate().filter(|(n, _)| *n != 3) {
+        assert_eq!(get(&store, key(n as u64)).await, body.to_vec());
+    }
+    assert_eq!(
+        store.stats().used,
+        bodies.iter().map(|b| b.len() as u64).sum::<u64>() - 3001
+    );
+}
+
+#[tokio::test]
+async fn an_upload_that_outgrows_the_pack_limit_gets_its_own_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_packing(dir.path()).await;
+    store.set_pack_max(6 * 1024);
+    let body = data(10 * 1024 + 5, 3);
+    put(&store, key(1), &body).await;
+    let small = data(6 * 1024, 4);
+    put(&store, key(2), &small).await;
+    assert_eq!(block_files(dir.path()), 2, "one data file and its sidecar");
+    assert_eq!(
+        store.stored_at(key(1)).unwrap(),
+        (store.data_path(key(1)), 0)
+    );
+    assert!(store
+        .stored_at(key(2))
+        .unwrap()
+        .0
+        .ends_with("volumes/00000001.vol"));
+    assert_eq!(get(&store, key(1)).await, body.to_vec());
+    assert_eq!(get(&store, key(2)).await, small.to_vec());
+}
+
+#[tokio::test]
+async fn a_folder_of_block_files_takes_packed_blocks_beside_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path()).await;
+    let old: Vec<Bytes> = (0..5).map(|n| data(2000 + n, n as u8)).collect();
+    for (n, body) in old.iter().enumerate() {
+        put(&store, key(n as u64), body).await;
+    }
+    drop(store);
+    // The same folder opened with packing on, as after an upgrade.
+    let store = open_packing(dir.path()).await;
+    let new: Vec<Bytes> = (0..5).map(|n| data(3000 + n, n as u8)).collect();
+    for (n, body) in new.iter().enumerate() {
+        put(&store, key(10 + n as u64), body).await;
+    }
+    assert_eq!(store.stats().blocks, 10);
+    assert_eq!(store.stats().packed, 5);
+    assert!(store.delete(key(0)).await.unwrap());
+    assert!(store.delete(key(10)).await.unwrap());
+    drop(store);
+    let store = open_packing(dir.path()).await;
+    for (n, body) in old.iter().enumerate().skip(1) {
+        assert_eq!(get(&store, key(n as u64)).await, body.to_vec());
+    }
+    for (n, body) in new.iter().enumerate().skip(1) {
+        assert_eq!(get(&store, key(10 + n as u64)).await, body.to_vec());
+    }
+    assert_eq!(store.stats().blocks, 8);
+}
+
+#[tokio::test]
+async fn a_damaged_packed_block_is_found_quarantined_and_stays_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_packing(dir.path()).await;
+    let bodies: Vec<Bytes> = (0..3).map(|n| data(5000, n as u8)).collect();
+    for (n, body) in bodies.iter().enumerate() {
+        put(&store, key(n as u64), body).await;
+    }
+    let (volume, at) = store.stored_at(key(1)).unwrap();
+    let mut bytes = fs::read(&volume).unwrap();
+    bytes[at as usize + 4000] ^= 1;
+    fs::write(&volume, &bytes).unwrap();
+    let pacer = block_client::Pacer::new(0);
+    assert_eq!(
+        store.verify_block(key(0), &pacer).await.unwrap().0,
+        Verified::Whole
+    );
+    let (verified, _) = store.verify_block(key(1), &pacer).await.unwrap();
+    assert!(matches!(verified, Verified::Corrupt(_)), "{verified:?}");
+    assert!(store.quarantine_block(key(1), "test").await.unwrap());
+    assert_eq!(store.quarantined_blocks(), vec![key(1)]);
+    drop(store);
+    let store = open_packing(dir.path()).await;
+    assert_eq!(store.block(key(1)), None);
+    assert_eq!(get(&store, key(2)).await, bodies[2].to_vec());
+}
+
+/// A packing store with volumes of `volume_max` bytes holding `count`
+/// blocks of a few KiB each, and their bodies.
+async fn packed_store(dir: &Path, count: u64, volume_max: u64) -> (Arc<BlockStore>, Vec<Bytes>) {
+    let store = open_packing(dir).await;
+    store.set_volume_max(volume_max);
+    let bodies: Vec<Bytes> = (0..count)
+        .map(|n| data(1000 + (n as usize * 37) % 3000, n as u8))
+        .collect();
+    for (n, body) in bodies.iter().enumerate() {
+        put(&store, key(n as u64), body).await;
+    }
+    (store, bodies)
+}
+
+/// Checks that `store` holds exactly the blocks `live`, each whole.
+async fn check_live(store: &BlockStore, live: &[u64], bodies: &[Bytes]) {
+    assert_eq!(store.stats().blocks, live.len() as u64);
+    for &n in live {
+        assert_eq!(
+            get(store, key(n)).await,
+            bodies[n as usize].to_vec(),
+            "block {n}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn compaction_keeps_every_live_block_while_reads_and_deletes_race_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, bodies) = packed_store(dir.path(), 120, 32 * 1024).await;
+    let first = store.volume_usage()[0].volume;
+    // Two of every three blocks of the first volumes deleted.
+    let mut live: Vec<u64> = Vec::new();
+    for n in 0..120u64 {
+        let (path, _) = store.stored_at(key(n)).unwrap();
+        let early = path.ends_with(format!("{first:08}.vol"))
+            || path.ends_with(format!("{:08}.vol", first + 1));
+        if early && n % 3 != 0 {
+            assert!(store.delete(key(n)).await.unwrap());
+        } else {
+            live.push(n);
+        }
+    }
+    let candidate = store.compaction_candidate(0.5).unwrap();
+    assert!(candidate.volume == first || candidate.volume == first + 1);
+    assert!(store.compaction_candidate(0.99).is_none());
+    // Readers check every live block while the volume is rewritten, and a
+    // deleter takes some of the blocks being moved.
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|r| {
+            let (store, bodies, live, stop) =
+                (store.clone(), bodies.clone(), live.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut reads = 0;
+                while !stop.load(Ordering::Relaxed) || reads == 0 {
+                    for &n in live.iter().skip(r).step_by(2) {
+                        if store.block(key(n)).is_some() {
+                            let got = get(&store, key(n)).await;
+                            assert_eq!(got, bodies[n as usize].to_vec(), "block {n}");
+                            reads += 1;
+                        }
+                    }
+                    tokio::task::yield_now().await;
+                }
+                reads
+            })
+        })
+        .collect();
+    let deleter = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            for n in [0u64, 3, 6] {
+                tokio::task::yield_now().await;
+                store.delete(key(n)).await.unwrap();
+            }
+        })
+    };
+    let pacer = block_client::Pacer::new(64 * 1024);
+    let done = store
+        .compact_volume(candidate.volume, &pacer)
+        .await
+        .unwrap();
+    deleter.await.unwrap();
+    stop.store(true, Ordering::Relaxed);
+    for reader in readers {
+        assert!(reader.await.unwrap() > 0);
+    }
+    assert!(done.records > 0 && done.freed > done.bytes, "{done:?}");
+    assert!(!store.volume_path(candidate.volume).exists());
+    let live: Vec<u64> = live
+        .into_iter()
+        .filter(|n| ![0, 3, 6].contains(n))
+        .collect();
+    check_live(&store, &live, &bodies).await;
+    drop(store);
+    let reopened = open_packing(dir.path()).await;
+    check_live(&reopened, &live, &bodies).await;
+}
+
+#[tokio::test]
+async fn a_compaction_cut_off_part_way_loses_nothing_and_the_next_one_finishes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, bodies) = packed_store(dir.path(), 60, 64 * 1024).await;
+    let first = store.volume_usage()[0].volume;
+    let in_first: Vec<u64> = (0..60)
+        .filter(|&n| store.stored_at(key(n)).unwrap().0 == store.volume_path(first))
+        .collect();
+    for &n in in_first.iter().filter(|n| *n % 2 == 1) {
+        store.delete(key(n)).await.unwrap();
+    }
+    let live: Vec<u64> = (0..60)
+        .filter(|n| !(in_first.contains(n) && n % 2 == 1))
+        .collect();
+    // Paced so that the compaction is stopped with some records copied.
+    let pacer = block_client::Pacer::new(8 * 1024);
+    let cut = tokio::time::timeout(
+        Duration::from_millis(1500),
+        store.compact_volume(first, &pacer),
+    )
+    .await;
+    assert!(cut.is_err(), "the compaction ended before it was cut off");
+    assert!(store.volume_path(first).exists());
+    drop(store);
+
+    let store = open_packing(dir.path()).await;
+    assert_eq!(store.stats().blocks, live.len() as u64);
+    for &n in &live {
+        assert_eq!(
+            get(&store, key(n)).await,
+            bodies[n as usize].to_vec(),
+            "block {n}"
+        );
+    }
+    // The copies made before the cut are the blocks now; the first volume
+    // holds only garbage for them.
+    let live_in_first: Vec<u64> = in_first.iter().copied().filter(|n| n % 2 == 0).collect();
+    let moved = live_in_first
+        .iter()
+        .filter(|&&n| store.stored_at(key(n)).unwrap().0 != store.volume_path(first))
+        .count();
+    assert!(moved > 0, "nothing was copied before the cut");
+    let done = store
+        .compact_volume(first, &block_client::Pacer::new(0))
+        .await
+        .unwrap();
+    assert_eq!(
+        done.records as usize,
+        live_in_first.len() - moved,
+        "{done:?}"
+    );
+    assert!(!store.volume_path(first).exists());
+    drop(store);
+    let store = open_packing(dir.path()).await;
+    for &n in &live {
+        assert_eq!(
+            get(&store, key(n)).await,
+            bodies[n as usize].to_vec(),
+            "block {n}"
+        );
+    }
 }

@@ -1,6 +1,7 @@
-//! The write path of the block store: uploads into temporary files with
-//! their CRCs checked on arrival, the commit (sidecar, fsyncs, rename into
-//! the shard folder), and the clean-up of uploads that were abandoned.
+//! The write path of the block store: uploads held in memory while they fit
+//! the pack limit, into temporary files past it, their CRCs checked on
+//! arrival; the commit (a volume record, or sidecar, fsyncs and a rename
+//! into the shard folder); and the clean-up of uploads that were abandoned.
 
 use super::*;
 
@@ -59,15 +60,16 @@ impl BlockStore {
                 got: offset,
             });
         }
+        let len = data.len() as u64;
+        if block.file.is_none() && self.packs(block.len + len) {
+            return self
+                .hold(key, &handle, &mut block, offset, crcs, data)
+                .await;
+        }
         let file = match &block.file {
             Some(file) => file.clone(),
-            None => match self.create_tmp_file(key, block.upload).await {
-                Ok((file, direct)) => {
-                    let file = Arc::new(file);
-                    block.file = Some(file.clone());
-                    block.direct = direct.map(Arc::new);
-                    file
-                }
+            None => match self.spill(key, &mut block).await {
+                Ok(file) => file,
                 Err(e) => {
                     self.discard(key, &handle, &mut block).await;
                     return Err(e);
@@ -82,7 +84,6 @@ impl BlockStore {
             .direct
             .clone()
             .filter(|_| direct::is_aligned(offset, data.len()));
-        let len = data.len() as u64;
         // Never closed, so acquiring cannot fail.
         let turn = self.disk_writes.clone().acquire_owned().await.ok();
         // One blocking task verifies, answers, then writes: the caller is
@@ -103,12 +104,7 @@ impl BlockStore {
             .map_err(|e| StoreError::io(format!("write block {key}"), e))
         });
         let checked = match verified.await {
-            Ok(checked) => checked.map_err(|e| match e {
-                ChecksumError::Mismatch { offset, .. } => {
-                    StoreError::ChecksumMismatch { key, offset }
-                }
-                other => StoreError::Invalid(format!("block {key}: {other}")),
-            }),
+            Ok(checked) => checked.map_err(|e| refused_piece(key, e)),
             Err(_) => Err(StoreError::io(
                 "disk task",
                 std::io::Error::other("checksum task ended early"),
@@ -117,21 +113,64 @@ impl BlockStore {
         match checked {
             Ok(crcs) => {
                 block.writing = Some(writing);
-                block.len += len;
-                block.crcs.extend_from_slice(&crcs);
-                block.touched = Instant::now();
-                telemetry::bytes_written(len);
+                accept_piece(&mut block, len, &crcs);
                 Ok(())
             }
             Err(e) => {
-                if let StoreError::ChecksumMismatch { offset, .. } = &e {
-                    telemetry::chunk_rejected();
-                    tracing::warn!(block = %key, offset, "chunk failed its checksum on arrival; upload discarded");
-                }
                 self.discard(key, &handle, &mut block).await;
                 Err(e)
             }
         }
+    }
+
+    /// Keeps a piece of an upload that still fits the pack limit in memory,
+    /// once its CRCs are checked.
+    async fn hold(
+        &self,
+        key: BlockKey,
+        handle: &OpenHandle,
+        block: &mut OpenBlock,
+        offset: u64,
+        crcs: Vec<u32>,
+        data: Bytes,
+    ) -> Result<(), StoreError> {
+        match checksum::verify(&data, offset, block.bytes_per_checksum, &crcs) {
+            Ok(()) => {
+                accept_piece(block, data.len() as u64, &crcs);
+                block.pieces.push(data);
+                Ok(())
+            }
+            Err(e) => {
+                let e = refused_piece(key, e);
+                self.discard(key, handle, block).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Gives an upload held in memory its temporary file, with what it
+    /// held written to it: the upload outgrew the pack limit.
+    async fn spill(&self, key: BlockKey, block: &mut OpenBlock) -> Result<Arc<File>, StoreError> {
+        let (file, direct) = self.create_tmp_file(key, block.upload).await?;
+        let file = Arc::new(file);
+        let pieces = std::mem::take(&mut block.pieces);
+        if !pieces.is_empty() {
+            let target = file.clone();
+            blocking(move || {
+                let mut at = 0;
+                for piece in pieces {
+                    target
+                        .write_all_at(&piece, at)
+                        .map_err(|e| StoreError::io(format!("write block {key}"), e))?;
+                    at += piece.len() as u64;
+                }
+                Ok(())
+            })
+            .await?;
+        }
+        block.file = Some(file.clone());
+        block.direct = direct.map(Arc::new);
+        Ok(file)
     }
 
     /// Waits for the upload's last disk write; its failure fails the upload.
@@ -180,9 +219,19 @@ impl BlockStore {
             self.discard(key, &handle, &mut block).await;
             return Err(e);
         }
+        if block.file.is_none() && self.packs(length) {
+            return self.commit_packed(key, &handle, &mut block).await;
+        }
         let file = match &block.file {
             Some(file) => file.clone(),
-            None => Arc::new(self.create_tmp_file(key, block.upload).await?.0),
+            // Held in memory, but the pack limit was lowered since.
+            None => match self.spill(key, &mut block).await {
+                Ok(file) => file,
+                Err(e) => {
+                    self.discard(key, &handle, &mut block).await;
+                    return Err(e);
+                }
+            },
         };
         let header = SidecarHeader {
             bytes_per_checksum: block.bytes_per_checksum,
@@ -197,21 +246,66 @@ impl BlockStore {
             self.discard(key, &handle, &mut block).await;
             return Err(e);
         }
+        let meta = BlockMeta {
+            length,
+            bytes_per_checksum: header.bytes_per_checksum,
+        };
+        self.committed(key, &handle, &mut block, meta, Place::File);
+        Ok(())
+    }
+
+    /// Commits an upload held in memory: appends it to a volume.
+    async fn commit_packed(
+        &self,
+        key: BlockKey,
+        handle: &OpenHandle,
+        block: &mut OpenBlock,
+    ) -> Result<(), StoreError> {
+        let meta = BlockMeta {
+            length: block.len,
+            bytes_per_checksum: block.bytes_per_checksum,
+        };
+        let cell = NewCell {
+            key,
+            bytes_per_checksum: meta.bytes_per_checksum,
+            length: meta.length,
+            crcs: std::mem::take(&mut block.crcs),
+            pieces: std::mem::take(&mut block.pieces),
+        };
+        let appended = self.volumes.append(cell).await;
+        match appended {
+            Ok(packed) => {
+                self.committed(key, handle, block, meta, Place::Packed(packed));
+                Ok(())
+            }
+            Err(e) => {
+                tracing::error!(block = %key, error = %e, "commit failed; upload discarded");
+                self.discard(key, handle, block).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Enters a durable upload in the index and closes it.
+    fn committed(
+        &self,
+        key: BlockKey,
+        handle: &OpenHandle,
+        block: &mut OpenBlock,
+        meta: BlockMeta,
+        place: Place,
+    ) {
         {
             let mut index = self.index.write();
-            index.used += length;
-            index.blocks.insert(
-                key,
-                BlockMeta {
-                    length,
-                    bytes_per_checksum: header.bytes_per_checksum,
-                },
-            );
+            index.used += meta.length;
+            if let Place::Packed(_) = place {
+                index.packed += 1;
+            }
+            index.blocks.insert(key, Stored { meta, place });
         }
         block.closed = true;
-        self.forget_upload(key, &handle);
+        self.forget_upload(key, handle);
         self.publish_gauges();
-        Ok(())
     }
 
     /// Removes files under `tmp/` older than `max_age` (by mtime) whose
@@ -294,6 +388,7 @@ impl BlockStore {
             len: 0,
             bytes_per_checksum,
             crcs: Vec::new(),
+            pieces: Vec::new(),
             touched: Instant::now(),
             closed: false,
         }))
@@ -338,6 +433,7 @@ impl BlockStore {
         block.closed = true;
         block.file = None;
         block.direct = None;
+        block.pieces = Vec::new();
         self.forget_upload(key, handle);
         let (data, sidecar) = (
             self.paths.tmp_data(key, block.upload),
@@ -359,6 +455,27 @@ impl BlockStore {
         if open.get(&key).is_some_and(|h| Arc::ptr_eq(h, handle)) {
             open.remove(&key);
         }
+    }
+}
+
+/// Records a piece of `len` bytes whose CRCs matched: the upload grows.
+fn accept_piece(block: &mut OpenBlock, len: u64, crcs: &[u32]) {
+    block.len += len;
+    block.crcs.extend_from_slice(crcs);
+    block.touched = Instant::now();
+    telemetry::bytes_written(len);
+}
+
+/// Why a piece of block `key` was refused on arrival (a mismatch is
+/// counted and logged: the upload is discarded for it).
+fn refused_piece(key: BlockKey, e: ChecksumError) -> StoreError {
+    match e {
+        ChecksumError::Mismatch { offset, .. } => {
+            telemetry::chunk_rejected();
+            tracing::warn!(block = %key, offset, "chunk failed its checksum on arrival; upload discarded");
+            StoreError::ChecksumMismatch { key, offset }
+        }
+        other => StoreError::Invalid(format!("block {key}: {other}")),
     }
 }
 

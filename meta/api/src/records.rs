@@ -814,8 +814,11 @@ pub struct DatanodeRecord {
     pub local_socket: Option<String>,
     /// Disk capacity in bytes.
     pub capacity: u64,
-    /// Bytes in use.
+    /// Bytes of block files stored.
     pub used: u64,
+    /// Bytes of deleted block files its volumes still hold, until compacted.
+    #[serde(default)]
+    pub garbage: u64,
     /// Block files stored.
     pub blocks: u64,
     /// When the last heartbeat arrived.
@@ -832,6 +835,16 @@ pub struct DatanodeRecord {
     /// else its advertised host.
     #[serde(default)]
     pub location: Location,
+}
+
+impl DatanodeRecord {
+    /// Bytes it can still take: its capacity less its block files and its
+    /// volumes' garbage.
+    pub fn free(&self) -> u64 {
+        self.capacity
+            .saturating_sub(self.used)
+            .saturating_sub(self.garbage)
+    }
 }
 
 /// How far a datanode's scrubber (which reads every block file against its
@@ -871,8 +884,11 @@ pub struct DatanodeReport {
     pub local_socket: Option<String>,
     /// Disk capacity in bytes.
     pub capacity: u64,
-    /// Bytes in use.
+    /// Bytes of block files stored.
     pub used: u64,
+    /// Bytes of deleted block files its volumes still hold, until compacted.
+    #[serde(default)]
+    pub garbage: u64,
     /// Block files stored.
     pub blocks: u64,
     /// Block files deleted since the last heartbeat, acknowledging earlier commands.

@@ -233,6 +233,7 @@ mod tests {
             local_socket: None,
             capacity: 1000,
             used: 300,
+            garbage: 0,
             blocks: 7,
             last_heartbeat,
             state: DatanodeState::Healthy,

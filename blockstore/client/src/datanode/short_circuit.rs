@@ -100,11 +100,13 @@ pub enum ShortCircuitError {
     Checksum(#[from] ChecksumError),
 }
 
-/// A block opened through the socket: its data file and all its CRCs
-/// (committed blocks are immutable, so they are loaded once).
+/// A block opened through the socket: the file holding it (its data file,
+/// or its volume from `offset`) and all its CRCs (committed blocks are
+/// immutable, so they are loaded once).
 #[derive(Debug)]
 pub struct LocalReplica {
     file: File,
+    offset: u64,
     length: u64,
     bytes_per_checksum: u32,
     crcs: Vec<u32>,
@@ -437,11 +439,14 @@ impl Inner {
         match (reply, fd) {
             (LocalReply::Replica(info), Some(fd)) => {
                 let file = File::from(fd);
-                if file.metadata()?.len() != info.length {
+                let file_len = file.metadata()?.len();
+                let end = info.offset.checked_add(info.length);
+                if end.is_none_or(|end| end > file_len) {
                     return Err(ShortCircuitError::Unexpected("file length"));
                 }
                 Ok(LocalReplica {
                     file,
+                    offset: info.offset,
                     length: info.length,
                     bytes_per_checksum: info.bytes_per_checksum,
                     crcs: info.crcs,
@@ -481,7 +486,9 @@ fn read_verified(
 ) -> Result<Bytes, ShortCircuitError> {
     let (start, end) = covering_span(replica, offset, len)?;
     let mut buf = vec![0u8; (end - start) as usize];
-    replica.file.read_exact_at(&mut buf, start)?;
+    replica
+        .file
+        .read_exact_at(&mut buf, replica.offset + start)?;
     verified(replica, Bytes::from(buf), start, offset, len)
 }
 
@@ -502,7 +509,7 @@ fn read_verified_cached(
     }
     let span = (end - start) as usize;
     let mut buf = read_buffers::take(buffers, span);
-    if page_cache::read_cached(&replica.file, buf.window_mut(), start) < span {
+    if page_cache::read_cached(&replica.file, buf.window_mut(), replica.offset + start) < span {
         return None;
     }
     Some(verified(replica, buf.into_bytes(), start, offset, len))
@@ -577,12 +584,19 @@ mod tests {
     use std::io::Write;
     use tempfile::NamedTempFile;
 
-    /// A replica over a named (linked) file holding `data`, CRCs of `good`.
+    /// Bytes of other blocks before the replica in its file, as in a volume.
+    const BEFORE: usize = 777;
+
+    /// A replica over a named (linked) file holding `data` after other
+    /// bytes, CRCs of `good`.
     fn replica(good: &[u8], data: &[u8], bpc: u32) -> (LocalReplica, NamedTempFile) {
         let mut named = NamedTempFile::new().unwrap();
+        named.write_all(&[0xee; BEFORE]).unwrap();
         named.write_all(data).unwrap();
+        named.write_all(&[0xdd; 100]).unwrap();
         let replica = LocalReplica {
             file: named.reopen().unwrap(),
+            offset: BEFORE as u64,
             length: data.len() as u64,
             bytes_per_checksum: bpc,
             crcs: checksum::compute(good, bpc),

@@ -1,13 +1,14 @@
 //! The short-circuit protocol: messages on a datanode's Unix socket, by which
-//! a client on the same host gets a committed block's open data file (passed
-//! with SCM_RIGHTS) and its CRCs, and learns which blocks it must stop
-//! reading from such files.
+//! a client on the same host gets the open file holding a committed block
+//! (its data file or its volume, passed with SCM_RIGHTS), where in it the
+//! block starts, and its CRCs, and learns which blocks it must stop reading
+//! from such files.
 //!
 //! ```text
 //! frame header (12 bytes, big-endian)
 //! offset size field
 //!      0    4 magic "TSLC"
-//!      4    1 version (2)
+//!      4    1 version (3)
 //!      5    1 kind
 //!      6    2 reserved, zero
 //!      8    4 body length (at most MAX_LOCAL_BODY_LEN)
@@ -15,7 +16,7 @@
 //! bodies
 //! OpenBlock  0x01  key (block u64, index u8), block token (BlockToken::LEN bytes)
 //! Watch      0x02  (empty)
-//! Replica    0x81  length u64, bytes_per_checksum u32, count u32, crc u32 x count  (+ 1 fd)
+//! Replica    0x81  offset u64, length u64, bytes_per_checksum u32, count u32, crc u32 x count  (+ 1 fd)
 //! Watching   0x82  datanode_id_len u32, datanode id (UTF-8)
 //! Revoked    0x83  count u32, key x count
 //! Refused    0x84  message_len u32, message (UTF-8)
@@ -44,7 +45,7 @@ use tokio::net::UnixStream;
 /// First bytes of every short-circuit frame.
 pub const LOCAL_MAGIC: [u8; 4] = *b"TSLC";
 /// Short-circuit protocol version spoken here; other versions are refused.
-pub const LOCAL_VERSION: u8 = 2;
+pub const LOCAL_VERSION: u8 = 3;
 /// Size of the fixed frame header.
 pub const LOCAL_HEADER_LEN: usize = 12;
 /// Largest body accepted: a replica reply with the CRCs of a 4 GiB block at
@@ -73,10 +74,14 @@ pub enum LocalRequest {
     Watch,
 }
 
-/// The CRCs and size of a block whose data file comes with this message.
+/// Where a block is in the file that comes with this message, its size
+/// and its CRCs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReplicaInfo {
-    /// Bytes in the block (and in its data file).
+    /// Offset in the file of the block's first byte (0 for a data file of
+    /// its own, the record's data in a volume).
+    pub offset: u64,
+    /// Bytes in the block.
     pub length: u64,
     /// Chunk size of the CRCs.
     pub bytes_per_checksum: u32,
@@ -144,6 +149,7 @@ impl LocalReply {
         let mut body = Vec::new();
         let kind = match self {
             Self::Replica(r) => {
+                body.extend_from_slice(&r.offset.to_be_bytes());
                 body.extend_from_slice(&r.length.to_be_bytes());
                 body.extend_from_slice(&r.bytes_per_checksum.to_be_bytes());
                 body.extend_from_slice(&(r.crcs.len() as u32).to_be_bytes());
@@ -177,6 +183,7 @@ impl LocalReply {
         let mut d = Cursor(body);
         let reply = match kind {
             REPLICA => {
+                let offset = d.u64("offset")?;
                 let length = d.u64("length")?;
                 let bytes_per_checksum = d.u32("bytes per checksum")?;
                 checksum::validate_bytes_per_checksum(bytes_per_checksum)
@@ -191,6 +198,7 @@ impl LocalReply {
                     .map(|_| d.u32("checksum"))
                     .collect::<Result<_, _>>()?;
                 Self::Replica(ReplicaInfo {
+                    offset,
                     length,
                     bytes_per_checksum,
                     crcs,
@@ -510,11 +518,13 @@ mod tests {
     fn samples() -> Vec<LocalReply> {
         vec![
             LocalReply::Replica(ReplicaInfo {
+                offset: 1 << 33,
                 length: 40_000,
                 bytes_per_checksum: 16384,
                 crcs: vec![1, 2, 0xffff_ffff],
             }),
             LocalReply::Replica(ReplicaInfo {
+                offset: 0,
                 length: 0,
                 bytes_per_checksum: 512,
                 crcs: vec![],
@@ -708,6 +718,7 @@ mod tests {
         let file = tempfile::tempfile().unwrap();
         let crcs: Vec<u32> = (0..2_000_000).collect();
         let reply = LocalReply::Replica(ReplicaInfo {
+            offset: 0,
             length: crcs.len() as u64 * 512,
             bytes_per_checksum: 512,
             crcs,
@@ -756,6 +767,7 @@ mod tests {
         let file = tempfile::tempfile().unwrap();
         std::os::unix::fs::FileExt::write_all_at(&file, b"hello", 0).unwrap();
         let reply = LocalReply::Replica(ReplicaInfo {
+            offset: 0,
             length: 5,
             bytes_per_checksum: 512,
             crcs: checksum::compute(b"hello", 512),

@@ -297,6 +297,7 @@ mod tests {
                     local_socket: None,
                     capacity: 0,
                     used: 0,
+                    garbage: 0,
                     blocks: 0,
                     deleted: Vec::new(),
                     damaged: Vec::new(),

@@ -48,6 +48,7 @@ impl Handle<Heartbeat> for MetaState {
             local_socket: report.local_socket,
             capacity: report.capacity,
             used: report.used,
+            garbage: report.garbage,
             blocks: report.blocks,
             last_heartbeat: now,
             state: DatanodeState::Healthy,
@@ -138,7 +139,7 @@ impl MetaState {
             .filter(|n| !exclude.contains(&n.record.id))
             // Capacity is what the datanode may still fill plus what it
             // uses; 0 (nothing measured) means full, never unlimited.
-            .filter(|n| n.record.capacity.saturating_sub(n.record.used) >= block_size)
+            .filter(|n| n.record.free() >= block_size)
             .map(|n| Candidate {
                 load: n.record.used / block_size + n.pending,
                 id: n.record.id,

@@ -285,7 +285,7 @@ impl MetaState {
             n.record.state == DatanodeState::Healthy
                 && n.record.admin == AdminState::InService
                 && load.get(&n.record.id).copied().unwrap_or(0) < limit
-                && n.record.capacity.saturating_sub(n.record.used) >= block_size
+                && n.record.free() >= block_size
         };
         let readable_holders: HashSet<&DatanodeId> = group
             .replicas

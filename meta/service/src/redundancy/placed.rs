@@ -33,7 +33,7 @@ impl PlacementView {
             view.used.insert(r.id.clone(), r.used);
             if r.state == DatanodeState::Healthy
                 && r.admin == AdminState::InService
-                && r.capacity.saturating_sub(r.used) >= block_size
+                && r.free() >= block_size
             {
                 view.usable.push(r.id.clone());
             }
@@ -219,6 +219,7 @@ mod tests {
                 local_socket: None,
                 capacity: 1 << 40,
                 used,
+                garbage: 0,
                 blocks: 0,
                 last_heartbeat: 0,
                 state: DatanodeState::Healthy,

@@ -1,0 +1,128 @@
+//! Compaction: a volume whose deleted records pass a share of its bytes is
+//! rewritten. Each live record is read and checked, appended to the open
+//! volume like any commit, and the index moved to the copy, unless the
+//! block was deleted meanwhile (then the copy is tombstoned); once every
+//! record has moved, the old volume is removed. Readers holding the old
+//! volume's descriptor go on reading the same bytes from it. A crash part
+//! way leaves both copies of some records: at start the newer generation is
+//! the block, the older is garbage, and the next compaction clears it.
+
+use super::volumes::{NewCell, Packed, VolumeUse};
+use super::{blocking, BlockStore, Place};
+use crate::error::StoreError;
+use block_client::Pacer;
+use bytes::Bytes;
+use proto::BlockKey;
+
+/// What one compaction did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Compacted {
+    /// The volume rewritten and removed.
+    pub volume: u32,
+    /// Records copied to the open volume.
+    pub records: u64,
+    /// Bytes of records copied.
+    pub bytes: u64,
+    /// Bytes the volume held, live and dead, now freed.
+    pub freed: u64,
+    /// Block files found damaged on the way and taken out of service.
+    pub damaged: Vec<(BlockKey, String)>,
+}
+
+impl BlockStore {
+    /// The volume most worth compacting: not the open one, its deleted
+    /// records at least `garbage_ratio` of its bytes; the one with the most
+    /// garbage first.
+    pub fn compaction_candidate(&self, garbage_ratio: f64) -> Option<VolumeUse> {
+        let active = self.volumes.active();
+        self.volumes
+            .usage()
+            .into_iter()
+            .filter(|u| u.volume != active && u.bytes > 0)
+            .filter(|u| (u.bytes - u.live) as f64 >= garbage_ratio * u.bytes as f64)
+            .max_by_key(|u| u.bytes - u.live)
+    }
+
+    /// Rewrites volume `volume`: copies its live records to the open volume,
+    /// `pacer` spacing their bytes, then removes it.
+    pub async fn compact_volume(
+        &self,
+        volume: u32,
+        pacer: &Pacer,
+    ) -> Result<Compacted, StoreError> {
+        if volume == self.volumes.active() {
+            return Err(StoreError::Invalid(format!(
+                "volume {volume} is open for appends"
+            )));
+        }
+        let freed = self
+            .volumes
+            .usage()
+            .iter()
+            .find(|u| u.volume == volume)
+            .map_or(0, |u| u.bytes);
+        let mut live: Vec<(BlockKey, Packed)> = self
+            .index
+            .read()
+            .blocks
+            .iter()
+            .filter_map(|(key, stored)| match stored.place {
+                Place::Packed(p) if p.volume == volume => Some((*key, p)),
+                _ => None,
+            })
+            .collect();
+        live.sort_unstable_by_key(|(_, p)| p.offset);
+        let mut done = Compacted {
+            volume,
+            freed,
+            ..Compacted::default()
+        };
+        for (key, old) in live {
+            pacer.take(old.head.record_len()).await;
+            let volumes = self.volumes.clone();
+            let read = blocking(move || volumes.read_record(&old)).await;
+            let (crcs, data) = match read {
+                Ok(read) => read,
+                Err(e @ StoreError::Corrupt { .. }) => {
+                    let reason = e.to_string();
+                    if self.quarantine_block(key, &reason).await? {
+                        done.damaged.push((key, reason));
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let head = old.head;
+            let copy = self
+                .volumes
+                .append(NewCell {
+                    key,
+                    bytes_per_checksum: head.bytes_per_checksum,
+                    length: head.length,
+                    crcs,
+                    pieces: vec![Bytes::from(data)],
+                })
+                .await?;
+            let moved = {
+                let mut index = self.index.write();
+                match index.blocks.get_mut(&key) {
+                    Some(stored) if stored.place == Place::Packed(old) => {
+                        stored.place = Place::Packed(copy);
+                        true
+                    }
+                    _ => false,
+                }
+            };
+            if !moved {
+                // Deleted while it was copied: so is the copy.
+                self.volumes.delete(copy).await?;
+                continue;
+            }
+            done.records += 1;
+            done.bytes += head.record_len();
+        }
+        self.volumes.retire(volume).await?;
+        self.publish_gauges();
+        Ok(done)
+    }
+}
