@@ -8,7 +8,8 @@
 # (and alone, with this build: e.g. "--inline-max 0" measures this build
 # without inline objects). Needs wrk and fio (apt-get install -y
 # wrk fio) and boto3 (the repo's .venv has it).
-# SCENARIOS picks some of the sizes (e.g. "put64k-c16").
+# SCENARIOS picks some of the sizes (e.g. "put64k-c16"). BENCH=small_gets.py
+# runs GETs of 64 KiB and 1 MiB objects instead (scripts/bench/small_gets.py).
 #   scripts/bench/small-puts.sh [RUNS] [SECONDS]
 set -u
 export TESSERA_CONSOLE_LISTEN=off
@@ -58,6 +59,6 @@ for r in $(seq "$RUNS"); do
   FOLDER=$(awk '/LISTENING/ {print $2}' "$W/folder.log")
   TARGETS+=(--target "folder-s3=http://$FOLDER,AKBENCH,SKBENCHSECRET,${PIDS[-1]}")
   echo "# run $r"
-  "$PY" "$HERE/small_puts.py" --data-dir "$W" --duration "$DUR" "${ONLY[@]}" "${TARGETS[@]}"
+  "$PY" "$HERE/${BENCH:-small_puts.py}" --data-dir "$W" --duration "$DUR" "${ONLY[@]}" "${TARGETS[@]}"
   kill "${PIDS[@]}" 2>/dev/null; wait; PIDS=()
 done

@@ -27,6 +27,11 @@ impl Pacer {
         }
     }
 
+    /// Bytes a second it allows (0: no limit).
+    pub fn rate(&self) -> u64 {
+        self.rate
+    }
+
     /// Waits for the turn of a step of `bytes`: steps are spaced so that
     /// their bytes, over time, stay at the rate.
     pub async fn take(&self, bytes: u64) {

@@ -14,6 +14,9 @@ use block_client::Pacer;
 use bytes::Bytes;
 use proto::BlockKey;
 
+/// Bytes of records a compaction reads and appends together at most.
+const STEP: u64 = 4 << 20;
+
 /// What one compaction did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Compacted {
@@ -77,49 +80,77 @@ impl BlockStore {
             freed,
             ..Compacted::default()
         };
-        for (key, old) in live {
-            pacer.take(old.head.record_len()).await;
+        // Records go in steps: read together, appended together, so that one
+        // group commit carries a whole step.
+        // A paced compaction takes steps of a quarter second's bytes at most.
+        let step_max = match pacer.rate() {
+            0 => STEP,
+            rate => STEP.min(rate / 4),
+        };
+        let mut rest = live.as_slice();
+        while !rest.is_empty() {
+            let mut take = 0;
+            let mut bytes = 0;
+            while take < rest.len()
+                && (take == 0 || bytes + rest[take].1.head.record_len() <= step_max)
+            {
+                bytes += rest[take].1.head.record_len();
+                take += 1;
+            }
+            let (step, later) = rest.split_at(take);
+            rest = later;
+            pacer.take(bytes).await;
             let volumes = self.volumes.clone();
-            let read = blocking(move || volumes.read_record(&old)).await;
-            let (crcs, data) = match read {
-                Ok(read) => read,
-                Err(e @ StoreError::Corrupt { .. }) => {
-                    let reason = e.to_string();
-                    if self.quarantine_block(key, &reason).await? {
-                        done.damaged.push((key, reason));
+            let records: Vec<Packed> = step.iter().map(|(_, p)| *p).collect();
+            let read = blocking(move || {
+                Ok(records
+                    .iter()
+                    .map(|p| volumes.read_record(p))
+                    .collect::<Vec<_>>())
+            })
+            .await?;
+            let mut copies = Vec::with_capacity(step.len());
+            for (&(key, old), read) in step.iter().zip(read) {
+                let (crcs, data) = match read {
+                    Ok(read) => read,
+                    Err(e @ StoreError::Corrupt { .. }) => {
+                        let reason = e.to_string();
+                        if self.quarantine_block(key, &reason).await? {
+                            done.damaged.push((key, reason));
+                        }
+                        continue;
                     }
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
-            let head = old.head;
-            let copy = self
-                .volumes
-                .append(NewCell {
+                    Err(e) => return Err(e),
+                };
+                let cell = NewCell {
                     key,
-                    bytes_per_checksum: head.bytes_per_checksum,
-                    length: head.length,
+                    bytes_per_checksum: old.head.bytes_per_checksum,
+                    length: old.head.length,
                     crcs,
                     pieces: vec![Bytes::from(data)],
-                })
-                .await?;
-            let moved = {
-                let mut index = self.index.write();
-                match index.blocks.get_mut(&key) {
-                    Some(stored) if stored.place == Place::Packed(old) => {
-                        stored.place = Place::Packed(copy);
-                        true
-                    }
-                    _ => false,
-                }
-            };
-            if !moved {
-                // Deleted while it was copied: so is the copy.
-                self.volumes.delete(copy).await?;
-                continue;
+                };
+                copies.push(async move { (key, old, self.volumes.append(cell).await) });
             }
-            done.records += 1;
-            done.bytes += head.record_len();
+            for (key, old, copy) in futures::future::join_all(copies).await {
+                let copy = copy?;
+                let moved = {
+                    let mut index = self.index.write();
+                    match index.blocks.get_mut(&key) {
+                        Some(stored) if stored.place == Place::Packed(old) => {
+                            stored.place = Place::Packed(copy);
+                            true
+                        }
+                        _ => false,
+                    }
+                };
+                if !moved {
+                    // Deleted while it was copied: so is the copy.
+                    self.volumes.delete(copy).await?;
+                    continue;
+                }
+                done.records += 1;
+                done.bytes += old.head.record_len();
+            }
         }
         self.volumes.retire(volume).await?;
         self.publish_gauges();

@@ -1,5 +1,6 @@
 use super::*;
-use proto::{checksum, BlockId};
+use bytes::Bytes;
+use proto::{checksum, BlockId, BlockKey};
 use std::collections::HashMap;
 
 const BPC: u32 = 512;
