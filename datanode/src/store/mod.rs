@@ -416,7 +416,13 @@ impl BlockStore {
     /// Publishes the committed blocks and bytes as this datanode's gauges.
     fn publish_gauges(&self) {
         let stats = self.stats();
-        telemetry::store_gauges(&self.id, &stats);
+        telemetry::store_gauges(
+            &self.id,
+            stats.blocks,
+            stats.packed,
+            stats.used,
+            stats.garbage,
+        );
     }
 
     /// Committed block count and bytes.
