@@ -15,7 +15,7 @@ files packed in volumes with block files of their own.
 import argparse
 import os
 
-from small_puts import core_times, cpu_seconds, s3_load
+from small_puts import core_times, cpu_seconds, open_targets, s3_load
 
 SCENARIOS = [("get64k-c16", 64 << 10, 16), ("get1m-c8", 1 << 20, 8)]
 OBJECTS = 256
@@ -30,12 +30,7 @@ def main():
     ap.add_argument("--only", action="append", choices=[s[0] for s in SCENARIOS])
     a = ap.parse_args()
     region = os.environ.get("REGION", "us-east-1")
-    targets = []
-    for t in a.target:
-        name, rest = t.split("=", 1)
-        url, ak, sk, *pid = rest.split(",")
-        targets.append((name, url.rstrip("/"), ak, sk, int(pid[0]) if pid else None))
-        s3_load.client(url, ak, sk).create_bucket(Bucket=a.bucket)
+    targets = open_targets(a.target, a.bucket)
     print("| scenario | target | req/s | MB/s | p50 ms | p99 ms | errors | CPU ms per GET | cores busy |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for scenario, size, conns in SCENARIOS:

@@ -120,6 +120,18 @@ def fio(directory, size, jobs, duration):
     return write["iops"], write["bw_bytes"] / 1e6
 
 
+def open_targets(specs, bucket):
+    """(name, url, access key, secret, PID or None) of each `NAME=URL,ACCESS,SECRET[,PID]`,
+    with `bucket` created on each."""
+    targets = []
+    for spec in specs:
+        name, rest = spec.split("=", 1)
+        url, ak, sk, *pid = rest.split(",")
+        targets.append((name, url.rstrip("/"), ak, sk, int(pid[0]) if pid else None))
+        s3_load.client(url, ak, sk).create_bucket(Bucket=bucket)
+    return targets
+
+
 def files_under(folder):
     """Files in `folder` and below (0 when it is not there)."""
     return sum(len(files) for _, _, files in os.walk(folder))
@@ -137,12 +149,7 @@ def main():
     a = ap.parse_args()
     region = os.environ.get("REGION", "us-east-1")
     device = device_of(a.data_dir)
-    targets = []
-    for t in a.target:
-        name, rest = t.split("=", 1)
-        url, ak, sk, *pid = rest.split(",")
-        targets.append((name, url.rstrip("/"), ak, sk, int(pid[0]) if pid else None))
-        s3_load.client(url, ak, sk).create_bucket(Bucket=a.bucket)
+    targets = open_targets(a.target, a.bucket)
 
     print(
         "| scenario | target | req/s | MB/s | p50 ms | p99 ms | errors | disk bytes per byte "
