@@ -74,6 +74,9 @@ struct Shared {
     /// A read-only descriptor of every volume, for readers.
     readers: RwLock<HashMap<u32, Arc<File>>>,
     usage: Mutex<BTreeMap<u32, VolumeUse>>,
+    /// Bytes of deleted records in all volumes: `usage`'s sum of `bytes -
+    /// live`, kept as it changes (gauges read it on every commit).
+    garbage: AtomicU64,
 }
 
 impl Shared {
@@ -100,6 +103,7 @@ impl Volumes {
             volume_max: AtomicU64::new(DEFAULT_VOLUME_MAX),
             active: AtomicU32::new(loaded.resume.as_ref().map_or(0, |a| a.id)),
             readers: RwLock::new(loaded.readers),
+            garbage: AtomicU64::new(loaded.usage.values().map(|u| u.bytes - u.live).sum()),
             usage: Mutex::new(loaded.usage),
         });
         let (jobs, queue) = mpsc::channel();
@@ -191,12 +195,7 @@ impl Volumes {
 
     /// Bytes of deleted records still in the volumes.
     pub fn garbage(&self) -> u64 {
-        self.shared
-            .usage
-            .lock()
-            .values()
-            .map(|u| u.bytes - u.live)
-            .sum()
+        self.shared.garbage.load(Ordering::Relaxed)
     }
 
     /// Reads `packed`'s record whole and checks it: its chunk CRCs and its

@@ -246,7 +246,11 @@ impl Writer {
         }
         self.tombstones.remove(&volume);
         self.shared.readers.write().remove(&volume);
-        self.shared.usage.lock().remove(&volume);
+        if let Some(gone) = self.shared.usage.lock().remove(&volume) {
+            self.shared
+                .garbage
+                .fetch_sub(gone.bytes - gone.live, Ordering::Relaxed);
+        }
         for suffix in ["vol", "idx", "del"] {
             match std::fs::remove_file(self.shared.path(volume, suffix)) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
@@ -315,7 +319,11 @@ impl Writer {
             if result.is_ok() {
                 let freed: u64 = deletes.iter().map(|(p, _)| p.head.record_len()).sum();
                 if let Some(usage) = self.shared.usage.lock().get_mut(&volume) {
-                    usage.live = usage.live.saturating_sub(freed);
+                    let live = usage.live.saturating_sub(freed);
+                    self.shared
+                        .garbage
+                        .fetch_add(usage.live - live, Ordering::Relaxed);
+                    usage.live = live;
                 }
             }
             for (_, reply) in deletes {
