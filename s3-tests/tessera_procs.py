@@ -322,6 +322,19 @@ def run_admin(meta: str, token: str, *args: str, timeout: float = 30.0, tls: lis
         raise HarnessError(f"`tessera admin --json {' '.join(args)}` printed no JSON ({exc}): {text!r}") from None
 
 
+def wait_for(what: str, check, timeout: float = 60.0, every: float = 0.2):
+    """Calls `check` until it answers something true, and returns that;
+    fails naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last})")
+
+
 def find_key(value: object, key: str) -> object | None:
     """The first value stored under `key` anywhere in a JSON document."""
     if isinstance(value, dict):
@@ -477,14 +490,15 @@ def start_datanode(
     binary: Path,
     name: str,
     meta: str,
-    data: Path,
+    data: Path | list[Path],
     credential: Path,
     args: list[str],
     env: dict[str, str],
     log_dir: Path,
 ) -> Proc:
-    """A datanode storing in `data` (see `start_role`)."""
-    return start_role(binary, "datanode", name, meta, credential, ["--data", str(data), *args], env, log_dir)
+    """A datanode storing in `data`, one folder or a disk list (see `start_role`)."""
+    folders = ",".join(str(d) for d in data) if isinstance(data, list) else str(data)
+    return start_role(binary, "datanode", name, meta, credential, ["--data", folders, *args], env, log_dir)
 
 
 def start_gateway(
@@ -504,11 +518,13 @@ def start_cluster(
     gateway_args: tuple[str, ...] = (),
     mutual_tls: bool = False,
     locations: list[str] | None = None,
+    disks: dict[int, list[Path]] | None = None,
 ) -> Cluster:
     """Start meta, `datanodes` datanodes and a gateway as separate processes;
     `*_args` are appended to each role's command line. With `mutual_tls`,
     every internal link runs mutual TLS with a CA made for the cluster.
-    `locations` gives each datanode its --location (/zone/rack/host)."""
+    `locations` gives each datanode its --location (/zone/rack/host);
+    `disks` gives datanodes by index several data folders instead of one."""
     creds = Credentials.random()
     env = process_env(creds.env())
     started: list[Proc] = []
@@ -555,7 +571,7 @@ def start_cluster(
                 binary,
                 f"cluster-dn{i}",
                 meta,
-                dn_dir,
+                (disks or {}).get(i, dn_dir),
                 dn_credentials[i],
                 [*tls(f"dn{i}"), *datanode_args, *(["--location", locations[i]] if locations else [])],
                 env,

@@ -16,7 +16,6 @@ import hashlib
 import os
 import re
 import shutil
-import time
 from pathlib import Path
 
 import axe_core_python
@@ -33,6 +32,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from tessera_clients import MIB, console_session, empty_and_delete, new_bucket_name, s3_client
 from tessera_procs import Proc, find_key, process_env, start_server
+from tessera_procs import wait_for as wait_until
 
 pytestmark = pytest.mark.tessera
 
@@ -156,13 +156,7 @@ def sha256(data: bytes) -> str:
 
 
 def wait_for(what: str, check, timeout: float = WAIT_S):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+    return wait_until(what, check, timeout)
 
 
 def test_a_wrong_secret_is_refused(server, browser):

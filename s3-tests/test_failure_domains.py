@@ -8,17 +8,16 @@ which datanode holds which block file."""
 
 import hashlib
 import os
-import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
+
 from block_files import cells as stored_cells
+from tessera_clients import MIB, metric_total, new_bucket_name, s3_client
+from tessera_procs import HarnessError, find_key, process_env, start_cluster, wait_for
 from test_cluster import put_with_replication
 from test_crash_safety import restart
-
-from tessera_clients import MIB, metric_total, new_bucket_name, s3_client
-from tessera_procs import HarnessError, find_key, process_env, start_cluster
 
 pytestmark = pytest.mark.tessera
 
@@ -156,17 +155,6 @@ def test_a_rack_lost_whole_loses_no_rs_6_3_object(tessera_bin, tmp_path):
     finally:
         problems = cluster.stop()
         assert not problems, problems
-
-
-def wait_for(what: str, check, timeout: float = 120.0, every: float = 0.5):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(every)
-    raise AssertionError(f"{what} not within {timeout:.0f} s (last: {last})")
 
 
 def test_groups_misplaced_by_relabelling_are_found_and_moved(tessera_bin, tmp_path):

@@ -91,9 +91,15 @@ class Volume:
         durable.mkdir(parents=True, exist_ok=True)
         mount.mkdir(parents=True, exist_ok=True)
 
-    def boot(self) -> None:
+    def boot(self, fail_when: Path | None = None, capacity: int | None = None) -> None:
+        """Mounts the volume; with `fail_when`, every operation fails with EIO
+        once that file exists; `capacity` is the size statfs reports."""
         self.boots += 1
         argv = [str(self.binary), "--durable", str(self.durable), "--mount", str(self.mount)]
+        if fail_when is not None:
+            argv += ["--fail-when", str(fail_when)]
+        if capacity is not None:
+            argv += ["--capacity", str(capacity)]
         self.proc = Proc(f"powercut-fs-{self.boots}", argv, process_env({}), self.log_dir)
         self.proc.wait_ready()
 

@@ -675,6 +675,10 @@ fn status_json(status: &ClusterStatus) -> Value {
                 "pass_bytes": d.scrub.pass_bytes, "last_pass_end": d.scrub.last_pass_end,
                 "damaged": d.scrub.damaged,
             },
+            "disks": d.disks.iter().map(|disk| json!({
+                "path": disk.path, "blocks": disk.blocks, "used": disk.used,
+                "available": disk.available, "failed": disk.failed,
+            })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "buckets": status.buckets,
         "objects": status.objects,
@@ -750,6 +754,19 @@ fn print_human(value: &Value) {
                         (100.0 * done / all).min(100.0),
                         scrub["damaged"]
                     );
+                    for disk in n["disks"].as_array().into_iter().flatten() {
+                        let health = match disk["failed"].as_str() {
+                            Some(reason) => format!("FAILED: {reason}"),
+                            None => "serving".to_string(),
+                        };
+                        println!(
+                            "  disk {}  used {}  available {}  blocks {}  {health}",
+                            disk["path"].as_str().unwrap_or(""),
+                            disk["used"],
+                            disk["available"],
+                            disk["blocks"]
+                        );
+                    }
                 }
                 println!(
                     "buckets {}  objects {}  pending deletions {}",

@@ -37,7 +37,7 @@ pub(crate) async fn run(
     }
     let pacer = Pacer::new(settings.bandwidth);
     loop {
-        let Some(candidate) = store.compaction_candidate(settings.garbage_ratio) else {
+        let Some((disk, candidate)) = store.compaction_candidate(settings.garbage_ratio) else {
             tokio::select! {
                 _ = stop.wait_for(|stopped| *stopped) => return,
                 () = tokio::time::sleep(IDLE_LOOK) => continue,
@@ -45,12 +45,13 @@ pub(crate) async fn run(
         };
         let compacted = tokio::select! {
             _ = stop.wait_for(|stopped| *stopped) => return,
-            compacted = store.compact_volume(candidate.volume, &pacer) => compacted,
+            compacted = store.compact_volume(disk, candidate.volume, &pacer) => compacted,
         };
         match compacted {
             Ok(done) => {
                 crate::telemetry::compacted(done.bytes, done.freed);
                 tracing::info!(
+                    disk,
                     volume = done.volume,
                     records = done.records,
                     copied = done.bytes,
@@ -67,7 +68,7 @@ pub(crate) async fn run(
                 }
             }
             Err(e) => {
-                tracing::warn!(volume = candidate.volume, error = %e, "compaction failed; trying again later");
+                tracing::warn!(disk, volume = candidate.volume, error = %e, "compaction failed; trying again later");
                 tokio::select! {
                     _ = stop.wait_for(|stopped| *stopped) => return,
                     () = tokio::time::sleep(IDLE_LOOK) => {}

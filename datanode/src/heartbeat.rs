@@ -16,13 +16,13 @@ use crate::access::TokenGate;
 use crate::repair::RepairWorker;
 use crate::scrub::ScrubState;
 use crate::store::BlockStore;
+use crate::telemetry;
 use meta_api::{
-    BlockReport, DatanodeReport, Heartbeat, HeartbeatReply, MetaClient, MetaError, ReportedBlock,
+    BlockReport, DamagedBlockFile, DatanodeReport, DiskReport, Heartbeat, HeartbeatReply,
+    MetaClient, MetaError, ReportedBlock,
 };
-use proto::durable::available_space;
 use proto::{BlockKey, DatanodeId};
 use std::future::Future;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
@@ -81,7 +81,10 @@ impl HeartbeatTarget for MetaClient {
 pub(crate) struct HeartbeatSettings {
     /// Address clients use to reach this datanode.
     pub addr: String,
-    /// Fixed capacity, or None to measure it (see [`measured_capacity`]).
+    /// Fixed capacity, or None to measure it: the room left on the disks in
+    /// service plus what the store holds (not the filesystems' sizes, so
+    /// that datanodes sharing a filesystem, and disks filled by others, are
+    /// seen as they are).
     pub capacity: Option<u64>,
     /// Where the datanode stands, if it was told.
     pub location: Option<meta_api::Location>,
@@ -91,22 +94,6 @@ pub(crate) struct HeartbeatSettings {
     pub block_report_interval: Duration,
     /// Uploads untouched this long are discarded, their files removed.
     pub upload_grace: Duration,
-}
-
-/// Capacity to report for a store using `used` bytes in the filesystem holding
-/// `path`: the space it can still fill plus what it uses, not the filesystem's
-/// size, so that datanodes sharing one filesystem and a disk filled by others
-/// are seen as they are. When the filesystem cannot be measured, `used`
-/// alone (no free space: the node gets no new blocks until it can be), never
-/// 0, which meta would also read as full but which hides what the node holds.
-pub fn measured_capacity(path: &Path, used: u64) -> u64 {
-    match available_space(path) {
-        Ok(available) => available.saturating_add(used),
-        Err(e) => {
-            tracing::warn!(path = %path.display(), error = %e, "statvfs of the data folder failed; reporting no free space");
-            used
-        }
-    }
 }
 
 /// Every committed block file of `store` with its age (from its commit
@@ -169,6 +156,16 @@ pub(crate) async fn run<H: HeartbeatTarget>(
     let mut report_task: Option<JoinHandle<Result<u64, MetaError>>> = None;
     let mut next_report = Instant::now();
     loop {
+        let checked = store.clone();
+        if let Err(e) = tokio::task::spawn_blocking(move || checked.check_disks()).await {
+            tracing::warn!(error = %e, "disk check task failed");
+        }
+        let lost = store.take_lost();
+        scrub.found(
+            lost.into_iter()
+                .map(|(key, reason)| DamagedBlockFile { key, reason })
+                .collect(),
+        );
         let mut report = report(&store, &settings, deleted.clone()).await;
         report.damaged = scrub.take_damaged();
         report.scrub = scrub.progress();
@@ -230,25 +227,48 @@ pub(crate) async fn run<H: HeartbeatTarget>(
 }
 
 async fn report(
-    store: &BlockStore,
+    store: &Arc<BlockStore>,
     settings: &HeartbeatSettings,
     deleted: Vec<BlockKey>,
 ) -> DatanodeReport {
     let stats = store.stats();
+    let measured = store.clone();
+    let disks = tokio::task::spawn_blocking(move || measured.disks())
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "statvfs task failed; reporting no free space");
+            Vec::new()
+        });
+    for disk in &disks {
+        let path = disk.path.display().to_string();
+        let failed = disk.failed.is_some();
+        telemetry::disk_gauges(
+            store.id(),
+            &path,
+            disk.blocks,
+            disk.used,
+            disk.available,
+            failed,
+        );
+    }
     let capacity = match settings.capacity {
         Some(capacity) => capacity,
+        // Garbage holds disk space as block files do, until compacted; a
+        // failed disk offers nothing.
         None => {
-            let dir = store.data_dir().to_path_buf();
-            // Garbage holds disk space as block files do, until compacted.
-            let held = stats.used + stats.garbage;
-            tokio::task::spawn_blocking(move || measured_capacity(&dir, held))
-                .await
-                .unwrap_or_else(|e| {
-                    tracing::warn!(error = %e, "statvfs task failed; reporting no free space");
-                    held
-                })
+            (stats.used + stats.garbage).saturating_add(disks.iter().map(|d| d.available).sum())
         }
     };
+    let disks = disks
+        .into_iter()
+        .map(|disk| DiskReport {
+            path: disk.path.display().to_string(),
+            blocks: disk.blocks,
+            used: disk.used,
+            available: disk.available,
+            failed: disk.failed,
+        })
+        .collect();
     DatanodeReport {
         id: store.id().clone(),
         addr: settings.addr.clone(),
@@ -261,6 +281,7 @@ async fn report(
         damaged: Vec::new(),
         scrub: Default::default(),
         location: settings.location.clone(),
+        disks,
     }
 }
 
@@ -299,29 +320,5 @@ mod tests {
         assert_eq!(store.remove_stale_tmp_files(grace).await, 1);
         assert!(!old.exists());
         assert!(fresh.exists() && foreign.exists());
-    }
-
-    #[test]
-    fn capacity_is_free_space_plus_use_and_never_zero_on_failure() {
-        let dir = tempfile::tempdir().unwrap();
-        let available = available_space(dir.path()).unwrap();
-        let reported = measured_capacity(dir.path(), 5_000);
-        // Other processes write meanwhile: allow some drift either way.
-        let slack = 64 * 1024 * 1024;
-        assert!(
-            reported.abs_diff(available + 5_000) < slack,
-            "{reported} vs {available}"
-        );
-        let stat = rustix::fs::statvfs(dir.path()).unwrap();
-        let total = stat.f_blocks * stat.f_frsize;
-        if total > available + 5_000 + slack {
-            assert!(
-                reported < total,
-                "the filesystem's size is not our capacity"
-            );
-        }
-        let missing = dir.path().join("gone");
-        assert_eq!(measured_capacity(&missing, 5_000), 5_000);
-        assert_eq!(measured_capacity(&missing, 0), 0);
     }
 }

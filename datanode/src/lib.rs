@@ -46,8 +46,12 @@ use tokio::task::JoinHandle;
 /// Settings of one datanode.
 #[derive(Clone, Debug)]
 pub struct DatanodeConfig {
-    /// Folder holding the block files and the datanode identity.
-    pub data_dir: PathBuf,
+    /// One folder per disk, each holding block files and a copy of the
+    /// datanode's identity.
+    pub data_dirs: Vec<PathBuf>,
+    /// Failed disks the datanode serves on past; one more and it stops
+    /// (None: [`store::default_failed_disks_tolerated`]).
+    pub failed_disks_tolerated: Option<usize>,
     /// Address to listen on for the block protocol (port 0: any free port).
     pub listen: String,
     /// Address clients should use, when not the bound one (NAT, containers).
@@ -144,7 +148,8 @@ impl DatanodeConfig {
 impl Default for DatanodeConfig {
     fn default() -> Self {
         Self {
-            data_dir: PathBuf::from("tessera-data/datanode"),
+            data_dirs: vec![PathBuf::from("tessera-data/datanode")],
+            failed_disks_tolerated: None,
             listen: "127.0.0.1:0".to_string(),
             advertise: None,
             bytes_per_checksum: DEFAULT_BYTES_PER_CHECKSUM,
@@ -199,6 +204,13 @@ impl RunningDatanode {
     /// The block store it serves.
     pub fn store(&self) -> &Arc<BlockStore> {
         &self.store
+    }
+
+    /// Returns once more disks have failed than the datanode tolerates: it
+    /// should then be shut down (its process exits with an error).
+    pub async fn disks_lost(&self) {
+        let mut lost = self.store.disks_lost();
+        let _ = lost.wait_for(|lost| *lost).await;
     }
 
     /// Stops accepting connections and heartbeats, and waits for requests in flight.
@@ -266,13 +278,22 @@ async fn start_inner<H: HeartbeatTarget>(
             "heartbeat interval must be positive".into(),
         ));
     }
-    let store = BlockStore::open_as(
-        config.data_dir.clone(),
+    let store = BlockStore::open_disks(
+        config.data_dirs.clone(),
         config.bytes_per_checksum,
         config.fsync,
         config.identity.clone(),
     )
     .await?;
+    let tolerated = config
+        .failed_disks_tolerated
+        .unwrap_or_else(|| store::default_failed_disks_tolerated(config.data_dirs.len()));
+    store.set_failed_disks_tolerated(tolerated);
+    if *store.disks_lost().borrow() {
+        return Err(DatanodeError::Config(format!(
+            "more disks failed than the {tolerated} tolerated"
+        )));
+    }
     store.set_direct_writes(config.direct_writes);
     store.set_max_disk_writes(config.max_disk_writes);
     store.set_pack_max(config.pack_max);

@@ -14,6 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
+/// Damaged block files one heartbeat reports at most.
+const MAX_REPORTED: usize = 10_000;
+
 /// What the scrubber found, for the heartbeat to report.
 #[derive(Default)]
 pub(crate) struct ScrubState {
@@ -45,10 +48,20 @@ impl ScrubState {
         self.progress.lock().clone()
     }
 
-    /// The damaged files not reported yet; a failed heartbeat hands them back
-    /// with [`ScrubState::unreported`].
+    /// The damaged files not reported yet, [`MAX_REPORTED`] at most (a
+    /// failed disk's may be many: the rest follow with later heartbeats); a
+    /// failed heartbeat hands them back with [`ScrubState::unreported`].
     pub(crate) fn take_damaged(&self) -> Vec<DamagedBlockFile> {
-        std::mem::take(&mut *self.damaged.lock())
+        let mut damaged = self.damaged.lock();
+        let taken = damaged.len().min(MAX_REPORTED);
+        damaged.drain(..taken).collect()
+    }
+
+    /// Adds block files found damaged or lost outside the scrubber.
+    pub(crate) fn found(&self, damaged: Vec<DamagedBlockFile>) {
+        if !damaged.is_empty() {
+            self.damaged.lock().extend(damaged);
+        }
     }
 
     /// Puts back damaged files meta did not hear of.

@@ -52,6 +52,17 @@ pub const VOLUME_COMMITS: &str = "tessera_datanode_volume_commits_total";
 /// Appends and deletes the group commits served (divided by
 /// `VOLUME_COMMITS`: how many shared each sync).
 pub const VOLUME_JOBS: &str = "tessera_datanode_volume_jobs_total";
+/// Disks taken out of service (an I/O error meaning the device fails, or a
+/// failed probe).
+pub const DISKS_FAILED: &str = "tessera_datanode_disks_failed_total";
+/// Committed blocks on each disk (labels `id`, `disk`: its folder).
+pub const DISK_BLOCKS: &str = "tessera_datanode_disk_blocks";
+/// Bytes of committed block data on each disk.
+pub const DISK_USED_BYTES: &str = "tessera_datanode_disk_used_bytes";
+/// Bytes each disk's filesystem can still take.
+pub const DISK_AVAILABLE_BYTES: &str = "tessera_datanode_disk_available_bytes";
+/// 1 for a disk out of service, 0 for one serving.
+pub const DISK_FAILED: &str = "tessera_datanode_disk_failed";
 
 pub(crate) fn bytes_written(n: u64) {
     metrics::counter!(BYTES_WRITTEN).increment(n);
@@ -102,6 +113,27 @@ pub(crate) fn compacted(copied: u64, freed: u64) {
     metrics::counter!(VOLUMES_COMPACTED).increment(1);
     metrics::counter!(COMPACTED_BYTES).increment(copied);
     metrics::counter!(COMPACTION_FREED_BYTES).increment(freed);
+}
+
+pub(crate) fn disk_failed() {
+    metrics::counter!(DISKS_FAILED).increment(1);
+}
+
+/// One disk's gauges: its `blocks`, `used` and `available` bytes, and
+/// whether it `failed`.
+pub(crate) fn disk_gauges(
+    id: &DatanodeId,
+    disk: &str,
+    blocks: u64,
+    used: u64,
+    available: u64,
+    failed: bool,
+) {
+    let labels = [("id", id.0.clone()), ("disk", disk.to_string())];
+    metrics::gauge!(DISK_BLOCKS, &labels).set(blocks as f64);
+    metrics::gauge!(DISK_USED_BYTES, &labels).set(used as f64);
+    metrics::gauge!(DISK_AVAILABLE_BYTES, &labels).set(available as f64);
+    metrics::gauge!(DISK_FAILED, &labels).set(if failed { 1.0 } else { 0.0 });
 }
 
 pub(crate) fn volume_commit(jobs: usize) {

@@ -55,7 +55,7 @@ impl Meta {
 
 fn config(dir: &std::path::Path) -> DatanodeConfig {
     DatanodeConfig {
-        data_dir: dir.to_path_buf(),
+        data_dirs: vec![dir.to_path_buf()],
         listen: "127.0.0.1:0".into(),
         fsync: false,
         heartbeat_interval: Duration::from_millis(20),

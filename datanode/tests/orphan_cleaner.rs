@@ -39,7 +39,7 @@ fn tmp_files(datanodes: &[RunningDatanode]) -> usize {
     datanodes
         .iter()
         .map(|d| {
-            std::fs::read_dir(d.store().data_dir().join("tmp"))
+            std::fs::read_dir(d.store().data_dirs()[0].join("tmp"))
                 .map(|entries| entries.count())
                 .unwrap_or(0)
         })
@@ -60,7 +60,7 @@ async fn uncommitted_blocks_are_found_and_deleted_while_committed_ones_stay() {
     let mut datanodes = Vec::new();
     for i in 0..3 {
         let config = DatanodeConfig {
-            data_dir: dir.path().join(format!("dn{i}")),
+            data_dirs: vec![dir.path().join(format!("dn{i}"))],
             listen: "127.0.0.1:0".into(),
             fsync: false,
             heartbeat_interval: Duration::from_millis(100),

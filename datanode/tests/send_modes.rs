@@ -49,7 +49,7 @@ const VERIFY: Mode = Mode {
 
 async fn start(dir: &Path, mode: Mode) -> RunningDatanode {
     let config = DatanodeConfig {
-        data_dir: dir.to_path_buf(),
+        data_dirs: vec![dir.to_path_buf()],
         fsync: false,
         heartbeat_interval: Duration::from_millis(200),
         send_mode: mode.send_mode,

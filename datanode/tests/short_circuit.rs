@@ -42,7 +42,7 @@ fn short_dir() -> TempDir {
 
 async fn start_datanode(dir: &Path, socket: Option<PathBuf>) -> RunningDatanode {
     let config = DatanodeConfig {
-        data_dir: dir.join("dn"),
+        data_dirs: vec![dir.join("dn")],
         listen: "127.0.0.1:0".into(),
         fsync: false,
         heartbeat_interval: Duration::from_secs(60),
@@ -297,7 +297,7 @@ async fn a_stale_socket_file_is_replaced_but_other_files_are_not() {
     // A socket another process still serves is not taken over.
     let live = std::os::unix::net::UnixListener::bind(&socket).unwrap();
     let config = DatanodeConfig {
-        data_dir: dir.path().join("dn"),
+        data_dirs: vec![dir.path().join("dn")],
         local_socket: Some(socket.clone()),
         fsync: false,
         ..DatanodeConfig::default()
@@ -309,7 +309,7 @@ async fn a_stale_socket_file_is_replaced_but_other_files_are_not() {
     // A regular file at the socket path is someone's data: refuse to start.
     std::fs::write(&socket, b"not a socket").unwrap();
     let config = DatanodeConfig {
-        data_dir: dir.path().join("dn"),
+        data_dirs: vec![dir.path().join("dn")],
         local_socket: Some(socket.clone()),
         fsync: false,
         ..DatanodeConfig::default()

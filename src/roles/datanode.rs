@@ -16,9 +16,11 @@ pub struct DatanodeArgs {
     /// Address of meta's RPC.
     #[arg(long, env = "TESSERA_META")]
     pub meta: String,
-    /// Folder for block files.
-    #[arg(long, env = "TESSERA_DATA")]
-    pub data: PathBuf,
+    /// Folders for block files, one per disk, comma-separated: new block
+    /// files go to the disk with the most room; a failing disk is taken out
+    /// of service and its block files rebuilt elsewhere.
+    #[arg(long, env = "TESSERA_DATA", value_delimiter = ',', required = true)]
+    pub data: Vec<PathBuf>,
     /// Address of the block protocol.
     #[arg(long, env = "TESSERA_LISTEN", default_value = "127.0.0.1:0")]
     pub listen: String,
@@ -34,7 +36,8 @@ pub struct DatanodeArgs {
     #[arg(long, env = "TESSERA_OPS_LISTEN", default_value = "127.0.0.1:0")]
     pub ops_listen: String,
     /// Unix socket for short-circuit reads by clients on this host
-    /// [default: <data>/dn.sock]; `--no-short-circuit` serves none.
+    /// [default: dn.sock in the first data folder]; `--no-short-circuit`
+    /// serves none.
     #[arg(long, env = "TESSERA_LOCAL_SOCKET")]
     pub local_socket: Option<PathBuf>,
     /// This datanode's credential for meta; it names the datanode's id.
@@ -93,9 +96,9 @@ pub struct Addresses {
     pub location: Option<Location>,
 }
 
-/// Starts datanode `id` over `dir`, talking to meta through `meta`.
+/// Starts datanode `id` over the disks `dirs`, talking to meta through `meta`.
 pub async fn start(
-    dir: &Path,
+    dirs: &[PathBuf],
     id: DatanodeId,
     addresses: Addresses,
     settings: &DatanodeSettings,
@@ -110,7 +113,8 @@ pub async fn start(
         location,
     } = addresses;
     let config = ::datanode::DatanodeConfig {
-        data_dir: dir.to_path_buf(),
+        data_dirs: dirs.to_vec(),
+        failed_disks_tolerated: settings.failed_disks_tolerated,
         listen,
         advertise,
         bytes_per_checksum: u32::try_from(storage.bytes_per_checksum)
@@ -138,10 +142,17 @@ pub async fn start(
     };
     ::datanode::start(config, meta)
         .await
-        .with_context(|| format!("starting the datanode in {}", dir.display()))
+        .with_context(|| format!("starting the datanode in {}", display_dirs(dirs)))
 }
 
-/// Runs a datanode until SIGTERM.
+/// `dirs` as a comma-separated list.
+fn display_dirs(dirs: &[PathBuf]) -> String {
+    let shown: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    shown.join(",")
+}
+
+/// Runs a datanode until SIGTERM, or until more of its disks fail than it
+/// tolerates (then it exits with an error).
 pub async fn run(args: DatanodeArgs) -> Result<()> {
     let metrics = ops::install_recorder()?;
     let shutdown = Shutdown::on_signals();
@@ -153,7 +164,8 @@ pub async fn run(args: DatanodeArgs) -> Result<()> {
     let Principal::Datanode(id) = credential.principal else {
         unreachable!("checked to be a datanode's credential");
     };
-    let local_socket = local_socket_path(&args.data, args.local_socket.as_deref(), &args.storage)?;
+    let first = args.data.first().context("--data names no folder")?;
+    let local_socket = local_socket_path(first, args.local_socket.as_deref(), &args.storage)?;
     let addresses = Addresses {
         listen: args.listen.clone(),
         advertise: args.advertise.clone(),
@@ -175,8 +187,14 @@ pub async fn run(args: DatanodeArgs) -> Result<()> {
         ("datanode", node.addr().to_string()),
         ("ops", format!("http://{ops_addr}")),
     ]);
-    shutdown.wait().await;
+    let disks_lost = tokio::select! {
+        () = shutdown.wait() => false,
+        () = node.disks_lost() => true,
+    };
     node.shutdown().await;
+    if disks_lost {
+        anyhow::bail!("more disks failed than --failed-disks-tolerated allows; stopped");
+    }
     Ok(())
 }
 

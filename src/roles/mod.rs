@@ -282,6 +282,10 @@ pub struct DatanodeSettings {
     /// Bytes a second compaction copies; 0: no limit.
     #[arg(long, env = "TESSERA_COMPACT_BANDWIDTH", default_value = "32MiB", value_parser = parse_size)]
     pub compact_bandwidth: u64,
+    /// Failed disks a datanode serves on past; one more and it stops
+    /// [default: half its disks, rounded down: 0 for one disk].
+    #[arg(long, env = "TESSERA_FAILED_DISKS_TOLERATED")]
+    pub failed_disks_tolerated: Option<usize>,
     /// Interval between heartbeats to meta.
     #[arg(long, env = "TESSERA_HEARTBEAT_INTERVAL", default_value = "3s", value_parser = parse_duration)]
     pub heartbeat_interval: Duration,

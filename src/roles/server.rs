@@ -188,7 +188,7 @@ pub async fn run(args: ServerArgs) -> Result<()> {
         let meta = service.client(Principal::Datanode(id.clone()));
         let (settings, storage) = (&args.datanode, &args.storage);
         let node =
-            datanode::start(&dir, id, addresses, settings, storage, tls.clone(), meta).await?;
+            datanode::start(&[dir], id, addresses, settings, storage, tls.clone(), meta).await?;
         nodes.push(node);
     }
     wait_for_datanodes(&service, args.datanodes).await;

@@ -115,7 +115,7 @@ fn datanode_config(
     local_socket: bool,
 ) -> DatanodeConfig {
     let mut dn = template.clone();
-    dn.data_dir = dir.join(format!("dn{i}"));
+    dn.data_dirs = vec![dir.join(format!("dn{i}"))];
     if local_socket {
         dn.local_socket = Some(dir.join(format!("dn{i}.sock")));
     }
@@ -202,9 +202,9 @@ impl TestCluster {
         StoreClient::new(self.meta.clone(), config)
     }
 
-    /// Datanode `i`'s data folder.
+    /// Datanode `i`'s (first) data folder.
     pub fn datanode_dir(&self, i: usize) -> PathBuf {
-        self.configs[i].data_dir.clone()
+        self.configs[i].data_dirs[0].clone()
     }
 
     /// Running datanode `i`.

@@ -347,6 +347,7 @@ pub fn report(name: &str, capacity: u64, used: u64) -> DatanodeReport {
         damaged: Vec::new(),
         scrub: Default::default(),
         location: None,
+        disks: Vec::new(),
     }
 }
 

@@ -84,6 +84,32 @@ pub(crate) async fn show(
                     }
                 }
             } }
+            h2 { "Disks" }
+            div.table-wrap { table #disks {
+                thead { tr {
+                    th scope="col" { "Datanode" } th scope="col" { "Disk" } th scope="col" { "Health" }
+                    th.num scope="col" { "Used" } th.num scope="col" { "Available" } th.num scope="col" { "Blocks" }
+                } }
+                tbody {
+                    @for node in &status.datanodes {
+                        @for disk in &node.disks {
+                            tr {
+                                td { (node.id) }
+                                td { (disk.path) }
+                                td {
+                                    @match &disk.failed {
+                                        Some(reason) => span.badge.bad title=(reason) { "failed: " (reason) },
+                                        None => span.badge.good { "serving" },
+                                    }
+                                }
+                                td.num { (size(disk.used)) }
+                                td.num { (size(disk.available)) }
+                                td.num { (disk.blocks) }
+                            }
+                        }
+                    }
+                }
+            } }
             h2 { "Redundancy" }
             div.table-wrap { table #redundancy {
                 thead { tr {

@@ -7,6 +7,7 @@
 //! way leaves both copies of some records: at start the newer generation is
 //! the block, the older is garbage, and the next compaction clears it.
 
+use super::disks::Disk;
 use super::volumes::{NewCell, Packed, VolumeUse};
 use super::{blocking, BlockStore, Place};
 use crate::error::StoreError;
@@ -33,33 +34,50 @@ pub struct Compacted {
 }
 
 impl BlockStore {
-    /// The volume most worth compacting: not the open one, its deleted
-    /// records at least `garbage_ratio` of its bytes; the one with the most
-    /// garbage first.
-    pub fn compaction_candidate(&self, garbage_ratio: f64) -> Option<VolumeUse> {
-        let active = self.volumes.active();
-        self.volumes
-            .usage()
+    /// The volume most worth compacting, with the number of its disk: not
+    /// an open one, its deleted records at least `garbage_ratio` of its
+    /// bytes; the one with the most garbage first.
+    pub fn compaction_candidate(&self, garbage_ratio: f64) -> Option<(u16, VolumeUse)> {
+        self.volume_usage()
             .into_iter()
-            .filter(|u| u.volume != active && u.bytes > 0)
-            .filter(|u| (u.bytes - u.live) as f64 >= garbage_ratio * u.bytes as f64)
-            .max_by_key(|u| u.bytes - u.live)
+            .filter(|(disk, u)| {
+                let active = self.disk(*disk).volumes().map_or(0, |v| v.active());
+                u.volume != active && u.bytes > 0
+            })
+            .filter(|(_, u)| (u.bytes - u.live) as f64 >= garbage_ratio * u.bytes as f64)
+            .max_by_key(|(_, u)| u.bytes - u.live)
     }
 
-    /// Rewrites volume `volume`: copies its live records to the open volume,
-    /// `pacer` spacing their bytes, then removes it.
+    /// Rewrites volume `volume` of disk `disk`: copies its live records to
+    /// the disk's open volume, `pacer` spacing their bytes, then removes it.
     pub async fn compact_volume(
         &self,
+        disk: u16,
         volume: u32,
         pacer: &Pacer,
     ) -> Result<Compacted, StoreError> {
-        if volume == self.volumes.active() {
+        let disk = self
+            .disks
+            .get(usize::from(disk))
+            .cloned()
+            .ok_or_else(|| StoreError::Invalid(format!("no disk {disk}")))?;
+        let compacted = self.compact_on(&disk, volume, pacer).await;
+        self.on_disk(&disk, compacted)
+    }
+
+    async fn compact_on(
+        &self,
+        disk: &Disk,
+        volume: u32,
+        pacer: &Pacer,
+    ) -> Result<Compacted, StoreError> {
+        let volumes = disk.volumes()?;
+        if volume == volumes.active() {
             return Err(StoreError::Invalid(format!(
                 "volume {volume} is open for appends"
             )));
         }
-        let freed = self
-            .volumes
+        let freed = volumes
             .usage()
             .iter()
             .find(|u| u.volume == volume)
@@ -69,6 +87,7 @@ impl BlockStore {
             .read()
             .blocks
             .iter()
+            .filter(|(_, stored)| stored.disk == disk.number)
             .filter_map(|(key, stored)| match stored.place {
                 Place::Packed(p) if p.volume == volume => Some((*key, p)),
                 _ => None,
@@ -100,12 +119,12 @@ impl BlockStore {
             let (step, later) = rest.split_at(take);
             rest = later;
             pacer.take(bytes).await;
-            let volumes = self.volumes.clone();
+            let reader = volumes.clone();
             let records: Vec<Packed> = step.iter().map(|(_, p)| *p).collect();
             let read = blocking(move || {
                 Ok(records
                     .iter()
-                    .map(|p| volumes.read_record(p))
+                    .map(|p| reader.read_record(p))
                     .collect::<Vec<_>>())
             })
             .await?;
@@ -129,14 +148,16 @@ impl BlockStore {
                     crcs,
                     pieces: vec![Bytes::from(data)],
                 };
-                copies.push(async move { (key, old, self.volumes.append(cell).await) });
+                copies.push(async move { (key, old, volumes.append(cell).await) });
             }
             for (key, old, copy) in futures::future::join_all(copies).await {
                 let copy = copy?;
                 let moved = {
                     let mut index = self.index.write();
                     match index.blocks.get_mut(&key) {
-                        Some(stored) if stored.place == Place::Packed(old) => {
+                        Some(stored)
+                            if stored.disk == disk.number && stored.place == Place::Packed(old) =>
+                        {
                             stored.place = Place::Packed(copy);
                             true
                         }
@@ -145,14 +166,14 @@ impl BlockStore {
                 };
                 if !moved {
                     // Deleted while it was copied: so is the copy.
-                    self.volumes.delete(copy).await?;
+                    volumes.delete(copy).await?;
                     continue;
                 }
                 done.records += 1;
                 done.bytes += old.head.record_len();
             }
         }
-        self.volumes.retire(volume).await?;
+        volumes.retire(volume).await?;
         self.publish_gauges();
         Ok(done)
     }

@@ -15,6 +15,7 @@
 
 mod compact;
 pub(crate) mod direct;
+mod disks;
 mod paths;
 mod recovery;
 mod scrub;
@@ -23,6 +24,7 @@ mod uploads;
 pub mod volumes;
 
 pub use compact::Compacted;
+pub use disks::{default_failed_disks_tolerated, DiskStatus};
 pub use scrub::Verified;
 
 use uploads::sync_shard;
@@ -30,6 +32,7 @@ use uploads::sync_shard;
 use crate::error::StoreError;
 use crate::telemetry;
 use bytes::Bytes;
+use disks::{means_disk_failure, Disk};
 use parking_lot::{Mutex, RwLock};
 use paths::Paths;
 use proto::checksum::{self, ChecksumError};
@@ -107,6 +110,8 @@ enum Place {
 #[derive(Clone, Copy, Debug)]
 struct Stored {
     meta: BlockMeta,
+    /// The disk holding it.
+    disk: u16,
     place: Place,
 }
 
@@ -114,6 +119,8 @@ struct Stored {
 struct OpenBlock {
     /// Distinguishes this upload's temporary files from any other of the same key.
     upload: u64,
+    /// The disk of its temporary file, once it has one.
+    disk: Option<Arc<Disk>>,
     file: Option<Arc<File>>,
     /// The same file opened with O_DIRECT, for aligned writes (see `direct`).
     direct: Option<Arc<File>>,
@@ -136,21 +143,65 @@ struct OpenBlock {
 
 type OpenHandle = Arc<tokio::sync::Mutex<OpenBlock>>;
 
-struct Index {
-    blocks: HashMap<BlockKey, Stored>,
+/// Committed blocks of one disk, counted as the index changes.
+#[derive(Clone, Copy, Debug, Default)]
+struct Totals {
+    blocks: u64,
     used: u64,
     packed: u64,
 }
 
-/// The block files of one datanode.
+struct Index {
+    blocks: HashMap<BlockKey, Stored>,
+    /// By disk number.
+    totals: Vec<Totals>,
+}
+
+impl Index {
+    fn insert(&mut self, key: BlockKey, stored: Stored) {
+        let totals = &mut self.totals[usize::from(stored.disk)];
+        totals.blocks += 1;
+        totals.used += stored.meta.length;
+        if let Place::Packed(_) = stored.place {
+            totals.packed += 1;
+        }
+        if let Some(old) = self.blocks.insert(key, stored) {
+            self.counted_out(&old);
+        }
+    }
+
+    fn remove(&mut self, key: &BlockKey) -> Option<Stored> {
+        let removed = self.blocks.remove(key)?;
+        self.counted_out(&removed);
+        Some(removed)
+    }
+
+    fn counted_out(&mut self, stored: &Stored) {
+        let totals = &mut self.totals[usize::from(stored.disk)];
+        totals.blocks -= 1;
+        totals.used -= stored.meta.length;
+        if let Place::Packed(_) = stored.place {
+            totals.packed -= 1;
+        }
+    }
+}
+
+/// The block files of one datanode, on one disk or several.
 pub struct BlockStore {
-    paths: Paths,
+    /// By number: a disk's place in the list the store was opened with.
+    disks: Vec<Arc<Disk>>,
     id: DatanodeId,
     default_bytes_per_checksum: u32,
     fsync: bool,
     index: RwLock<Index>,
-    /// The volumes small blocks are packed into.
-    volumes: Arc<Volumes>,
+    /// Failed disks the store serves on past; one more raises `disks_lost`.
+    failed_disks_tolerated: AtomicUsize,
+    /// Turns true once more disks failed than are tolerated.
+    disks_lost: tokio::sync::watch::Sender<bool>,
+    /// Blocks lost with a failed disk, and why, not yet handed to meta.
+    lost: Mutex<Vec<(BlockKey, String)>>,
+    /// Turns of the disks taking new blocks.
+    next_disk: AtomicUsize,
     /// Blocks up to this many bytes are packed; 0 packs none.
     pack_max: AtomicU64,
     open: Mutex<HashMap<BlockKey, OpenHandle>>,
@@ -171,6 +222,10 @@ pub struct BlockStore {
     /// The permits `disk_writes` was given.
     max_disk_writes: AtomicUsize,
 }
+
+/// Disks with at least this share less room than the roomiest still count
+/// as roomiest when a new block picks its disk (see `choose_disk`).
+const ROOM_SPREAD: f64 = 0.25;
 
 /// Default number of disk writes a store runs at once.
 pub const DEFAULT_DISK_WRITES: usize = 4;
@@ -241,6 +296,26 @@ fn remove_if_present(path: &Path) -> Result<(), StoreError> {
     }
 }
 
+/// One disk as found at start: opened, or failed with why.
+type OpenedDisk = Result<(Paths, Volumes, recovery::Recovered, Vec<Packed>), (Paths, String)>;
+
+/// Opens the disk over `paths` for datanode `id`: its folders, identity,
+/// committed blocks and volumes. Blocking.
+fn open_disk(paths: &Paths, id: &DatanodeId, fsync: bool) -> Result<OpenedDisk, StoreError> {
+    let opened = recovery::prepare_folders(paths)
+        .and_then(|()| recovery::load_or_create_identity(paths, Some(id)))
+        .and_then(|_| recovery::load_blocks(paths))
+        .and_then(|recovered| {
+            let (volumes, packed) = Volumes::open(paths.volumes.clone(), fsync)?;
+            Ok((paths.clone(), volumes, recovered, packed))
+        });
+    match opened {
+        Ok(opened) => Ok(Ok(opened)),
+        Err(e) if means_disk_failure(&e) => Ok(Err((paths.clone(), e.to_string()))),
+        Err(e) => Err(e),
+    }
+}
+
 impl BlockStore {
     /// Opens (creating if needed) the store in `dir`: wipes unfinished uploads,
     /// loads the committed blocks (quarantining inconsistent ones) and the
@@ -252,7 +327,7 @@ impl BlockStore {
         bytes_per_checksum: u32,
         fsync: bool,
     ) -> Result<Arc<Self>, StoreError> {
-        Self::open_as(dir, bytes_per_checksum, fsync, None).await
+        Self::open_disks(vec![dir.into()], bytes_per_checksum, fsync, None).await
     }
 
     /// The id of the datanode whose data folder `dir` is, if it has been
@@ -261,64 +336,96 @@ impl BlockStore {
         recovery::read_identity(&Paths::new(dir.into()))
     }
 
-    /// [`Self::open`] for the datanode `identity` (its credential's): a
-    /// fresh folder takes that id, a folder of another datanode is refused.
-    pub async fn open_as(
-        dir: impl Into<PathBuf>,
+    /// [`Self::open`] over the disks `dirs` (one folder each) for the
+    /// datanode `identity` (its credential's): fresh disks take that id (or
+    /// the one the others hold), a disk of another datanode is refused. A
+    /// disk that fails as it opens is out of service from the start, its
+    /// blocks unknown; when every disk fails, so does the open.
+    pub async fn open_disks(
+        dirs: Vec<PathBuf>,
         bytes_per_checksum: u32,
         fsync: bool,
         identity: Option<DatanodeId>,
     ) -> Result<Arc<Self>, StoreError> {
         checksum::validate_bytes_per_checksum(bytes_per_checksum)
             .map_err(|e| StoreError::Invalid(e.to_string()))?;
-        let paths = Paths::new(dir.into());
-        let (paths, id, recovered, volumes, packed) = blocking(move || {
-            recovery::prepare_folders(&paths)?;
-            let id = recovery::load_or_create_identity(&paths, identity.as_ref())?;
-            let recovered = recovery::load_blocks(&paths)?;
-            let (volumes, packed) = Volumes::open(paths.volumes.clone(), fsync)?;
-            Ok((paths, id, recovered, volumes, packed))
+        if dirs.is_empty() || dirs.len() > usize::from(u16::MAX) {
+            return Err(StoreError::Invalid(format!(
+                "a datanode needs from 1 to {} data folders, not {}",
+                u16::MAX,
+                dirs.len()
+            )));
+        }
+        let all: Vec<Paths> = dirs.into_iter().map(Paths::new).collect();
+        let (id, opened) = blocking(move || {
+            let id = recovery::agree_on_identity(&all, identity.as_ref())?;
+            let opened = all
+                .iter()
+                .map(|paths| open_disk(paths, &id, fsync))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((id, opened))
         })
         .await?;
+        let mut disks = Vec::with_capacity(opened.len());
         let mut index = Index {
-            blocks: recovered
+            blocks: HashMap::new(),
+            totals: vec![Totals::default(); opened.len()],
+        };
+        for (number, opened) in opened.into_iter().enumerate() {
+            let number = number as u16;
+            let (paths, volumes, recovered, packed) = match opened {
+                Ok(opened) => opened,
+                Err((paths, reason)) => {
+                    tracing::error!(disk = %paths.root.display(), %reason, "disk failed as it opened; serving without it");
+                    disks.push(Arc::new(Disk::failed(number, paths, reason)));
+                    continue;
+                }
+            };
+            let found = recovered
                 .blocks
                 .into_iter()
-                .map(|(key, meta)| {
-                    let place = Place::File;
-                    (key, Stored { meta, place })
-                })
-                .collect(),
-            used: recovered.used,
-            packed: 0,
-        };
-        for packed in packed {
-            let key = packed.head.key;
-            if index.blocks.contains_key(&key) {
-                tracing::warn!(block = %key, "block is both a file and a volume record; serving the file");
-                continue;
+                .map(|(key, meta)| (key, meta, Place::File))
+                .chain(packed.into_iter().map(|packed| {
+                    let meta = BlockMeta {
+                        length: packed.head.length,
+                        bytes_per_checksum: packed.head.bytes_per_checksum,
+                    };
+                    (packed.head.key, meta, Place::Packed(packed))
+                }));
+            for (key, meta, place) in found {
+                if index.blocks.contains_key(&key) {
+                    tracing::warn!(block = %key, disk = %paths.root.display(), "block found twice; serving the first copy");
+                    continue;
+                }
+                let disk = number;
+                index.insert(key, Stored { meta, disk, place });
             }
-            let meta = BlockMeta {
-                length: packed.head.length,
-                bytes_per_checksum: packed.head.bytes_per_checksum,
-            };
-            index.used += meta.length;
-            index.packed += 1;
-            let place = Place::Packed(packed);
-            index.blocks.insert(key, Stored { meta, place });
+            disks.push(Arc::new(Disk::new(number, paths, volumes)));
         }
-        tracing::info!(
-            dir = %paths.root.display(), id = %id,
-            blocks = index.blocks.len(), packed = index.packed, used = index.used,
-            "block store opened"
-        );
+        if disks.iter().all(|disk| disk.is_failed()) {
+            return Err(StoreError::io(
+                "open the data folders",
+                std::io::Error::other("every disk failed"),
+            ));
+        }
+        for disk in &disks {
+            let totals = index.totals[usize::from(disk.number)];
+            tracing::info!(
+                dir = %disk.paths.root.display(), id = %id,
+                blocks = totals.blocks, packed = totals.packed, used = totals.used,
+                "disk opened"
+            );
+        }
         let store = Arc::new(Self {
-            paths,
+            disks,
             id,
             default_bytes_per_checksum: bytes_per_checksum,
             fsync,
             index: RwLock::new(index),
-            volumes: Arc::new(volumes),
+            failed_disks_tolerated: AtomicUsize::new(usize::MAX),
+            disks_lost: tokio::sync::watch::channel(false).0,
+            lost: Mutex::new(Vec::new()),
+            next_disk: AtomicUsize::new(0),
             pack_max: AtomicU64::new(DEFAULT_PACK_MAX),
             open: Mutex::new(HashMap::new()),
             next_upload: AtomicU64::new(1),
@@ -330,6 +437,149 @@ impl BlockStore {
         });
         store.publish_gauges();
         Ok(store)
+    }
+
+    /// How many failed disks the store serves on past; one more and
+    /// [`Self::disks_lost`] turns true (at once, when as many have failed
+    /// already).
+    pub fn set_failed_disks_tolerated(&self, tolerated: usize) {
+        self.failed_disks_tolerated
+            .store(tolerated, Ordering::Relaxed);
+        self.check_failed_count();
+    }
+
+    /// Turns true once more disks have failed than are tolerated: the
+    /// datanode should stop.
+    pub fn disks_lost(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.disks_lost.subscribe()
+    }
+
+    fn check_failed_count(&self) {
+        let failed = self.disks.iter().filter(|d| d.is_failed()).count();
+        let tolerated = self.failed_disks_tolerated.load(Ordering::Relaxed);
+        if failed > tolerated {
+            tracing::error!(
+                failed,
+                tolerated,
+                "more disks failed than tolerated: the datanode stops"
+            );
+            self.disks_lost.send_replace(true);
+        }
+    }
+
+    /// Takes `disk` out of service for `reason`: every block on it leaves
+    /// the index, is dropped by short-circuit readers, and waits in
+    /// [`Self::take_lost`] for meta to hear of it.
+    fn fail_disk(&self, disk: &Disk, reason: String) {
+        if !disk.fail(reason.clone()) {
+            return;
+        }
+        let lost: Vec<BlockKey> = {
+            let mut index = self.index.write();
+            let keys: Vec<BlockKey> = index
+                .blocks
+                .iter()
+                .filter(|(_, stored)| stored.disk == disk.number)
+                .map(|(key, _)| *key)
+                .collect();
+            for key in &keys {
+                index.remove(key);
+            }
+            keys
+        };
+        tracing::error!(
+            disk = %disk.paths.root.display(), %reason, blocks = lost.len(),
+            "disk failed: out of service, its blocks reported lost"
+        );
+        telemetry::disk_failed();
+        for key in &lost {
+            let _ = self.removals.send(*key);
+        }
+        let why = format!("disk {} failed: {reason}", disk.paths.root.display());
+        self.lost
+            .lock()
+            .extend(lost.into_iter().map(|key| (key, why.clone())));
+        self.check_failed_count();
+        self.publish_gauges();
+    }
+
+    /// Passes `e`, an error of an operation on `disk`, back, taking the disk
+    /// out of service first when `e` says the device is failing.
+    fn on_disk<T>(&self, disk: &Disk, result: Result<T, StoreError>) -> Result<T, StoreError> {
+        if let Err(e) = &result {
+            if means_disk_failure(e) {
+                self.fail_disk(disk, e.to_string());
+            }
+        }
+        result
+    }
+
+    /// The blocks lost with failed disks since the last call, and why,
+    /// for meta.
+    pub fn take_lost(&self) -> Vec<(BlockKey, String)> {
+        std::mem::take(&mut *self.lost.lock())
+    }
+
+    /// Probes every disk in service (its identity readable, a file written
+    /// and synced), taking out of service those that fail. Blocking.
+    pub fn check_disks(&self) {
+        for disk in self.disks.iter().filter(|d| !d.is_failed()) {
+            if let Err(reason) = disk.probe() {
+                self.fail_disk(disk, reason);
+            }
+        }
+    }
+
+    /// Every disk: its folder, what it holds, its room and its health.
+    /// Blocking (one statvfs per disk).
+    pub fn disks(&self) -> Vec<DiskStatus> {
+        let totals = self.index.read().totals.clone();
+        self.disks
+            .iter()
+            .map(|disk| {
+                let held = totals[usize::from(disk.number)];
+                DiskStatus {
+                    path: disk.paths.root.clone(),
+                    blocks: held.blocks,
+                    used: held.used,
+                    garbage: disk.volumes.as_ref().map_or(0, |v| v.garbage()),
+                    available: disk.available(),
+                    failed: disk.failure(),
+                }
+            })
+            .collect()
+    }
+
+    /// The disk for a new block: in turn among the disks in service with
+    /// the most room, those within [`ROOM_SPREAD`] of the roomiest all
+    /// counting as such (so that writes spread over the spindles, while a
+    /// disk far fuller than the rest waits for them to catch up). Blocking
+    /// at most once a second per disk (statvfs).
+    fn choose_disk(&self) -> Result<Arc<Disk>, StoreError> {
+        let rooms: Vec<(&Arc<Disk>, u64)> = self
+            .disks
+            .iter()
+            .filter(|d| !d.is_failed())
+            .map(|d| (d, d.room()))
+            .collect();
+        let Some(most) = rooms.iter().map(|(_, room)| *room).max() else {
+            return Err(StoreError::io(
+                "choose a disk",
+                std::io::Error::other("every disk has failed"),
+            ));
+        };
+        let floor = most - (most as f64 * ROOM_SPREAD) as u64;
+        let roomy: Vec<&Arc<Disk>> = rooms
+            .into_iter()
+            .filter(|(_, room)| *room >= floor)
+            .map(|(disk, _)| disk)
+            .collect();
+        let turn = self.next_disk.fetch_add(1, Ordering::Relaxed);
+        Ok(roomy[turn % roomy.len()].clone())
+    }
+
+    fn disk(&self, number: u16) -> &Arc<Disk> {
+        &self.disks[usize::from(number)]
     }
 
     /// Whether aligned writes go straight to disk (O_DIRECT, the default) or
@@ -375,26 +625,36 @@ impl BlockStore {
 
     /// Sets the size past which a new volume is started.
     pub fn set_volume_max(&self, bytes: u64) {
-        self.volumes.set_volume_max(bytes);
+        for volumes in self.disks.iter().filter_map(|d| d.volumes.as_ref()) {
+            volumes.set_volume_max(bytes);
+        }
     }
 
-    /// Every volume's bytes, all and live.
-    pub fn volume_usage(&self) -> Vec<volumes::VolumeUse> {
-        self.volumes.usage()
+    /// Every volume's bytes, all and live, with the number of its disk.
+    pub fn volume_usage(&self) -> Vec<(u16, volumes::VolumeUse)> {
+        self.disks
+            .iter()
+            .filter(|d| !d.is_failed())
+            .filter_map(|d| Some((d.number, d.volumes.as_ref()?)))
+            .flat_map(|(number, volumes)| volumes.usage().into_iter().map(move |u| (number, u)))
+            .collect()
     }
 
-    /// Path of volume `volume`'s records (for tools and fault-injection tests).
-    pub fn volume_path(&self, volume: u32) -> PathBuf {
-        self.volumes.path(volume)
+    /// Path of volume `volume` of disk `disk` (for tools and
+    /// fault-injection tests).
+    pub fn volume_path(&self, disk: u16, volume: u32) -> PathBuf {
+        self.disk(disk).paths.volume(volume)
     }
 
     /// Where committed block `key`'s bytes are: its data file or its
     /// volume, and the offset of its first byte there (for tools and
     /// fault-injection tests).
     pub fn stored_at(&self, key: BlockKey) -> Option<(PathBuf, u64)> {
-        match self.index.read().blocks.get(&key)?.place {
-            Place::Packed(p) => Some((self.volumes.path(p.volume), p.data_offset())),
-            Place::File => Some((self.paths.data(key), 0)),
+        let stored = *self.index.read().blocks.get(&key)?;
+        let paths = &self.disk(stored.disk).paths;
+        match stored.place {
+            Place::Packed(p) => Some((paths.volume(p.volume), p.data_offset())),
+            Place::File => Some((paths.data(key), 0)),
         }
     }
 
@@ -408,9 +668,9 @@ impl BlockStore {
         &self.id
     }
 
-    /// The data folder.
-    pub fn data_dir(&self) -> &Path {
-        &self.paths.root
+    /// The data folder of every disk, in order.
+    pub fn data_dirs(&self) -> Vec<PathBuf> {
+        self.disks.iter().map(|d| d.paths.root.clone()).collect()
     }
 
     /// Publishes the committed blocks and bytes as this datanode's gauges.
@@ -428,11 +688,15 @@ impl BlockStore {
     /// Committed block count and bytes.
     pub fn stats(&self) -> StoreStats {
         let index = self.index.read();
+        let serving = self.disks.iter().filter(|d| !d.is_failed());
         StoreStats {
             blocks: index.blocks.len() as u64,
-            used: index.used,
-            packed: index.packed,
-            garbage: self.volumes.garbage(),
+            used: index.totals.iter().map(|t| t.used).sum(),
+            packed: index.totals.iter().map(|t| t.packed).sum(),
+            garbage: serving
+                .filter_map(|d| d.volumes.as_ref())
+                .map(|v| v.garbage())
+                .sum(),
         }
     }
 
@@ -444,12 +708,12 @@ impl BlockStore {
     /// When committed block `key` was committed (None: not committed).
     /// Blocking for a block with a file of its own: its sidecar's mtime.
     pub fn committed_at(&self, key: BlockKey) -> Option<SystemTime> {
-        let place = self.index.read().blocks.get(&key)?.place;
-        match place {
+        let stored = *self.index.read().blocks.get(&key)?;
+        match stored.place {
             Place::Packed(p) => {
                 Some(SystemTime::UNIX_EPOCH + Duration::from_millis(p.head.committed_ms))
             }
-            Place::File => fs::metadata(self.paths.sidecar(key))
+            Place::File => fs::metadata(self.disk(stored.disk).paths.sidecar(key))
                 .and_then(|m| m.modified())
                 .ok(),
         }
@@ -465,7 +729,8 @@ impl BlockStore {
     }
 
     /// Opens stored block `key` and reads the CRCs of `count` chunks from
-    /// `first`: its file, or its volume and record.
+    /// `first`: its file, or its volume and record. A failing disk is taken
+    /// out of service.
     async fn open_stored(
         &self,
         key: BlockKey,
@@ -473,9 +738,22 @@ impl BlockStore {
         first: u64,
         count: u64,
     ) -> Result<(Arc<File>, u64, Vec<u32>), StoreError> {
+        let disk = self.disk(stored.disk).clone();
+        let opened = self.open_on(&disk, key, stored, first, count).await;
+        self.on_disk(&disk, opened)
+    }
+
+    async fn open_on(
+        &self,
+        disk: &Disk,
+        key: BlockKey,
+        stored: Stored,
+        first: u64,
+        count: u64,
+    ) -> Result<(Arc<File>, u64, Vec<u32>), StoreError> {
         match stored.place {
             Place::File => {
-                let (data_path, sidecar_path) = (self.paths.data(key), self.paths.sidecar(key));
+                let (data_path, sidecar_path) = (disk.paths.data(key), disk.paths.sidecar(key));
                 let meta = stored.meta;
                 let (file, crcs) = blocking(move || {
                     open_checked(key, meta, &data_path, &sidecar_path, first, count)
@@ -484,7 +762,7 @@ impl BlockStore {
                 Ok((Arc::new(file), 0, crcs))
             }
             Place::Packed(packed) => {
-                let volumes = self.volumes.clone();
+                let volumes = disk.volumes()?.clone();
                 let (file, crcs) = blocking(move || volumes.open_record(&packed)).await?;
                 let crcs = crcs
                     .get(first as usize..(first + count) as usize)
@@ -509,26 +787,33 @@ impl BlockStore {
     /// volume by volume, front to back.
     pub fn scrub_order(&self) -> Vec<BlockKey> {
         let index = self.index.read();
-        let mut order: Vec<(u32, u64, BlockKey)> = index
+        let mut order: Vec<(u16, u32, u64, BlockKey)> = index
             .blocks
             .iter()
             .map(|(key, stored)| match stored.place {
-                Place::File => (0, 0, *key),
-                Place::Packed(p) => (p.volume, p.offset, *key),
+                Place::File => (stored.disk, 0, 0, *key),
+                Place::Packed(p) => (stored.disk, p.volume, p.offset, *key),
             })
             .collect();
         order.sort_unstable();
-        order.into_iter().map(|(_, _, key)| key).collect()
+        order.into_iter().map(|(_, _, _, key)| key).collect()
+    }
+
+    /// The paths of the disk holding `key` (the first disk's when it is
+    /// not committed).
+    fn paths_of(&self, key: BlockKey) -> &Paths {
+        let disk = self.index.read().blocks.get(&key).map_or(0, |s| s.disk);
+        &self.disk(disk).paths
     }
 
     /// Path of `key`'s committed data file (for tools and fault-injection tests).
     pub fn data_path(&self, key: BlockKey) -> PathBuf {
-        self.paths.data(key)
+        self.paths_of(key).data(key)
     }
 
     /// Path of `key`'s committed checksum sidecar.
     pub fn sidecar_path(&self, key: BlockKey) -> PathBuf {
-        self.paths.sidecar(key)
+        self.paths_of(key).sidecar(key)
     }
 
     /// Receives the key of every committed block deleted from now on, so
@@ -626,15 +911,7 @@ impl BlockStore {
 
     /// Takes committed block `key` out of the index (its bytes stay).
     fn forget(&self, key: BlockKey) -> Option<Stored> {
-        let mut index = self.index.write();
-        let removed = index.blocks.remove(&key);
-        if let Some(stored) = removed {
-            index.used -= stored.meta.length;
-            if let Place::Packed(_) = stored.place {
-                index.packed -= 1;
-            }
-        }
-        removed
+        self.index.write().remove(&key)
     }
 
     /// Removes the bytes of `stored`, a block already forgotten: tombstones
@@ -642,11 +919,23 @@ impl BlockStore {
     /// committed, first). Durable when it returns, so a crash cannot bring
     /// the block back once meta forgets it.
     async fn remove_stored(&self, key: BlockKey, stored: Stored) -> Result<(), StoreError> {
+        let disk = self.disk(stored.disk).clone();
+        let removed = self.remove_on(&disk, key, stored).await;
+        self.on_disk(&disk, removed)
+    }
+
+    async fn remove_on(
+        &self,
+        disk: &Disk,
+        key: BlockKey,
+        stored: Stored,
+    ) -> Result<(), StoreError> {
         if let Place::Packed(packed) = stored.place {
-            return self.volumes.delete(packed).await;
+            return disk.volumes()?.delete(packed).await;
         }
-        let (data, sidecar) = (self.paths.data(key), self.paths.sidecar(key));
-        let (shard, fsync) = (self.paths.shard_dir(key), self.fsync);
+        let paths = &disk.paths;
+        let (data, sidecar) = (paths.data(key), paths.sidecar(key));
+        let (shard, fsync) = (paths.shard_dir(key), self.fsync);
         blocking(move || {
             remove_if_present(&sidecar)?;
             remove_if_present(&data)?;

@@ -77,6 +77,11 @@ impl Paths {
         self.shard_dir(key).join(format!("{key}{SIDECAR_SUFFIX}"))
     }
 
+    /// The records of volume `volume`.
+    pub fn volume(&self, volume: u32) -> PathBuf {
+        super::volumes::file_path(&self.volumes, volume, "vol")
+    }
+
     /// Temporary data file of upload number `upload` of `key`. Each upload
     /// gets its own name, so discarding one never touches a later one.
     pub fn tmp_data(&self, key: BlockKey, upload: u64) -> PathBuf {

@@ -65,14 +65,7 @@ pub(super) fn load_or_create_identity(
     paths: &Paths,
     wanted: Option<&DatanodeId>,
 ) -> Result<DatanodeId, StoreError> {
-    let wanted = match wanted {
-        Some(id) => Some(DatanodeId(
-            uuid::Uuid::parse_str(&id.0)
-                .map_err(|e| StoreError::Invalid(format!("datanode id {id} is not a uuid: {e}")))?
-                .to_string(),
-        )),
-        None => None,
-    };
+    let wanted = wanted.map(normalized).transpose()?;
     match (read_identity(paths)?, wanted) {
         (Some(id), Some(wanted)) if wanted != id => Err(StoreError::Invalid(format!(
             "{} holds datanode {id}, but the credential is datanode {wanted}'s",
@@ -91,10 +84,58 @@ pub(super) fn load_or_create_identity(
                 StoreError::io(format!("rename to {}", paths.identity.display()), e)
             })?;
             sync_dir(&paths.root)?;
-            tracing::info!(id = %id, dir = %paths.root.display(), "new datanode identity");
+            tracing::info!(id = %id, dir = %paths.root.display(), "datanode identity written to the disk");
             Ok(DatanodeId(id))
         }
     }
+}
+
+/// The identity of the datanode whose disks `disks` are: `wanted` (its
+/// credential's), the one its disks hold, or a new one when none holds
+/// any. Disks holding two identities, or another than `wanted`, are
+/// refused. A disk whose identity cannot be read for a failing device is
+/// passed over (it fails again as it opens). Blocking.
+pub(super) fn agree_on_identity(
+    disks: &[Paths],
+    wanted: Option<&DatanodeId>,
+) -> Result<DatanodeId, StoreError> {
+    let mut agreed: Option<(DatanodeId, &Path)> = match wanted {
+        Some(id) => Some((normalized(id)?, Path::new("the credential"))),
+        None => None,
+    };
+    for paths in disks {
+        let found = match read_identity(paths) {
+            Ok(found) => found,
+            Err(e) if super::disks::means_disk_failure(&e) => None,
+            Err(e) => return Err(e),
+        };
+        match (found, &agreed) {
+            (Some(id), Some((agreed, from))) if id != *agreed => {
+                return Err(StoreError::Invalid(format!(
+                    "{} holds datanode {id}, but {} names datanode {agreed}",
+                    paths.root.display(),
+                    from.display()
+                )))
+            }
+            (Some(id), None) => agreed = Some((id, &paths.root)),
+            _ => {}
+        }
+    }
+    Ok(match agreed {
+        Some((id, _)) => id,
+        None => {
+            let id = DatanodeId(uuid::Uuid::new_v4().to_string());
+            tracing::info!(id = %id, "new datanode identity");
+            id
+        }
+    })
+}
+
+/// `id` in the canonical form of a uuid.
+fn normalized(id: &DatanodeId) -> Result<DatanodeId, StoreError> {
+    let uuid = uuid::Uuid::parse_str(&id.0)
+        .map_err(|e| StoreError::Invalid(format!("datanode id {id} is not a uuid: {e}")))?;
+    Ok(DatanodeId(uuid.to_string()))
 }
 
 /// Creates the folders, every shard folder among them (so that no commit

@@ -2,6 +2,7 @@
 //! damaged one out of service: what the scrubber (`crate::scrub`) runs on
 //! every block file, at its pace.
 
+use super::disks::Disk;
 use super::{blocking, recovery, BlockStore, OpenedBlock, Place};
 use crate::error::StoreError;
 use block_client::Pacer;
@@ -70,8 +71,14 @@ impl BlockStore {
                 Ok(None) => {}
                 Ok(Some(reason)) => return Ok((Verified::Corrupt(reason), offset + len)),
                 // Shorter than the sidecar says (truncated under us), or a
-                // sector the disk cannot read: damage either way.
+                // sector the disk cannot read: damage either way, unless
+                // the whole disk is failing (then it leaves service whole).
                 Err(StoreError::Io { source, .. }) => {
+                    if let Some(disk) = self.disk_of(key) {
+                        if self.probe_failed(disk).await {
+                            return Ok((Verified::Gone, offset));
+                        }
+                    }
                     return Ok((
                         Verified::Corrupt(format!("reading it failed: {source}")),
                         offset,
@@ -88,11 +95,10 @@ impl BlockStore {
     /// service at start or by the scrubber, reported again after a restart
     /// in case meta never heard of them.
     pub fn quarantined_blocks(&self) -> Vec<BlockKey> {
-        let Ok(entries) = std::fs::read_dir(&self.paths.quarantine) else {
-            return Vec::new();
-        };
-        let mut keys: Vec<BlockKey> = entries
-            .flatten()
+        let serving = self.disks.iter().filter(|d| !d.is_failed());
+        let mut keys: Vec<BlockKey> = serving
+            .filter_map(|disk| std::fs::read_dir(&disk.paths.quarantine).ok())
+            .flat_map(|entries| entries.flatten())
             .filter_map(|entry| {
                 let name = entry.file_name().into_string().ok()?;
                 match super::paths::parse_block_file(&name)? {
@@ -105,6 +111,25 @@ impl BlockStore {
         keys
     }
 
+    /// The disk holding committed block `key`.
+    fn disk_of(&self, key: BlockKey) -> Option<std::sync::Arc<Disk>> {
+        let disk = self.index.read().blocks.get(&key)?.disk;
+        Some(self.disk(disk).clone())
+    }
+
+    /// Probes `disk` after a read on it failed, taking it out of service
+    /// when the probe fails too; answers whether it did.
+    async fn probe_failed(&self, disk: std::sync::Arc<Disk>) -> bool {
+        let probing = disk.clone();
+        match blocking(move || Ok(probing.probe())).await {
+            Ok(Err(reason)) => {
+                self.fail_disk(&disk, reason);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Takes committed block `key` out of service: forgotten by the index,
     /// dropped by short-circuit readers, its files moved to `quarantine/`
     /// for a person to look at (a packed block's bytes copied there, its
@@ -114,10 +139,12 @@ impl BlockStore {
             return Ok(false);
         };
         let _ = self.removals.send(key);
+        let disk = self.disk(stored.disk).clone();
+        let paths = disk.paths.clone();
         if let Place::Packed(packed) = stored.place {
-            let volume = self.volumes.path(packed.volume);
-            let target = self.paths.quarantined(&self.paths.data(key));
-            let quarantine = self.paths.quarantine.clone();
+            let volume = paths.volume(packed.volume);
+            let target = paths.quarantined(&paths.data(key));
+            let quarantine = paths.quarantine.clone();
             let reason = reason.to_string();
             blocking(move || {
                 let copied = std::fs::create_dir_all(&quarantine).and_then(|()| {
@@ -132,11 +159,14 @@ impl BlockStore {
                 Ok(())
             })
             .await?;
-            self.volumes.delete(packed).await?;
+            let deleted = match disk.volumes() {
+                Ok(volumes) => volumes.delete(packed).await,
+                Err(e) => Err(e),
+            };
+            self.on_disk(&disk, deleted)?;
             self.publish_gauges();
             return Ok(true);
         }
-        let paths = self.paths.clone();
         let reason = reason.to_string();
         let fsync = self.fsync;
         blocking(move || {

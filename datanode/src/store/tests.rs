@@ -324,7 +324,7 @@ async fn a_fresh_folder_takes_its_credentials_id_and_another_datanodes_folder_re
     let folder = dir.path().join("dn");
     assert_eq!(BlockStore::identity_in(&folder).unwrap(), None);
     let id = DatanodeId("3F0C6A1E-8D4B-4C59-9A57-2B8F4F2D7E10".into());
-    let store = BlockStore::open_as(&folder, BPC, false, Some(id))
+    let store = BlockStore::open_disks(vec![PathBuf::from(&folder)], BPC, false, Some(id))
         .await
         .unwrap();
     // Kept in the canonical (lower case) form a restart reads back.
@@ -335,15 +335,27 @@ async fn a_fresh_folder_takes_its_credentials_id_and_another_datanodes_folder_re
         BlockStore::identity_in(&folder).unwrap(),
         Some(canonical.clone())
     );
-    let again = BlockStore::open_as(&folder, BPC, false, Some(canonical.clone()));
+    let again = BlockStore::open_disks(
+        vec![PathBuf::from(&folder)],
+        BPC,
+        false,
+        Some(canonical.clone()),
+    );
     assert_eq!(again.await.unwrap().id(), &canonical);
     assert_eq!(open(&folder).await.id(), &canonical);
 
     let other = DatanodeId(uuid::Uuid::new_v4().to_string());
-    let refused = BlockStore::open_as(&folder, BPC, false, Some(other)).await;
+    let refused =
+        BlockStore::open_disks(vec![PathBuf::from(&folder)], BPC, false, Some(other)).await;
     assert!(matches!(refused, Err(StoreError::Invalid(_))));
     let not_a_uuid = Some(DatanodeId("dn-1".into()));
-    let refused = BlockStore::open_as(dir.path().join("new"), BPC, false, not_a_uuid).await;
+    let refused = BlockStore::open_disks(
+        vec![PathBuf::from(dir.path().join("new"))],
+        BPC,
+        false,
+        not_a_uuid,
+    )
+    .await;
     assert!(matches!(refused, Err(StoreError::Invalid(_))));
     assert_eq!(
         BlockStore::identity_in(dir.path().join("new")).unwrap(),
@@ -373,7 +385,7 @@ async fn delete_syncs_the_shard_folder_only_when_fsync_is_on() {
     let k = key(11);
     write(&store, k, 0, &data(3000, 1)).await.unwrap();
     store.commit(k, 3000).await.unwrap();
-    let shard = store.paths.shard_dir(k);
+    let shard = store.disks[0].paths.shard_dir(k);
     assert_eq!(syncs(&shard), 0);
     assert!(store.delete(k).await.unwrap());
     assert!(!store.data_path(k).exists() && !store.sidecar_path(k).exists());
@@ -386,7 +398,7 @@ async fn delete_syncs_the_shard_folder_only_when_fsync_is_on() {
     write(&scratch, k, 0, &data(3000, 1)).await.unwrap();
     scratch.commit(k, 3000).await.unwrap();
     assert!(scratch.delete(k).await.unwrap());
-    assert_eq!(syncs(&scratch.paths.shard_dir(k)), 0);
+    assert_eq!(syncs(&scratch.disks[0].paths.shard_dir(k)), 0);
 }
 
 /// Whole cells go direct, unaligned pieces through the page cache, in one
@@ -827,7 +839,7 @@ async fn check_live(store: &BlockStore, live: &[u64], bodies: &[Bytes]) {
 async fn compaction_keeps_every_live_block_while_reads_and_deletes_race_it() {
     let dir = tempfile::tempdir().unwrap();
     let (store, bodies) = packed_store(dir.path(), 120, 32 * 1024).await;
-    let first = store.volume_usage()[0].volume;
+    let first = store.volume_usage()[0].1.volume;
     // Two of every three blocks of the first volumes deleted.
     let mut live: Vec<u64> = Vec::new();
     for n in 0..120u64 {
@@ -841,7 +853,7 @@ async fn compaction_keeps_every_live_block_while_reads_and_deletes_race_it() {
         }
     }
     let candidate = store.compaction_candidate(0.5).unwrap();
-    assert!(candidate.volume == first || candidate.volume == first + 1);
+    assert!(candidate.1.volume == first || candidate.1.volume == first + 1);
     assert!(store.compaction_candidate(0.99).is_none());
     // Readers check every live block while the volume is rewritten, and a
     // deleter takes some of the blocks being moved.
@@ -877,7 +889,7 @@ async fn compaction_keeps_every_live_block_while_reads_and_deletes_race_it() {
     };
     let pacer = block_client::Pacer::new(64 * 1024);
     let done = store
-        .compact_volume(candidate.volume, &pacer)
+        .compact_volume(candidate.0, candidate.1.volume, &pacer)
         .await
         .unwrap();
     deleter.await.unwrap();
@@ -886,7 +898,7 @@ async fn compaction_keeps_every_live_block_while_reads_and_deletes_race_it() {
         assert!(reader.await.unwrap() > 0);
     }
     assert!(done.records > 0 && done.freed > done.bytes, "{done:?}");
-    assert!(!store.volume_path(candidate.volume).exists());
+    assert!(!store.volume_path(candidate.0, candidate.1.volume).exists());
     let live: Vec<u64> = live
         .into_iter()
         .filter(|n| ![0, 3, 6].contains(n))
@@ -901,9 +913,9 @@ async fn compaction_keeps_every_live_block_while_reads_and_deletes_race_it() {
 async fn a_compaction_cut_off_part_way_loses_nothing_and_the_next_one_finishes_it() {
     let dir = tempfile::tempdir().unwrap();
     let (store, bodies) = packed_store(dir.path(), 60, 64 * 1024).await;
-    let first = store.volume_usage()[0].volume;
+    let first = store.volume_usage()[0].1.volume;
     let in_first: Vec<u64> = (0..60)
-        .filter(|&n| store.stored_at(key(n)).unwrap().0 == store.volume_path(first))
+        .filter(|&n| store.stored_at(key(n)).unwrap().0 == store.volume_path(0, first))
         .collect();
     for &n in in_first.iter().filter(|n| *n % 2 == 1) {
         store.delete(key(n)).await.unwrap();
@@ -915,11 +927,11 @@ async fn a_compaction_cut_off_part_way_loses_nothing_and_the_next_one_finishes_i
     let pacer = block_client::Pacer::new(8 * 1024);
     let cut = tokio::time::timeout(
         Duration::from_millis(1500),
-        store.compact_volume(first, &pacer),
+        store.compact_volume(0, first, &pacer),
     )
     .await;
     assert!(cut.is_err(), "the compaction ended before it was cut off");
-    assert!(store.volume_path(first).exists());
+    assert!(store.volume_path(0, first).exists());
     drop(store);
 
     let store = open_packing(dir.path()).await;
@@ -936,11 +948,11 @@ async fn a_compaction_cut_off_part_way_loses_nothing_and_the_next_one_finishes_i
     let live_in_first: Vec<u64> = in_first.iter().copied().filter(|n| n % 2 == 0).collect();
     let moved = live_in_first
         .iter()
-        .filter(|&&n| store.stored_at(key(n)).unwrap().0 != store.volume_path(first))
+        .filter(|&&n| store.stored_at(key(n)).unwrap().0 != store.volume_path(0, first))
         .count();
     assert!(moved > 0, "nothing was copied before the cut");
     let done = store
-        .compact_volume(first, &block_client::Pacer::new(0))
+        .compact_volume(0, first, &block_client::Pacer::new(0))
         .await
         .unwrap();
     assert_eq!(
@@ -948,7 +960,7 @@ async fn a_compaction_cut_off_part_way_loses_nothing_and_the_next_one_finishes_i
         live_in_first.len() - moved,
         "{done:?}"
     );
-    assert!(!store.volume_path(first).exists());
+    assert!(!store.volume_path(0, first).exists());
     drop(store);
     let store = open_packing(dir.path()).await;
     for &n in &live {
@@ -958,4 +970,121 @@ async fn a_compaction_cut_off_part_way_loses_nothing_and_the_next_one_finishes_i
             "block {n}"
         );
     }
+}
+
+async fn open_disks(dirs: &[PathBuf]) -> Arc<BlockStore> {
+    BlockStore::open_disks(dirs.to_vec(), BPC, false, None)
+        .await
+        .unwrap()
+}
+
+/// Which disk (by folder) holds committed block `key`.
+fn disk_of(store: &BlockStore, dirs: &[PathBuf], key: BlockKey) -> usize {
+    let (path, _) = store.stored_at(key).unwrap();
+    dirs.iter().position(|d| path.starts_with(d)).unwrap()
+}
+
+#[tokio::test]
+async fn blocks_spread_over_every_disk_and_come_back_from_each_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let dirs: Vec<PathBuf> = (0..3).map(|i| dir.path().join(format!("d{i}"))).collect();
+    let store = open_disks(&dirs).await;
+    let bodies: Vec<Bytes> = (0..30).map(|n| data(8 * BPC as usize, n as u8)).collect();
+    for (n, body) in bodies.iter().enumerate() {
+        put(&store, key(n as u64), body).await;
+    }
+    // One block past the pack limit: a file of its own, on some disk.
+    store.set_pack_max(4 * BPC as u64);
+    let big = data(16 * BPC as usize, 99);
+    put(&store, key(100), &big).await;
+    let mut per_disk = [0; 3];
+    for n in 0..30 {
+        per_disk[disk_of(&store, &dirs, key(n))] += 1;
+    }
+    assert!(per_disk.iter().all(|&n| n > 0), "{per_disk:?}");
+    let id = store.id().clone();
+    let statuses = store.disks();
+    assert_eq!(statuses.iter().map(|d| d.blocks).sum::<u64>(), 31);
+    assert!(statuses
+        .iter()
+        .all(|d| d.failed.is_none() && d.available > 0));
+    drop(store);
+
+    let again = open_disks(&dirs).await;
+    assert_eq!(again.id(), &id, "every disk holds the same identity");
+    for (n, body) in bodies.iter().enumerate() {
+        assert_eq!(get(&again, key(n as u64)).await, body.to_vec());
+    }
+    assert_eq!(get(&again, key(100)).await, big.to_vec());
+    assert!(again.delete(key(100)).await.unwrap());
+    assert_eq!(again.stats().blocks, 30);
+}
+
+#[tokio::test]
+async fn disks_of_two_datanodes_are_refused_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    drop(open_disks(std::slice::from_ref(&a)).await);
+    drop(open_disks(std::slice::from_ref(&b)).await);
+    let refused = BlockStore::open_disks(vec![a, b], BPC, false, None).await;
+    assert!(
+        matches!(&refused, Err(StoreError::Invalid(m)) if m.contains("holds datanode")),
+        "{:?}",
+        refused.err()
+    );
+}
+
+#[tokio::test]
+async fn a_failed_disk_leaves_service_with_its_blocks_reported_lost_and_writes_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let dirs: Vec<PathBuf> = (0..3).map(|i| dir.path().join(format!("d{i}"))).collect();
+    let store = open_disks(&dirs).await;
+    store.set_failed_disks_tolerated(1);
+    let bodies: Vec<Bytes> = (0..30).map(|n| data(4 * BPC as usize, n as u8)).collect();
+    for (n, body) in bodies.iter().enumerate() {
+        put(&store, key(n as u64), body).await;
+    }
+    let on_failing: Vec<u64> = (0..30)
+        .filter(|&n| disk_of(&store, &dirs, key(n)) == 1)
+        .collect();
+    assert!(!on_failing.is_empty());
+    let mut watchers = store.subscribe_removals();
+    let lost_signal = store.disks_lost();
+
+    // The disk's mount vanishes: its identity is gone, the probe fails.
+    fs::remove_file(dirs[1].join("datanode.id")).unwrap();
+    store.check_disks();
+
+    let statuses = store.disks();
+    let reason = statuses[1].failed.as_deref().unwrap();
+    assert!(reason.contains("identity"), "{reason}");
+    assert!(statuses[0].failed.is_none() && statuses[2].failed.is_none());
+    let mut lost: Vec<u64> = store.take_lost().iter().map(|(k, _)| k.block.0).collect();
+    lost.sort();
+    assert_eq!(
+        lost, on_failing,
+        "every block of the failed disk is reported lost"
+    );
+    assert!(store.take_lost().is_empty(), "and only once");
+    let mut dropped = Vec::new();
+    while let Ok(k) = watchers.try_recv() {
+        dropped.push(k.block.0);
+    }
+    dropped.sort();
+    assert_eq!(dropped, on_failing, "short-circuit readers drop them");
+    for &n in &on_failing {
+        assert!(store.block(key(n)).is_none());
+    }
+    for n in (0..30).filter(|n| !on_failing.contains(n)) {
+        assert_eq!(get(&store, key(n)).await, bodies[n as usize].to_vec());
+    }
+    // New blocks go to the disks still serving.
+    for n in 30..45 {
+        put(&store, key(n), &data(4 * BPC as usize, n as u8)).await;
+        assert_ne!(disk_of(&store, &dirs, key(n)), 1);
+    }
+    assert!(!*lost_signal.borrow(), "one failed disk is tolerated");
+    fs::remove_file(dirs[2].join("datanode.id")).unwrap();
+    store.check_disks();
+    assert!(*lost_signal.borrow(), "a second one is not");
 }

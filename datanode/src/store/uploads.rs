@@ -76,7 +76,7 @@ impl BlockStore {
                 }
             },
         };
-        if let Err(e) = Self::written_so_far(key, &mut block).await {
+        if let Err(e) = self.written_so_far(key, &mut block).await {
             self.discard(key, &handle, &mut block).await;
             return Err(e);
         }
@@ -151,12 +151,15 @@ impl BlockStore {
     /// Gives an upload held in memory its temporary file, with what it
     /// held written to it: the upload outgrew the pack limit.
     async fn spill(&self, key: BlockKey, block: &mut OpenBlock) -> Result<Arc<File>, StoreError> {
-        let (file, direct) = self.create_tmp_file(key, block.upload).await?;
+        let disk = self.choose_disk()?;
+        let created = self.create_tmp_file(&disk, key, block.upload).await;
+        let (file, direct) = self.on_disk(&disk, created)?;
+        block.disk = Some(disk.clone());
         let file = Arc::new(file);
         let pieces = std::mem::take(&mut block.pieces);
         if !pieces.is_empty() {
             let target = file.clone();
-            blocking(move || {
+            let written = blocking(move || {
                 let mut at = 0;
                 for piece in pieces {
                     target
@@ -166,24 +169,31 @@ impl BlockStore {
                 }
                 Ok(())
             })
-            .await?;
+            .await;
+            self.on_disk(&disk, written)?;
         }
         block.file = Some(file.clone());
         block.direct = direct.map(Arc::new);
         Ok(file)
     }
 
-    /// Waits for the upload's last disk write; its failure fails the upload.
-    async fn written_so_far(key: BlockKey, block: &mut OpenBlock) -> Result<(), StoreError> {
+    /// Waits for the upload's last disk write; its failure fails the
+    /// upload (and a failing disk is taken out of service).
+    async fn written_so_far(&self, key: BlockKey, block: &mut OpenBlock) -> Result<(), StoreError> {
         let Some(writing) = block.writing.take() else {
             return Ok(());
         };
-        writing.await.map_err(|e| {
+        let written = writing.await.map_err(|e| {
             StoreError::io(
                 format!("write block {key}"),
                 std::io::Error::other(e.to_string()),
             )
-        })?
+        });
+        let written = written.and_then(|w| w);
+        match &block.disk {
+            Some(disk) => self.on_disk(disk, written),
+            None => written,
+        }
     }
 
     /// Makes the upload of `key` durable and visible at exactly `length`
@@ -214,7 +224,7 @@ impl BlockStore {
                 block.len
             )));
         }
-        if let Err(e) = Self::written_so_far(key, &mut block).await {
+        if let Err(e) = self.written_so_far(key, &mut block).await {
             tracing::error!(block = %key, error = %e, "a write failed on disk; upload discarded");
             self.discard(key, &handle, &mut block).await;
             return Err(e);
@@ -238,10 +248,13 @@ impl BlockStore {
             length,
         };
         let sidecar = header.encode_with(&block.crcs);
-        let (paths, upload, fsync) = (self.paths.clone(), block.upload, self.fsync);
+        let Some(disk) = block.disk.clone() else {
+            unreachable!("an upload with a file has its disk");
+        };
+        let (paths, upload, fsync) = (disk.paths.clone(), block.upload, self.fsync);
         let committed =
             blocking(move || commit_files(&paths, key, upload, &file, &sidecar, fsync)).await;
-        if let Err(e) = committed {
+        if let Err(e) = self.on_disk(&disk, committed) {
             tracing::error!(block = %key, error = %e, "commit failed; upload discarded");
             self.discard(key, &handle, &mut block).await;
             return Err(e);
@@ -250,11 +263,13 @@ impl BlockStore {
             length,
             bytes_per_checksum: header.bytes_per_checksum,
         };
-        self.committed(key, &handle, &mut block, meta, Place::File);
+        self.committed(key, &handle, &mut block, meta, &disk, Place::File);
         Ok(())
     }
 
-    /// Commits an upload held in memory: appends it to a volume.
+    /// Commits an upload held in memory: appends it to a volume of the
+    /// disk with the most room; when that disk fails on the way, to the
+    /// next one.
     async fn commit_packed(
         &self,
         key: BlockKey,
@@ -265,17 +280,34 @@ impl BlockStore {
             length: block.len,
             bytes_per_checksum: block.bytes_per_checksum,
         };
-        let cell = NewCell {
-            key,
-            bytes_per_checksum: meta.bytes_per_checksum,
-            length: meta.length,
-            crcs: std::mem::take(&mut block.crcs),
-            pieces: std::mem::take(&mut block.pieces),
+        let crcs = std::mem::take(&mut block.crcs);
+        let pieces = std::mem::take(&mut block.pieces);
+        let appended = loop {
+            let disk = match self.choose_disk() {
+                Ok(disk) => disk,
+                Err(e) => break Err(e),
+            };
+            let cell = NewCell {
+                key,
+                bytes_per_checksum: meta.bytes_per_checksum,
+                length: meta.length,
+                crcs: crcs.clone(),
+                pieces: pieces.clone(),
+            };
+            let appended = match disk.volumes() {
+                Ok(volumes) => volumes.append(cell).await,
+                Err(e) => Err(e),
+            };
+            match self.on_disk(&disk, appended) {
+                Err(e) if means_disk_failure(&e) => {
+                    tracing::warn!(block = %key, error = %e, "append failed on a failing disk; trying another");
+                }
+                appended => break appended.map(|packed| (disk, packed)),
+            }
         };
-        let appended = self.volumes.append(cell).await;
         match appended {
-            Ok(packed) => {
-                self.committed(key, handle, block, meta, Place::Packed(packed));
+            Ok((disk, packed)) => {
+                self.committed(key, handle, block, meta, &disk, Place::Packed(packed));
                 Ok(())
             }
             Err(e) => {
@@ -293,16 +325,16 @@ impl BlockStore {
         handle: &OpenHandle,
         block: &mut OpenBlock,
         meta: BlockMeta,
+        disk: &Disk,
         place: Place,
     ) {
-        {
-            let mut index = self.index.write();
-            index.used += meta.length;
-            if let Place::Packed(_) = place {
-                index.packed += 1;
-            }
-            index.blocks.insert(key, Stored { meta, place });
-        }
+        disk.accept(meta.length);
+        let stored = Stored {
+            meta,
+            disk: disk.number,
+            place,
+        };
+        self.index.write().insert(key, stored);
         block.closed = true;
         self.forget_upload(key, handle);
         self.publish_gauges();
@@ -314,31 +346,16 @@ impl BlockStore {
     /// Returns how many files went.
     pub async fn remove_stale_tmp_files(&self, max_age: Duration) -> usize {
         let busy: std::collections::HashSet<BlockKey> = self.open.lock().keys().copied().collect();
-        let tmp = self.paths.tmp.clone();
+        let tmps: Vec<PathBuf> = self
+            .disks
+            .iter()
+            .filter(|d| !d.is_failed())
+            .map(|d| d.paths.tmp.clone())
+            .collect();
         let removed = blocking(move || {
-            let entries = fs::read_dir(&tmp)
-                .map_err(|e| StoreError::io(format!("list {}", tmp.display()), e))?;
             let mut removed = 0;
-            for entry in entries.flatten() {
-                let name = entry.file_name();
-                let Some(name) = name.to_str() else { continue };
-                // `<key>.<upload>.data|crc`: the key is what precedes the first dot.
-                let stem = name.split('.').next().unwrap_or_default();
-                let Some((key, _)) =
-                    paths::parse_block_file(&format!("{stem}{}", paths::DATA_SUFFIX))
-                else {
-                    continue;
-                };
-                let old = entry
-                    .metadata()
-                    .and_then(|m| m.modified())
-                    .ok()
-                    .and_then(|at| at.elapsed().ok())
-                    .is_some_and(|age| age >= max_age);
-                if old && !busy.contains(&key) {
-                    remove_if_present(&entry.path())?;
-                    removed += 1;
-                }
+            for tmp in tmps {
+                removed += remove_stale_in(&tmp, &busy, max_age)?;
             }
             Ok(removed)
         })
@@ -382,6 +399,7 @@ impl BlockStore {
     fn new_upload(&self, bytes_per_checksum: u32) -> OpenHandle {
         Arc::new(tokio::sync::Mutex::new(OpenBlock {
             upload: self.next_upload.fetch_add(1, Ordering::Relaxed),
+            disk: None,
             file: None,
             direct: None,
             writing: None,
@@ -399,10 +417,11 @@ impl BlockStore {
     /// no O_DIRECT, which turns direct writes off for good).
     async fn create_tmp_file(
         &self,
+        disk: &Disk,
         key: BlockKey,
         upload: u64,
     ) -> Result<(File, Option<File>), StoreError> {
-        let path = self.paths.tmp_data(key, upload);
+        let path = disk.paths.tmp_data(key, upload);
         let want_direct = self.direct_writes();
         let (file, direct) = blocking(move || {
             let file = OpenOptions::new()
@@ -421,7 +440,7 @@ impl BlockStore {
         })
         .await?;
         if want_direct && direct.is_none() && self.direct_writes.swap(false, Ordering::Relaxed) {
-            tracing::warn!(dir = %self.paths.root.display(), "the file system refuses O_DIRECT; block data is written through the page cache");
+            tracing::warn!(dir = %disk.paths.root.display(), "the file system refuses O_DIRECT; block data is written through the page cache");
         }
         Ok((file, direct))
     }
@@ -429,15 +448,18 @@ impl BlockStore {
     /// Closes an upload, removes its temporary files and forgets it.
     pub(super) async fn discard(&self, key: BlockKey, handle: &OpenHandle, block: &mut OpenBlock) {
         // A write still on its way to the file finishes before the file goes.
-        let _ = Self::written_so_far(key, block).await;
+        let _ = self.written_so_far(key, block).await;
         block.closed = true;
         block.file = None;
         block.direct = None;
         block.pieces = Vec::new();
         self.forget_upload(key, handle);
+        let Some(disk) = block.disk.take() else {
+            return;
+        };
         let (data, sidecar) = (
-            self.paths.tmp_data(key, block.upload),
-            self.paths.tmp_sidecar(key, block.upload),
+            disk.paths.tmp_data(key, block.upload),
+            disk.paths.tmp_sidecar(key, block.upload),
         );
         let removed = blocking(move || {
             remove_if_present(&data)?;
@@ -456,6 +478,39 @@ impl BlockStore {
             open.remove(&key);
         }
     }
+}
+
+/// Removes the files in `tmp` older than `max_age` whose block is not in
+/// `busy`; answers how many went. Blocking.
+fn remove_stale_in(
+    tmp: &Path,
+    busy: &std::collections::HashSet<BlockKey>,
+    max_age: Duration,
+) -> Result<usize, StoreError> {
+    let entries =
+        fs::read_dir(tmp).map_err(|e| StoreError::io(format!("list {}", tmp.display()), e))?;
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        // `<key>.<upload>.data|crc`: the key is what precedes the first dot.
+        let stem = name.split('.').next().unwrap_or_default();
+        let Some((key, _)) = paths::parse_block_file(&format!("{stem}{}", paths::DATA_SUFFIX))
+        else {
+            continue;
+        };
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|at| at.elapsed().ok())
+            .is_some_and(|age| age >= max_age);
+        if old && !busy.contains(&key) {
+            remove_if_present(&entry.path())?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
 }
 
 /// Records a piece of `len` bytes whose CRCs matched: the upload grows.

@@ -835,6 +835,26 @@ pub struct DatanodeRecord {
     /// else its advertised host.
     #[serde(default)]
     pub location: Location,
+    /// Its disks, as of its last heartbeat.
+    #[serde(default)]
+    pub disks: Vec<DiskReport>,
+}
+
+/// One disk of a datanode, as its heartbeat reports it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiskReport {
+    /// Its folder on the datanode's host.
+    pub path: String,
+    /// Block files on it.
+    pub blocks: u64,
+    /// Bytes of block files on it.
+    pub used: u64,
+    /// Bytes its filesystem can still take.
+    pub available: u64,
+    /// Why it was taken out of service, if it was (its block files were
+    /// reported lost and are rebuilt elsewhere).
+    #[serde(default)]
+    pub failed: Option<String>,
 }
 
 impl DatanodeRecord {
@@ -902,6 +922,9 @@ pub struct DatanodeReport {
     /// Where it stands (`--location`); None puts it on its advertised host.
     #[serde(default)]
     pub location: Option<Location>,
+    /// Its disks.
+    #[serde(default)]
+    pub disks: Vec<DiskReport>,
 }
 
 /// Cluster overview for `tessera admin status`.

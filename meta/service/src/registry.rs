@@ -240,6 +240,7 @@ mod tests {
             scrub: Default::default(),
             admin: AdminState::InService,
             location: Location::of_addr(addr),
+            disks: Vec::new(),
         }
     }
 

@@ -12,28 +12,55 @@ use fuser::{
     TimeOrNow, WriteFlags,
 };
 use std::ffi::OsStr;
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 const TTL: Duration = Duration::ZERO;
 
-/// What `statfs` reports as the volume's size.
-const CAPACITY: u64 = 64 << 30;
+/// What `statfs` reports as the volume's size unless told otherwise.
+pub const DEFAULT_CAPACITY: u64 = 64 << 30;
 const BLOCK: u32 = 4096;
 
 /// A [`Volume`] served over FUSE.
 pub struct PowercutFs {
     volume: Mutex<Volume>,
+    /// Once this file exists, every operation fails with EIO: the disk
+    /// has died (for tests of a failing disk).
+    fail_when: Option<PathBuf>,
+    /// What `statfs` reports as the volume's size.
+    capacity: u64,
 }
 
 impl PowercutFs {
     pub fn new(volume: Volume) -> PowercutFs {
         PowercutFs {
             volume: Mutex::new(volume),
+            fail_when: None,
+            capacity: DEFAULT_CAPACITY,
         }
     }
 
+    /// Fails every operation with EIO from the moment `path` exists.
+    pub fn failing_when(mut self, path: PathBuf) -> PowercutFs {
+        self.fail_when = Some(path);
+        self
+    }
+
+    /// Reports `bytes` as the volume's size.
+    pub fn with_capacity(mut self, bytes: u64) -> PowercutFs {
+        self.capacity = bytes;
+        self
+    }
+
+    fn failed(&self) -> bool {
+        self.fail_when.as_ref().is_some_and(|path| path.exists())
+    }
+
     fn with<T>(&self, f: impl FnOnce(&mut Volume) -> Result<T, FsError>) -> Result<T, Errno> {
+        if self.failed() {
+            return Err(Errno::EIO);
+        }
         let mut volume = self.volume.lock().unwrap_or_else(|e| e.into_inner());
         f(&mut volume).map_err(|e| {
             if let FsError::Io(reason) = &e {
@@ -261,6 +288,9 @@ impl Filesystem for PowercutFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        if self.failed() {
+            return reply.error(Errno::EIO);
+        }
         let volume = self.volume.lock().unwrap_or_else(|e| e.into_inner());
         match volume.read(ino.0, offset, size as usize) {
             Ok(bytes) => reply.data(bytes),
@@ -367,7 +397,7 @@ impl Filesystem for PowercutFs {
             Ok(counts) => counts,
             Err(e) => return reply.error(e),
         };
-        let blocks = CAPACITY / u64::from(BLOCK);
+        let blocks = self.capacity / u64::from(BLOCK);
         let free = blocks.saturating_sub(used.div_ceil(u64::from(BLOCK)));
         reply.statfs(
             blocks,

@@ -1,6 +1,8 @@
-//! `powercut-fs --durable DIR --mount DIR`: mounts the volume kept in
-//! `--durable` and prints `READY mount=DIR` once mounted. SIGKILL it to cut
-//! the power, then unmount (`umount -l DIR`) and start it again to boot.
+//! `powercut-fs --durable DIR --mount DIR [--fail-when FILE]`: mounts the
+//! volume kept in `--durable` and prints `READY mount=DIR` once mounted.
+//! SIGKILL it to cut the power, then unmount (`umount -l DIR`) and start it
+//! again to boot. With `--fail-when`, creating FILE kills the disk: every
+//! operation fails with EIO from then on.
 #![forbid(unsafe_code)]
 
 use clap::Parser;
@@ -19,6 +21,13 @@ struct Args {
     /// Where to mount the volume.
     #[arg(long)]
     mount: PathBuf,
+    /// Once this file exists, every operation fails with EIO: the disk has
+    /// died (tests of a failing disk).
+    #[arg(long)]
+    fail_when: Option<PathBuf>,
+    /// Size in bytes `statfs` reports.
+    #[arg(long, default_value_t = powercut_fs::fuse::DEFAULT_CAPACITY)]
+    capacity: u64,
 }
 
 fn main() -> std::process::ExitCode {
@@ -33,7 +42,11 @@ fn main() -> std::process::ExitCode {
     let mut config = Config::default();
     config.mount_options = vec![MountOption::FSName("powercut".into()), MountOption::RW];
     config.n_threads = Some(2);
-    let session = match Session::new(PowercutFs::new(volume), &args.mount, &config) {
+    let mut fs = PowercutFs::new(volume).with_capacity(args.capacity);
+    if let Some(path) = args.fail_when {
+        fs = fs.failing_when(path);
+    }
+    let session = match Session::new(fs, &args.mount, &config) {
         Ok(session) => session,
         Err(e) => {
             eprintln!("powercut-fs: mounting on {}: {e}", args.mount.display());

@@ -81,8 +81,13 @@ struct Shared {
 
 impl Shared {
     fn path(&self, volume: u32, suffix: &str) -> PathBuf {
-        self.dir.join(format!("{volume:08}.{suffix}"))
+        file_path(&self.dir, volume, suffix)
     }
+}
+
+/// Path of volume `volume`'s file with `suffix` (`vol`, `idx` or `del`) in `dir`.
+pub(crate) fn file_path(dir: &Path, volume: u32, suffix: &str) -> PathBuf {
+    dir.join(format!("{volume:08}.{suffix}"))
 }
 
 /// The volumes of one store folder.

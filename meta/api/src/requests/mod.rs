@@ -303,6 +303,7 @@ mod tests {
                     damaged: Vec::new(),
                     scrub: Default::default(),
                     location: None,
+                    disks: Vec::new(),
                 },
             })
         };

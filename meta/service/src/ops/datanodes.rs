@@ -54,6 +54,7 @@ impl Handle<Heartbeat> for MetaState {
             state: DatanodeState::Healthy,
             scrub: report.scrub,
             admin: AdminState::InService,
+            disks: report.disks,
         };
         let pending = self.store.write(|txn| {
             let mut datanodes = txn.open_table(DATANODES)?;

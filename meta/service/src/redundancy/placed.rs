@@ -226,6 +226,7 @@ mod tests {
                 scrub: Default::default(),
                 admin: AdminState::InService,
                 location: Location::parse(location).unwrap(),
+                disks: Vec::new(),
             },
             pending: 0,
         }
