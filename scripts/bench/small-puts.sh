@@ -1,8 +1,9 @@
 #!/bin/bash
 # PUTs of 1 KiB, 64 KiB and 1 MiB objects (scripts/bench/small_puts.py):
 # `tessera server` (release build, defaults) beside folder-s3, a thin S3
-# server over a plain folder (tools/folder-s3), and the disk's own direct
-# synchronous writes (fio), RUNS times. With TESSERA_BASELINE_BIN set, a
+# server over a plain folder that fsyncs each object (tools/folder-s3),
+# s3s-fs when installed (below), and the disk's own direct synchronous
+# writes (fio), RUNS times. With TESSERA_BASELINE_BIN set, a
 # server from that binary runs beside them as the target `baseline`: two
 # builds compared in the same runs; TESSERA_BASELINE_ARGS are given to it
 # (and alone, with this build: e.g. "--inline-max 0" measures this build
@@ -16,6 +17,9 @@ export TESSERA_CONSOLE_LISTEN=off
 HERE=$(cd "$(dirname "$0")" && pwd); ROOT=$HERE/../..
 B=${TESSERA_BIN:-$ROOT/target/x86_64-unknown-linux-gnu/release/tessera}
 F=${FOLDER_S3_BIN:-$ROOT/target/release/folder-s3}
+# s3s-fs (the s3s project's S3 server over a folder; it never fsyncs), when
+# installed: cargo install s3s-fs@0.14.1 --features binary --locked
+S3S=${S3S_FS_BIN:-$HOME/.cargo/bin/s3s-fs}
 RUNS=${1:-1}; DUR=${2:-5}
 PY=${PYTHON:-$ROOT/.venv/bin/python}
 ONLY=()
@@ -58,6 +62,14 @@ for r in $(seq "$RUNS"); do
   for _ in $(seq 60); do grep -q LISTENING "$W/folder.log" && break; sleep 0.2; done
   FOLDER=$(awk '/LISTENING/ {print $2}' "$W/folder.log")
   TARGETS+=(--target "folder-s3=http://$FOLDER,AKBENCH,SKBENCHSECRET,${PIDS[-1]}")
+  if [ -x "$S3S" ]; then
+    mkdir -p "$W/s3s-fs"
+    "$S3S" --host 127.0.0.1 --port 39878 --access-key AKBENCH --secret-key SKBENCHSECRET "$W/s3s-fs" \
+      > "$W/s3s-fs.log" 2>&1 &
+    PIDS+=($!)
+    for _ in $(seq 60); do (echo > /dev/tcp/127.0.0.1/39878) 2>/dev/null && break; sleep 0.2; done
+    TARGETS+=(--target "s3s-fs=http://127.0.0.1:39878,AKBENCH,SKBENCHSECRET,${PIDS[-1]}")
+  fi
   echo "# run $r"
   "$PY" "$HERE/${BENCH:-small_puts.py}" --data-dir "$W" --duration "$DUR" "${ONLY[@]}" "${TARGETS[@]}"
   kill "${PIDS[@]}" 2>/dev/null; wait; PIDS=()

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """GETs of small objects against several S3 servers, side by side in one run.
 
-Scenarios: 64 KiB objects at 16 connections and 1 MiB at 8 (wrk replaying
+Scenarios: 1 KiB objects at 64 connections, 64 KiB at 16 and 1 MiB at 8 (wrk replaying
 GETs signed in advance, over 256 objects of each size written first, so the
 reads are of warm pages and measure each server's work per GET, not the
 disk). For each scenario and target: requests per second, MB/s, p50 and p99,
@@ -17,7 +17,7 @@ import os
 
 from small_puts import core_times, cpu_seconds, open_targets, s3_load
 
-SCENARIOS = [("get64k-c16", 64 << 10, 16), ("get1m-c8", 1 << 20, 8)]
+SCENARIOS = [("get1k-c64", 1 << 10, 64), ("get64k-c16", 64 << 10, 16), ("get1m-c8", 1 << 20, 8)]
 OBJECTS = 256
 
 

@@ -330,7 +330,7 @@ pub struct GatewaySettings {
     /// Domain for virtual-hosted-style requests (`bucket.DOMAIN`); path style always works.
     #[arg(long, env = "TESSERA_DOMAIN")]
     pub domain: Option<String>,
-    /// Object bodies (PUT, UploadPart) streamed at once; more wait their turn (default: 2 per core; 0: no bound).
+    /// Large object bodies (PUT, UploadPart) streamed at once, each body taking a sixteenth per MiB it declares (a whole one from 16 MiB or undeclared); more wait their turn (default: 2 per core; 0: no bound).
     #[arg(long, env = "TESSERA_MAX_CONCURRENT_UPLOADS")]
     pub max_concurrent_uploads: Option<usize>,
     /// Longest a PUT waits for its turn before a 503 (which SDKs retry).

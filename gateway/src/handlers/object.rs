@@ -111,7 +111,7 @@ pub(super) async fn store_request_body(
     let plain_len = stream.declared_length().unwrap_or(0);
     let writer = layout.writer(ctx, plain_len, encryption.is_some());
     // Held until the body is stored; nothing of it is read before.
-    let _slot = ctx.state.uploads.acquire().await?;
+    let _slot = ctx.state.uploads.acquire(stream.declared_length()).await?;
     let sealer = encryption.map(NewEncryption::sealer);
     let mut stored = store_body(stream, writer, expected_md5, sealer).await?;
     if let Some(encryption) = encryption {
