@@ -9,7 +9,8 @@ failure: no request may fail. The datanode takes the disk out of service and
 keeps serving the other two, meta hears of the lost block files at once and
 rebuilds them elsewhere, `tessera admin status` names the failed disk, and
 every object reads back by SHA-256. Past `--failed-disks-tolerated` the
-datanode stops.
+datanode stops. And folders of the layout before volumes take the new one
+in place: both read back and repair.
 
 Needs root and /dev/fuse (see test_power_loss)."""
 
@@ -27,7 +28,8 @@ import pytest
 
 from block_files import cells
 from tessera_clients import MIB, s3_client
-from tessera_procs import HarnessError, find_key, start_cluster, wait_for
+from tessera_procs import HarnessError, find_key, process_env, start_cluster, wait_for
+from test_crash_safety import restart
 from test_power_loss import Volume, require_fuse
 from test_repair import wait_healthy_since
 
@@ -179,3 +181,62 @@ def test_a_disk_failing_under_load_is_taken_out_and_rebuilt_without_a_client_err
         problems = cluster.stop()
         disk.cut()
     assert not [p for p in problems if "dn0" not in p], problems
+
+
+def test_a_folder_of_files_per_block_file_upgraded_in_place_reads_back_and_repairs(tessera_bin, tmp_path):
+    """Six datanodes write the layout before volumes (`--pack-max 0`: a data
+    file and a sidecar per block file), then every one is restarted on its
+    folder with the defaults: objects of both layouts read back, new block
+    files go to volumes beside the old files, and a datanode holding both
+    kinds is lost for good and rebuilt from the others."""
+    cluster = start_cluster(
+        tessera_bin,
+        tmp_path,
+        datanodes=DATANODES,
+        meta_args=("--stale-after", "1s", "--dead-after", "3s"),
+        datanode_args=("--heartbeat-interval", "300ms", "--pack-max", "0"),
+    )
+    try:
+        client = s3_client(cluster.endpoint, cluster.access_key, cluster.secret_key)
+        bucket = "upgrade"
+        client.create_bucket(Bucket=bucket)
+        digests = {}
+        for n in range(12):
+            body = os.urandom(SIZES[n % len(SIZES)])
+            client.put_object(Bucket=bucket, Key=f"old/{n}", Body=body)
+            digests[f"old/{n}"] = sha(body)
+        folders = [tmp_path / f"dn{i}" for i in range(DATANODES)]
+        assert all(not c.packed for d in folders for c in cells(d)), "the old layout has no volumes"
+
+        env = process_env(cluster.creds.env())
+        for i, proc in enumerate(cluster.datanodes):
+            proc.terminate()
+            at = proc.argv.index("--pack-max")
+            argv = proc.argv[:at] + proc.argv[at + 2 :]
+            cluster.datanodes[i] = restart(proc, f"cluster-dn{i}-upgraded", tmp_path, env, argv)
+        cluster.wait_datanodes(DATANODES)
+        for n in range(12):
+            body = os.urandom(SIZES[n % len(SIZES)])
+            client.put_object(Bucket=bucket, Key=f"new/{n}", Body=body)
+            digests[f"new/{n}"] = sha(body)
+        kinds = [{c.packed for c in cells(d)} for d in folders]
+        both = [i for i, k in enumerate(kinds) if k == {True, False}]
+        assert both, kinds
+        for key, digest in digests.items():
+            assert sha(client.get_object(Bucket=bucket, Key=key)["Body"].read()) == digest, key
+
+        victim = cluster.datanodes[both[0]].ready["datanode"]
+        cluster.kill_datanode(both[0])
+
+        def dead() -> bool:
+            nodes = find_key(cluster.status(), "datanodes")
+            return any(n["address"] == victim and n["state"] == "dead" for n in nodes)
+
+        wait_for("the lost datanode declared dead", dead, timeout=30)
+        status = wait_healthy_since(cluster, int(time.time() * 1000), timeout=120)
+        assert find_key(status, "repair")["repaired_bytes"] > 0, status
+        for key, digest in digests.items():
+            assert sha(client.get_object(Bucket=bucket, Key=key)["Body"].read()) == digest, key
+    finally:
+        problems = cluster.stop()
+    assert not problems, problems

@@ -349,13 +349,8 @@ async fn a_fresh_folder_takes_its_credentials_id_and_another_datanodes_folder_re
         BlockStore::open_disks(vec![PathBuf::from(&folder)], BPC, false, Some(other)).await;
     assert!(matches!(refused, Err(StoreError::Invalid(_))));
     let not_a_uuid = Some(DatanodeId("dn-1".into()));
-    let refused = BlockStore::open_disks(
-        vec![PathBuf::from(dir.path().join("new"))],
-        BPC,
-        false,
-        not_a_uuid,
-    )
-    .await;
+    let refused =
+        BlockStore::open_disks(vec![dir.path().join("new")], BPC, false, not_a_uuid).await;
     assert!(matches!(refused, Err(StoreError::Invalid(_))));
     assert_eq!(
         BlockStore::identity_in(dir.path().join("new")).unwrap(),
