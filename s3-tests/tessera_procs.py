@@ -407,6 +407,19 @@ class Cluster:
         self.datanodes[index].kill()
         self.killed.append(index)
 
+    def wait_dead(self, index: int, timeout: float = 30.0) -> int:
+        """Wait until meta declares datanode `index` dead; return when that
+        was seen (Unix ms): scans from then on count it lost, where one
+        between its kill and that moment still finds every group whole."""
+        address = self.datanodes[index].ready["datanode"]
+
+        def dead() -> bool:
+            nodes = find_key(self.status(), "datanodes")
+            return any(n["address"] == address and n["state"] == "dead" for n in nodes)
+
+        wait_for(f"datanode {index} declared dead", dead, timeout)
+        return int(time.time() * 1000)
+
     def stop(self) -> list[str]:
         """Stop every process (gateway, datanodes, meta); return the problems seen."""
         problems = []

@@ -225,15 +225,8 @@ def test_a_folder_of_files_per_block_file_upgraded_in_place_reads_back_and_repai
         for key, digest in digests.items():
             assert sha(client.get_object(Bucket=bucket, Key=key)["Body"].read()) == digest, key
 
-        victim = cluster.datanodes[both[0]].ready["datanode"]
         cluster.kill_datanode(both[0])
-
-        def dead() -> bool:
-            nodes = find_key(cluster.status(), "datanodes")
-            return any(n["address"] == victim and n["state"] == "dead" for n in nodes)
-
-        wait_for("the lost datanode declared dead", dead, timeout=30)
-        status = wait_healthy_since(cluster, int(time.time() * 1000), timeout=120)
+        status = wait_healthy_since(cluster, cluster.wait_dead(both[0]), timeout=120)
         assert find_key(status, "repair")["repaired_bytes"] > 0, status
         for key, digest in digests.items():
             assert sha(client.get_object(Bucket=bucket, Key=key)["Body"].read()) == digest, key

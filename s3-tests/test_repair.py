@@ -10,9 +10,9 @@ import time
 
 import pytest
 
+from block_files import cells
 from tessera_clients import MIB, empty_and_delete, new_bucket_name, s3_client
 from tessera_procs import HarnessError, find_key, process_env, start_cluster
-from block_files import cells
 from test_cluster import put_with_replication
 from test_crash_safety import restart
 
@@ -74,9 +74,8 @@ def test_three_datanodes_killed_one_at_a_time_lose_nothing(healing):
         groups = find_key(status, "block_groups")
         repaired = find_key(status, "repair")["repaired_bytes"]
         for victim in (1, 4, 6):
-            killed_at = int(time.time() * 1000)
             healing.kill_datanode(victim)
-            status = wait_healthy_since(healing, killed_at)
+            status = wait_healthy_since(healing, healing.wait_dead(victim))
             repair = find_key(status, "repair")
             assert repair["repaired_bytes"] > repaired, status
             repaired = repair["repaired_bytes"]

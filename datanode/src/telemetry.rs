@@ -64,6 +64,10 @@ pub const DISK_AVAILABLE_BYTES: &str = "tessera_datanode_disk_available_bytes";
 /// 1 for a disk out of service, 0 for one serving.
 pub const DISK_FAILED: &str = "tessera_datanode_disk_failed";
 
+/// Time from a commit's append to a volume to its acknowledgement: the wait
+/// for the writer and its group commit (write and fdatasync).
+pub const VOLUME_APPEND_SECONDS: &str = "tessera_datanode_volume_append_seconds";
+
 pub(crate) fn bytes_written(n: u64) {
     metrics::counter!(BYTES_WRITTEN).increment(n);
 }
@@ -134,6 +138,10 @@ pub(crate) fn disk_gauges(
     metrics::gauge!(DISK_USED_BYTES, &labels).set(used as f64);
     metrics::gauge!(DISK_AVAILABLE_BYTES, &labels).set(available as f64);
     metrics::gauge!(DISK_FAILED, &labels).set(if failed { 1.0 } else { 0.0 });
+}
+
+pub(crate) fn volume_append(took: std::time::Duration) {
+    metrics::histogram!(VOLUME_APPEND_SECONDS).record(took.as_secs_f64());
 }
 
 pub(crate) fn volume_commit(jobs: usize) {

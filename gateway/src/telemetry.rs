@@ -94,6 +94,34 @@ pub fn count_fitted_object() {
     metrics::counter!("tessera_s3_fitted_cell_objects_total").increment(1);
 }
 
+/// One stage of an object write, for `tessera_s3_put_stage_seconds`: where
+/// a PUT's time goes (which queue a saturated write path waits in).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PutStage {
+    /// Waiting for an upload slot's shares.
+    Slot,
+    /// Streaming the body into block files, up to their commits.
+    Body,
+    /// Meta's commit of the object record.
+    Commit,
+}
+
+impl PutStage {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Slot => "slot",
+            Self::Body => "body",
+            Self::Commit => "commit",
+        }
+    }
+}
+
+/// Records how long a PUT spent in `stage`.
+pub fn put_stage(stage: PutStage, took: std::time::Duration) {
+    metrics::histogram!("tessera_s3_put_stage_seconds", "stage" => stage.label())
+        .record(took.as_secs_f64());
+}
+
 /// Registers the descriptions of the S3 metrics with the installed recorder.
 pub fn describe_metrics() {
     metrics::describe_counter!(
@@ -104,6 +132,11 @@ pub fn describe_metrics() {
         "tessera_s3_request_seconds",
         metrics::Unit::Seconds,
         "Time to the response head of S3 requests, by operation"
+    );
+    metrics::describe_histogram!(
+        "tessera_s3_put_stage_seconds",
+        metrics::Unit::Seconds,
+        "Time object writes spent in each stage: slot (waiting for an upload slot), body (block files written and committed), commit (meta's commit)"
     );
     metrics::describe_counter!(
         "tessera_s3_errors_total",

@@ -20,6 +20,7 @@ use crate::request_body::{
 };
 use crate::router::MAX_KEY_LEN;
 use crate::tags::{tags_from_header, TAG_COUNT_HEADER};
+use crate::telemetry::{self, PutStage};
 use crate::xml::documents::{self, DeleteOutcome};
 use crate::xml::parse::{parse_delete_objects, DELETE_OBJECTS_BODY_LIMIT};
 use axum::body::Body;
@@ -35,6 +36,7 @@ use meta_api::{
     WriteCondition,
 };
 use proto::{ObjectId, ReplicationConfig};
+use std::time::Instant;
 
 /// The replication of a new object: the request's header, else the bucket's
 /// (or the cluster's) default.
@@ -111,9 +113,13 @@ pub(super) async fn store_request_body(
     let plain_len = stream.declared_length().unwrap_or(0);
     let writer = layout.writer(ctx, plain_len, encryption.is_some());
     // Held until the body is stored; nothing of it is read before.
+    let waited = Instant::now();
     let _slot = ctx.state.uploads.acquire(stream.declared_length()).await?;
+    telemetry::put_stage(PutStage::Slot, waited.elapsed());
     let sealer = encryption.map(NewEncryption::sealer);
+    let streamed = Instant::now();
     let mut stored = store_body(stream, writer, expected_md5, sealer).await?;
+    telemetry::put_stage(PutStage::Body, streamed.elapsed());
     if let Some(encryption) = encryption {
         stored.etag = encryption.etag(&stored.etag);
     }
@@ -202,12 +208,14 @@ pub async fn put_object(
     insert_expiration(response.headers_mut(), bucket, &record);
     encryption::insert_headers(response.headers_mut(), &record.attributes);
     let meta = &ctx.state.meta;
+    let committing = Instant::now();
     let stamp = commit_or_discard(
         meta,
         groups,
         meta.call(meta_api::CommitObject { record, condition }),
     )
     .await?;
+    telemetry::put_stage(PutStage::Commit, committing.elapsed());
     response.headers_mut().insert(ETAG, etag);
     insert_new_version_id(response.headers_mut(), &stamp);
     if let Some(checksum) = &checksum {

@@ -136,8 +136,12 @@ impl Volumes {
     pub async fn append(&self, cell: NewCell) -> Result<Packed, StoreError> {
         let (reply, placed) = tokio::sync::oneshot::channel();
         let what = format!("append block {} to a volume", cell.key);
-        self.send(writer::Job::Append { cell, reply }, placed, &what)
-            .await
+        let asked = std::time::Instant::now();
+        let appended = self
+            .send(writer::Job::Append { cell, reply }, placed, &what)
+            .await;
+        crate::telemetry::volume_append(asked.elapsed());
+        appended
     }
 
     /// Durably deletes the packed cell `packed`.
