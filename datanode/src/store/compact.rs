@@ -62,7 +62,7 @@ impl BlockStore {
             .cloned()
             .ok_or_else(|| StoreError::Invalid(format!("no disk {disk}")))?;
         let compacted = self.compact_on(&disk, volume, pacer).await;
-        self.on_disk(&disk, compacted)
+        self.on_disk(&disk, compacted).await
     }
 
     async fn compact_on(

@@ -4,8 +4,8 @@
 //! folders of block files, its volumes with their writer thread, its
 //! uploads and quarantine, and a copy of the datanode's identity. New
 //! cells go in turn to the healthy disks with the most room. A disk that fails (an
-//! I/O error that means the device is gone or read-only, or a probe that
-//! cannot write and sync a file on it) is taken out of service for good:
+//! error that means the device is gone or read-only, or an EIO after which a
+//! probe cannot write and sync a file on it) is taken out of service for good:
 //! its cells leave the index at once and are handed to meta as lost, so
 //! that meta rebuilds them elsewhere, while the datanode goes on serving
 //! its other disks. Past the number of failed disks it tolerates it stops.
@@ -169,27 +169,39 @@ impl Disk {
     }
 }
 
+/// What an error of an operation on a disk says of the disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Failing {
+    /// The device is gone or read-only: the disk leaves service at once.
+    Gone,
+    /// An I/O error (EIO): one bad sector, or a dying disk; a probe tells.
+    Io,
+}
+
 /// Whether `e` says the device under a disk is failing, not that the
-/// request was wrong or one file was missing: EIO, a read-only or vanished
-/// filesystem, a device that is gone.
-pub(crate) fn means_disk_failure(e: &StoreError) -> bool {
+/// request was wrong or one file was missing, and how.
+pub(crate) fn failing(e: &StoreError) -> Option<Failing> {
     let StoreError::Io { source, .. } = e else {
-        return false;
+        return None;
     };
     if source.kind() == ErrorKind::ReadOnlyFilesystem {
-        return true;
+        return Some(Failing::Gone);
     }
     use rustix::io::Errno;
-    let failing = [
-        Errno::IO,
-        Errno::ROFS,
-        Errno::NODEV,
-        Errno::NXIO,
-        Errno::STALE,
-    ];
-    source
-        .raw_os_error()
-        .is_some_and(|code| failing.iter().any(|f| f.raw_os_error() == code))
+    let gone = [Errno::ROFS, Errno::NODEV, Errno::NXIO, Errno::STALE];
+    let code = source.raw_os_error()?;
+    if code == Errno::IO.raw_os_error() {
+        Some(Failing::Io)
+    } else if gone.iter().any(|g| g.raw_os_error() == code) {
+        Some(Failing::Gone)
+    } else {
+        None
+    }
+}
+
+/// Whether `e` says the device under a disk is failing in any way.
+pub(crate) fn means_disk_failure(e: &StoreError) -> bool {
+    failing(e).is_some()
 }
 
 /// Default number of failed disks a datanode with `disks` disks serves on

@@ -503,12 +503,28 @@ impl BlockStore {
         self.publish_gauges();
     }
 
-    /// Passes `e`, an error of an operation on `disk`, back, taking the disk
-    /// out of service first when `e` says the device is failing.
-    fn on_disk<T>(&self, disk: &Disk, result: Result<T, StoreError>) -> Result<T, StoreError> {
-        if let Err(e) = &result {
-            if means_disk_failure(e) {
-                self.fail_disk(disk, e.to_string());
+    /// Passes `result`, of an operation on `disk`, back. An error saying
+    /// the device is gone or read-only takes the disk out of service at
+    /// once; an EIO only when a probe of the disk then fails too: one
+    /// unreadable sector costs its block file (the read fails, the client
+    /// reads the group's others and reports it, meta rebuilds it), not the
+    /// whole disk.
+    async fn on_disk<T>(
+        &self,
+        disk: &Arc<Disk>,
+        result: Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let Err(e) = &result else {
+            return result;
+        };
+        match disks::failing(e) {
+            None => {}
+            Some(disks::Failing::Gone) => self.fail_disk(disk, e.to_string()),
+            Some(disks::Failing::Io) => {
+                let probing = disk.clone();
+                if let Ok(Err(reason)) = blocking(move || Ok(probing.probe())).await {
+                    self.fail_disk(disk, format!("{e}; then {reason}"));
+                }
             }
         }
         result
@@ -740,7 +756,7 @@ impl BlockStore {
     ) -> Result<(Arc<File>, u64, Vec<u32>), StoreError> {
         let disk = self.disk(stored.disk).clone();
         let opened = self.open_on(&disk, key, stored, first, count).await;
-        self.on_disk(&disk, opened)
+        self.on_disk(&disk, opened).await
     }
 
     async fn open_on(
@@ -921,7 +937,7 @@ impl BlockStore {
     async fn remove_stored(&self, key: BlockKey, stored: Stored) -> Result<(), StoreError> {
         let disk = self.disk(stored.disk).clone();
         let removed = self.remove_on(&disk, key, stored).await;
-        self.on_disk(&disk, removed)
+        self.on_disk(&disk, removed).await
     }
 
     async fn remove_on(

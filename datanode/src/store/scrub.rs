@@ -163,7 +163,7 @@ impl BlockStore {
                 Ok(volumes) => volumes.delete(packed).await,
                 Err(e) => Err(e),
             };
-            self.on_disk(&disk, deleted)?;
+            self.on_disk(&disk, deleted).await?;
             self.publish_gauges();
             return Ok(true);
         }

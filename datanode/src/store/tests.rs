@@ -1083,3 +1083,46 @@ async fn a_failed_disk_leaves_service_with_its_blocks_reported_lost_and_writes_g
     store.check_disks();
     assert!(*lost_signal.borrow(), "a second one is not");
 }
+
+#[tokio::test]
+async fn an_eio_fails_the_disk_only_when_its_probe_fails_and_a_vanished_device_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let dirs: Vec<PathBuf> = (0..3).map(|i| dir.path().join(format!("d{i}"))).collect();
+    let store = open_disks(&dirs).await;
+    let errno = |e: rustix::io::Errno| {
+        StoreError::io("read", std::io::Error::from_raw_os_error(e.raw_os_error()))
+    };
+    let serving = |n: usize| store.disks()[n].failed.is_none();
+
+    // One unreadable sector: the operation fails, the disk serves on.
+    let eio = store
+        .on_disk(&store.disks[0], Err::<(), _>(errno(rustix::io::Errno::IO)))
+        .await;
+    assert!(eio.is_err());
+    assert!(serving(0));
+    // The same error once the disk cannot write and sync a file: out.
+    fs::remove_file(dirs[0].join("datanode.id")).unwrap();
+    let _ = store
+        .on_disk(&store.disks[0], Err::<(), _>(errno(rustix::io::Errno::IO)))
+        .await;
+    assert!(!serving(0));
+    // A read-only or vanished device leaves at once, probe or not.
+    let _ = store
+        .on_disk(
+            &store.disks[1],
+            Err::<(), _>(errno(rustix::io::Errno::ROFS)),
+        )
+        .await;
+    assert!(!serving(1));
+    // Errors that say nothing of the disk leave it alone.
+    let _ = store
+        .on_disk(&store.disks[2], Err::<(), _>(StoreError::NotFound(key(1))))
+        .await;
+    let _ = store
+        .on_disk(
+            &store.disks[2],
+            Err::<(), _>(errno(rustix::io::Errno::NOSPC)),
+        )
+        .await;
+    assert!(serving(2));
+}

@@ -153,7 +153,7 @@ impl BlockStore {
     async fn spill(&self, key: BlockKey, block: &mut OpenBlock) -> Result<Arc<File>, StoreError> {
         let disk = self.choose_disk()?;
         let created = self.create_tmp_file(&disk, key, block.upload).await;
-        let (file, direct) = self.on_disk(&disk, created)?;
+        let (file, direct) = self.on_disk(&disk, created).await?;
         block.disk = Some(disk.clone());
         let file = Arc::new(file);
         let pieces = std::mem::take(&mut block.pieces);
@@ -170,7 +170,7 @@ impl BlockStore {
                 Ok(())
             })
             .await;
-            self.on_disk(&disk, written)?;
+            self.on_disk(&disk, written).await?;
         }
         block.file = Some(file.clone());
         block.direct = direct.map(Arc::new);
@@ -190,8 +190,8 @@ impl BlockStore {
             )
         });
         let written = written.and_then(|w| w);
-        match &block.disk {
-            Some(disk) => self.on_disk(disk, written),
+        match block.disk.clone() {
+            Some(disk) => self.on_disk(&disk, written).await,
             None => written,
         }
     }
@@ -254,7 +254,7 @@ impl BlockStore {
         let (paths, upload, fsync) = (disk.paths.clone(), block.upload, self.fsync);
         let committed =
             blocking(move || commit_files(&paths, key, upload, &file, &sidecar, fsync)).await;
-        if let Err(e) = self.on_disk(&disk, committed) {
+        if let Err(e) = self.on_disk(&disk, committed).await {
             tracing::error!(block = %key, error = %e, "commit failed; upload discarded");
             self.discard(key, &handle, &mut block).await;
             return Err(e);
@@ -298,8 +298,9 @@ impl BlockStore {
                 Ok(volumes) => volumes.append(cell).await,
                 Err(e) => Err(e),
             };
-            match self.on_disk(&disk, appended) {
-                Err(e) if means_disk_failure(&e) => {
+            match self.on_disk(&disk, appended).await {
+                // The disk left service: the next choice is another one.
+                Err(e) if disk.is_failed() => {
                     tracing::warn!(block = %key, error = %e, "append failed on a failing disk; trying another");
                 }
                 appended => break appended.map(|packed| (disk, packed)),
