@@ -46,14 +46,22 @@ class Cell:
 
 
 def cells(data_dir: Path) -> list[Cell]:
-    """Every committed block file of the datanode whose data folder is `data_dir`."""
+    """Every committed block file of the datanode whose data folder is `data_dir`.
+    A file the datanode deletes while this reads (an orphan cleaned up, a
+    volume compacted away) is left out, as it would be a moment later."""
     found = []
     for path in sorted((data_dir / "blocks").glob("*/*.data")):
         block, index = path.name.removesuffix(".data").rsplit("_", 1)
-        stat = path.stat()
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            continue
         found.append(Cell(int(block, 16), int(index), path, 0, stat.st_size, stat.st_mtime, False))
     for volume in sorted((data_dir / "volumes").glob("*.vol")):
-        found.extend(packed_cells(volume))
+        try:
+            found.extend(packed_cells(volume))
+        except FileNotFoundError:
+            continue
     return found
 
 
