@@ -37,6 +37,9 @@ pytestmark = pytest.mark.tessera
 
 DATANODES = 6
 SIZES = [1000, 64 * 1024, 300 * 1024, 2 * MIB + 5, 5 * MIB]
+# A lost datanode is dead within seconds, so repairs start during a test.
+FAST_META = ("--stale-after", "1s", "--dead-after", "3s")
+FAST_DATANODE = ("--heartbeat-interval", "300ms")
 
 
 def sha(body: bytes) -> str:
@@ -122,8 +125,8 @@ def test_a_disk_failing_under_load_is_taken_out_and_rebuilt_without_a_client_err
             tessera_bin,
             tmp_path,
             datanodes=DATANODES,
-            meta_args=("--stale-after", "1s", "--dead-after", "3s"),
-            datanode_args=("--heartbeat-interval", "300ms", "--failed-disks-tolerated", "1"),
+            meta_args=FAST_META,
+            datanode_args=(*FAST_DATANODE, "--failed-disks-tolerated", "1"),
             disks={0: disks},
         )
     except HarnessError as exc:
@@ -193,8 +196,8 @@ def test_a_folder_of_files_per_block_file_upgraded_in_place_reads_back_and_repai
         tessera_bin,
         tmp_path,
         datanodes=DATANODES,
-        meta_args=("--stale-after", "1s", "--dead-after", "3s"),
-        datanode_args=("--heartbeat-interval", "300ms", "--pack-max", "0"),
+        meta_args=FAST_META,
+        datanode_args=(*FAST_DATANODE, "--pack-max", "0"),
     )
     try:
         client = s3_client(cluster.endpoint, cluster.access_key, cluster.secret_key)

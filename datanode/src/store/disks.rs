@@ -53,8 +53,6 @@ pub struct DiskStatus {
     pub blocks: u64,
     /// Bytes of committed block data on it.
     pub used: u64,
-    /// Bytes of deleted records its volumes still hold.
-    pub garbage: u64,
     /// Bytes its filesystem can still take (0 once failed).
     pub available: u64,
     /// Why it is out of service, if it is.

@@ -558,7 +558,6 @@ impl BlockStore {
                     path: disk.paths.root.clone(),
                     blocks: held.blocks,
                     used: held.used,
-                    garbage: disk.volumes.as_ref().map_or(0, |v| v.garbage()),
                     available: disk.available(),
                     failed: disk.failure(),
                 }
