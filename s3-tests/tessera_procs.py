@@ -248,14 +248,16 @@ def start_server(
     creds: Credentials | None = None,
     data_dir: Path | None = None,
     generated_secrets: bool = False,
+    env: dict[str, str] | None = None,
 ) -> Server:
     """Start `tessera server` on port 0 everywhere and wait for READY.
 
     `creds=None` gives fresh random credentials; pass the same ones (and name)
     to restart a server over its data folder. With `generated_secrets` the
     server is given none and generates and saves its own, as it does for a
-    user who sets nothing. The data folder is `work_dir/<name>-data` unless
-    `data_dir` says otherwise; logs stay in `work_dir`."""
+    user who sets nothing; `env` adds to its environment. The data folder is
+    `work_dir/<name>-data` unless `data_dir` says otherwise; logs stay in
+    `work_dir`."""
     creds = creds or Credentials.random()
     data_dir = data_dir or work_dir / f"{name}-data"
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -276,7 +278,8 @@ def start_server(
         "1s",
         *extra_args,
     ]
-    proc = Proc(name, argv, process_env({} if generated_secrets else creds.env()), work_dir)
+    extra = {} if generated_secrets else creds.env()
+    proc = Proc(name, argv, process_env({**extra, **(env or {})}), work_dir)
     fields = proc.wait_ready()
     require(fields, proc, "s3", "meta", "ops")
     if generated_secrets:

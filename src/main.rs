@@ -3,10 +3,12 @@
 
 mod admin;
 mod bench;
+mod check;
 mod config;
 mod ops;
 mod probe;
 mod roles;
+mod s3_client;
 mod shutdown;
 
 use anyhow::Result;
@@ -49,6 +51,9 @@ enum Command {
     Admin(Box<admin::AdminArgs>),
     /// Load generators: positioned reads, S3 GETs, key writes.
     Bench(Box<bench::BenchArgs>),
+    /// Consistency checking: concurrent clients, a recorded history, and
+    /// the checks it must pass (per-key linearizability).
+    Check(Box<check::CheckArgs>),
     /// Exits 0 when an HTTP GET of URL answers 200 (container health checks).
     Probe { url: String },
 }
@@ -79,6 +84,7 @@ fn main() -> Result<()> {
             Command::Console(a) => roles::console::run(*a).await,
             Command::Admin(a) => admin::run(*a).await,
             Command::Bench(a) => bench::run(*a).await,
+            Command::Check(a) => check::run(*a).await,
             Command::Probe { url } => probe::probe(&url).await,
         }
     })

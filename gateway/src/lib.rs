@@ -23,6 +23,7 @@ pub mod keep_alive;
 pub mod listener;
 pub mod object_checksum;
 pub mod params;
+pub mod planted;
 pub mod policies;
 pub mod range;
 pub mod readers;

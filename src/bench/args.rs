@@ -1,6 +1,7 @@
 //! Flags of `tessera bench pread | get | put`.
 
 use crate::roles::{parse_duration, parse_size, StorageSettings};
+pub use crate::s3_client::S3Args;
 use clap::{Args, Subcommand, ValueEnum};
 use proto::ReplicationConfig;
 use std::path::PathBuf;
@@ -117,23 +118,6 @@ pub struct TargetArgs {
     /// Mutual TLS to meta and the datanodes (--via client).
     #[command(flatten)]
     pub cluster_tls: crate::roles::ClusterTlsArgs,
-}
-
-/// S3 endpoint and credentials.
-#[derive(Args, Clone, Debug)]
-pub struct S3Args {
-    /// S3 endpoint URL, e.g. http://127.0.0.1:9878.
-    #[arg(long)]
-    pub endpoint: String,
-    /// S3 access key.
-    #[arg(long, env = "AWS_ACCESS_KEY_ID", hide_env_values = true)]
-    pub access_key: String,
-    /// S3 secret key.
-    #[arg(long, env = "AWS_SECRET_ACCESS_KEY", hide_env_values = true)]
-    pub secret_key: String,
-    /// Region in the SigV4 credential scope.
-    #[arg(long, default_value = "us-east-1")]
-    pub region: String,
 }
 
 impl TargetArgs {

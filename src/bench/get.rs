@@ -5,9 +5,9 @@ use super::args::GetArgs;
 use super::live::{run_worker, Budget, Goal};
 use super::pread::collect;
 use super::report::{Counters, WorkloadResult};
-use super::s3_client::S3Client;
 use super::store_ops::Payload;
 use super::{Phase, RunOutcome};
+use crate::s3_client::S3Client;
 use anyhow::{bail, Context, Result};
 use futures::future::join_all;
 use rand::Rng;
@@ -51,7 +51,7 @@ pub async fn run(args: GetArgs) -> Result<RunOutcome> {
         bail!("--clients and --objects must be at least 1");
     }
     let s3 = &args.s3;
-    let client = S3Client::new(&s3.endpoint, &s3.access_key, &s3.secret_key, &s3.region)?;
+    let client = s3.client()?;
     let payload = Payload::pattern(args.object_size)?;
     ensure_objects(&client, &args, &payload).await?;
     let expected = args.verify.then_some(payload.data);

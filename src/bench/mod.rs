@@ -25,7 +25,6 @@ mod plot;
 mod pread;
 mod put;
 mod report;
-mod s3_client;
 mod store_ops;
 
 pub use args::BenchArgs;

@@ -5,9 +5,9 @@
 use super::args::{PreadArgs, Via};
 use super::live::{run_worker, Budget, Goal};
 use super::report::{Counters, WorkerTally, WorkloadResult};
-use super::s3_client::S3Client;
 use super::store_ops::{self, check_content, Payload};
 use super::{Phase, RunOutcome};
+use crate::s3_client::S3Client;
 use anyhow::{bail, Context, Result};
 use block_client::KeyReader;
 use bytes::Bytes;
@@ -116,7 +116,7 @@ async fn open(args: &PreadArgs) -> Result<(Source, u64)> {
         }
         Via::S3 => {
             let s3 = args.target.s3()?;
-            let client = S3Client::new(&s3.endpoint, &s3.access_key, &s3.secret_key, &s3.region)?;
+            let client = s3.client()?;
             client.create_bucket(&args.bucket).await?;
             let found = client.head_object(&args.bucket, &args.key).await?;
             let size = match found.filter(|_| !args.verify) {

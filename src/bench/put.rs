@@ -7,7 +7,6 @@ use super::args::{PutArgs, Via};
 use super::live::{run_worker, Budget, Goal};
 use super::pread::collect;
 use super::report::{Counters, PoolReport, WorkloadResult};
-use super::s3_client::S3Client;
 use super::store_ops::{self, Payload};
 use super::{Phase, RunOutcome};
 use anyhow::{bail, Result};
@@ -122,7 +121,7 @@ pub async fn run(args: PutArgs) -> Result<RunOutcome> {
         }
         Via::S3 => {
             let s3 = args.target.s3()?;
-            let client = S3Client::new(&s3.endpoint, &s3.access_key, &s3.secret_key, &s3.region)?;
+            let client = s3.client()?;
             client.create_bucket(&bucket).await?;
             let phase = Phase::begin(&args.output, goal, vec![("put".into(), counters.clone())]);
             let tasks: Vec<_> = (0..args.writers)

@@ -3,6 +3,7 @@
 //! object record that makes the key visible.
 
 use crate::roles::StorageSettings;
+use crate::s3_client::first_difference;
 use anyhow::{Context, Result};
 use block_client::StoreClient;
 use bytes::Bytes;
@@ -142,22 +143,6 @@ pub async fn write_key(
         return Err(e).with_context(|| format!("committing {bucket}/{key}"));
     }
     Ok(record)
-}
-
-/// Where `got`, read at `offset` of a key that holds `expected`, differs
-/// from it: the offset of its first wrong byte, or of its end when it runs
-/// past `expected`.
-pub fn first_difference(expected: &[u8], offset: u64, got: &[u8]) -> Option<u64> {
-    let start = usize::try_from(offset)
-        .unwrap_or(usize::MAX)
-        .min(expected.len());
-    let wanted = &expected[start..];
-    let at = got.iter().zip(wanted).position(|(g, w)| g != w);
-    match at {
-        Some(at) => Some(offset + at as u64),
-        None if got.len() > wanted.len() => Some(offset + wanted.len() as u64),
-        None => None,
-    }
 }
 
 /// Checks `got`, read at `offset`, against `expected` when there is one.

@@ -309,6 +309,12 @@ impl MetaService {
                     Ok(()) => self.serve_here(request).await,
                     Err(e) => Err(e),
                 },
+                // A member whose Raft has not started yet (it opens its
+                // store, then its port, then joins): its store may be
+                // behind the group's, so it serves nothing.
+                None if self.state().store.is_replicated() => {
+                    Err(MetaError::NotLeader { leader: None })
+                }
                 None => self.serve_here(request).await,
             }
         };
@@ -619,6 +625,33 @@ mod tests {
             .await
             .unwrap();
         member
+    }
+
+    #[tokio::test]
+    async fn a_member_serves_nothing_before_its_raft_runs() {
+        // A restarted member opens its store before it joins its group:
+        // meanwhile its store may be behind the group's, so reads too must
+        // go to the leader.
+        let dir = tempfile::tempdir().unwrap();
+        leading_member(dir.path()).await.leave_group().await;
+        let member = MetaService::open_member(MetaConfig::new(dir.path())).unwrap();
+        let read = meta_api::GetUser {
+            name: "root".into(),
+        };
+        let write = meta_api::CreateBucket {
+            name: "b".into(),
+            owner: "root".into(),
+            replication: None,
+            access: Default::default(),
+            object_lock: false,
+        };
+        for request in [read.into_any(), write.into_any()] {
+            let answer = member.serve(request, &Principal::Admin).await;
+            assert!(
+                matches!(answer, Err(MetaError::NotLeader { leader: None })),
+                "{answer:?}"
+            );
+        }
     }
 
     /// `count` blocks allocated by `member`, and the log entries applied meanwhile.

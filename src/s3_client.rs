@@ -1,8 +1,7 @@
-//! A small S3 client for the bench: path-style requests signed with SigV4
+//! A small S3 client for the bench and the consistency checker: path-style requests signed with SigV4
 //! (aws-sigv4) over a pooled hyper HTTP/1 client. Bodies are counted as they
 //! arrive, never joined, so the client costs little next to the server.
 
-use super::store_ops::first_difference;
 use aws_credential_types::Credentials;
 use aws_sigv4::http_request::{
     sign, PayloadChecksumKind, PercentEncodingMode, SignableBody, SignableRequest, SigningSettings,
@@ -11,6 +10,7 @@ use aws_sigv4::http_request::{
 use aws_sigv4::sign::v4;
 use aws_smithy_runtime_api::client::identity::Identity;
 use bytes::Bytes;
+use clap::Args;
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
@@ -73,6 +73,35 @@ pub enum S3ClientError {
     },
 }
 
+/// S3 endpoint and credentials.
+#[derive(Args, Clone, Debug)]
+pub struct S3Args {
+    /// S3 endpoint URL, e.g. http://127.0.0.1:9878.
+    #[arg(long)]
+    pub endpoint: String,
+    /// S3 access key.
+    #[arg(long, env = "AWS_ACCESS_KEY_ID", hide_env_values = true)]
+    pub access_key: String,
+    /// S3 secret key.
+    #[arg(long, env = "AWS_SECRET_ACCESS_KEY", hide_env_values = true)]
+    pub secret_key: String,
+    /// Region in the SigV4 credential scope.
+    #[arg(long, default_value = "us-east-1")]
+    pub region: String,
+}
+
+impl S3Args {
+    /// A client for these settings.
+    pub fn client(&self) -> Result<S3Client, S3ClientError> {
+        S3Client::new(
+            &self.endpoint,
+            &self.access_key,
+            &self.secret_key,
+            &self.region,
+        )
+    }
+}
+
 /// Signed S3 requests to one endpoint, sharing a connection pool.
 #[derive(Clone)]
 pub struct S3Client {
@@ -80,6 +109,14 @@ pub struct S3Client {
     endpoint: String,
     identity: Identity,
     region: String,
+}
+
+/// An answer with its whole body.
+pub struct Answer {
+    /// Its status.
+    pub status: StatusCode,
+    /// Its body.
+    pub body: Bytes,
 }
 
 /// An answer whose body was counted, not kept.
@@ -139,18 +176,10 @@ impl S3Client {
         body: Bytes,
         expected: Option<(&Bytes, u64)>,
     ) -> Result<Counted, S3ClientError> {
-        let uri = format!("{}{path}", self.endpoint);
-        let mut builder = Request::builder().method(method.clone()).uri(&uri);
-        for (name, value) in headers {
-            builder = builder.header(*name, value.as_str());
-        }
-        if method == Method::PUT {
-            builder = builder.header(http::header::CONTENT_LENGTH, body.len());
-        }
-        let mut request = builder.body(())?;
-        self.sign(&mut request, headers)?;
-        let request = request.map(|()| Full::new(body));
-        let response = self.http.request(request).await?;
+        let response = self
+            .http
+            .request(self.signed(method, path, headers, body)?)
+            .await?;
         let (parts, mut body) = response.into_parts();
         let mut bytes = 0u64;
         let mut start = Bytes::new();
@@ -176,6 +205,48 @@ impl S3Client {
             start,
         };
         Ok(counted)
+    }
+
+    /// A request for `path` with `headers` and `body`, signed.
+    fn signed(
+        &self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, String)],
+        body: Bytes,
+    ) -> Result<Request<Full<Bytes>>, S3ClientError> {
+        let uri = format!("{}{path}", self.endpoint);
+        let mut builder = Request::builder().method(method.clone()).uri(&uri);
+        for (name, value) in headers {
+            builder = builder.header(*name, value.as_str());
+        }
+        if method == Method::PUT {
+            builder = builder.header(http::header::CONTENT_LENGTH, body.len());
+        }
+        let mut request = builder.body(())?;
+        self.sign(&mut request, headers)?;
+        Ok(request.map(|()| Full::new(body)))
+    }
+
+    /// Sends one signed request and returns the answer with its whole body
+    /// (for small bodies: the consistency checker's).
+    pub async fn exchange(
+        &self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, String)],
+        body: Bytes,
+    ) -> Result<Answer, S3ClientError> {
+        let response = self
+            .http
+            .request(self.signed(method, path, headers, body)?)
+            .await?;
+        let (parts, body) = response.into_parts();
+        let body = body.collect().await?.to_bytes();
+        Ok(Answer {
+            status: parts.status,
+            body,
+        })
     }
 
     fn sign(
@@ -302,6 +373,22 @@ impl S3Client {
             });
         }
         Ok(answer.bytes)
+    }
+}
+
+/// Where `got`, read at `offset` of a key that holds `expected`, differs
+/// from it: the offset of its first wrong byte, or of its end when it runs
+/// past `expected`.
+pub fn first_difference(expected: &[u8], offset: u64, got: &[u8]) -> Option<u64> {
+    let start = usize::try_from(offset)
+        .unwrap_or(usize::MAX)
+        .min(expected.len());
+    let wanted = &expected[start..];
+    let at = got.iter().zip(wanted).position(|(g, w)| g != w);
+    match at {
+        Some(at) => Some(offset + at as u64),
+        None if got.len() > wanted.len() => Some(offset + wanted.len() as u64),
+        None => None,
     }
 }
 

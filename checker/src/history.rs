@@ -1,0 +1,175 @@
+//! A history: every operation the clients ran, with when it was invoked,
+//! when it completed and what it returned.
+
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, Write};
+
+/// A value written to a key: unique across the whole run, so a read names
+/// the one write it saw. 0 is never written.
+pub type Value = u64;
+
+/// What a client asked for, on one key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Op {
+    /// PutObject.
+    Put { value: Value },
+    /// PutObject with `If-None-Match: *`.
+    PutIfAbsent { value: Value },
+    /// PutObject with `If-Match` the ETag of `expected`.
+    PutIfMatch { expected: Value, value: Value },
+    /// DeleteObject.
+    Delete,
+    /// GetObject.
+    Get,
+}
+
+impl Op {
+    /// Whether the operation can change the key.
+    pub fn writes(&self) -> bool {
+        !matches!(self, Op::Get)
+    }
+
+    /// The value this operation writes, if any.
+    pub fn written(&self) -> Option<Value> {
+        match *self {
+            Op::Put { value } | Op::PutIfAbsent { value } | Op::PutIfMatch { value, .. } => {
+                Some(value)
+            }
+            Op::Delete | Op::Get => None,
+        }
+    }
+}
+
+/// What the client heard back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The write or delete succeeded.
+    Done,
+    /// 412 PreconditionFailed: the condition did not hold; nothing changed.
+    PreconditionFailed,
+    /// 404 NoSuchKey from a conditional write: no object to match.
+    NotFound,
+    /// Definitely changed nothing: a 409 ConditionalRequestConflict, or a
+    /// request that never reached the server (connection refused).
+    Refused,
+    /// A GET's answer: the value read, or None for 404.
+    Read { value: Option<Value> },
+    /// No answer (timeout, dropped connection, 5xx): the operation may or
+    /// may not have taken effect, at any moment after its invocation.
+    Unknown,
+}
+
+/// One operation as a client saw it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Operation {
+    /// The client process that ran it. A client whose operation ended
+    /// [`Outcome::Unknown`] goes on as a new process, as in Jepsen: a
+    /// process has at most one operation in flight.
+    pub process: u32,
+    /// The object key.
+    pub key: String,
+    /// What was asked.
+    #[serde(flatten)]
+    pub op: Op,
+    /// When the request was sent, nanoseconds from the run's start.
+    pub invoked_ns: u64,
+    /// When its answer arrived (or the client gave up).
+    pub completed_ns: u64,
+    /// What came back.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+/// Why a history file could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    /// Reading or writing the file.
+    #[error("history file: {0}")]
+    Io(#[from] std::io::Error),
+    /// A line is not an operation.
+    #[error("history line {line}: {error}")]
+    Parse {
+        /// The line's number, from 1.
+        line: usize,
+        /// Why it did not parse.
+        error: serde_json::Error,
+    },
+}
+
+/// Every operation of a run, in the order they completed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct History {
+    /// The operations.
+    pub operations: Vec<Operation>,
+}
+
+impl History {
+    /// Writes one JSON object per line.
+    pub fn save(&self, out: impl Write) -> Result<(), HistoryError> {
+        let mut out = std::io::BufWriter::new(out);
+        for operation in &self.operations {
+            serde_json::to_writer(&mut out, operation).map_err(std::io::Error::from)?;
+            out.write_all(b"\n")?;
+        }
+        out.flush()?;
+        Ok(())
+    }
+
+    /// Reads what [`History::save`] wrote.
+    pub fn load(input: impl std::io::Read) -> Result<Self, HistoryError> {
+        let mut operations = Vec::new();
+        for (i, line) in std::io::BufReader::new(input).lines().enumerate() {
+            let line = line?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let operation = serde_json::from_str(&line)
+                .map_err(|error| HistoryError::Parse { line: i + 1, error })?;
+            operations.push(operation);
+        }
+        Ok(Self { operations })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_history_survives_a_file() {
+        let history = History {
+            operations: vec![
+                Operation {
+                    process: 3,
+                    key: "k1".into(),
+                    op: Op::PutIfMatch {
+                        expected: 4,
+                        value: 9,
+                    },
+                    invoked_ns: 10,
+                    completed_ns: 20,
+                    outcome: Outcome::PreconditionFailed,
+                },
+                Operation {
+                    process: 4,
+                    key: "k1".into(),
+                    op: Op::Get,
+                    invoked_ns: 15,
+                    completed_ns: 25,
+                    outcome: Outcome::Read { value: None },
+                },
+            ],
+        };
+        let mut bytes = Vec::new();
+        history.save(&mut bytes).unwrap();
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        assert!(text.contains(r#""op":"put_if_match""#), "{text}");
+        assert_eq!(History::load(bytes.as_slice()).unwrap(), history);
+        assert!(matches!(
+            History::load(&b"{\"op\":\"get\"}\n"[..]),
+            Err(HistoryError::Parse { line: 1, .. })
+        ));
+    }
+}
