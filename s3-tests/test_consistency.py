@@ -105,9 +105,10 @@ def test_histories_under_kills_of_every_role_are_linearizable(tessera_bin, tmp_p
         assert "PASSED" in output, output
         checked = int(output.split(" operations on ")[0].rsplit("\n", 1)[-1])
         assert checked > 1000, output
-        # The faults left operations without an answer, which the check
-        # took as indeterminate rather than failed.
-        assert '"outcome":"unknown"' in history.read_text(), output
+        # The faults bit: operations went unanswered (indeterminate to the
+        # check) or could not be sent (refused), rather than failing it.
+        recorded = history.read_text()
+        assert '"outcome":"unknown"' in recorded or '"outcome":"refused"' in recorded, output
     finally:
         running.stop()
 
