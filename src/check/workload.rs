@@ -162,7 +162,12 @@ impl Run {
         let mut process = self.args.clients * 1_000_000;
         for key in keys {
             let since = Instant::now();
-            while self.perform(process, &key, Op::Get).await == Outcome::Unknown {
+            // Until a read is answered: one that was not sent (refused)
+            // says no more than one that got no answer.
+            while matches!(
+                self.perform(process, &key, Op::Get).await,
+                Outcome::Unknown | Outcome::Refused
+            ) {
                 if since.elapsed() > self.args.final_read_timeout {
                     bail!(
                         "no answer to a last read of {key} within {:?}",
