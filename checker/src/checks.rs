@@ -1,6 +1,6 @@
 //! Every check over a whole history, and what it found.
 
-use crate::history::{History, Op, Operation, Outcome, Value};
+use crate::history::{History, Op, Operation, Outcome, Value, Version};
 use crate::linearizable::{linearizability, shrink, Verdict, SEARCH_LIMIT};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -24,6 +24,17 @@ pub enum Anomaly {
         /// The value both matched.
         expected: Value,
         /// The successful writes.
+        operations: Vec<Operation>,
+    },
+    /// Listings of a key's versions that no single order of versions
+    /// explains, or that lost an acknowledged write or showed one that
+    /// never happened.
+    Versions {
+        /// The key.
+        key: String,
+        /// What went wrong.
+        what: &'static str,
+        /// The operations that show it.
         operations: Vec<Operation>,
     },
 }
@@ -65,6 +76,7 @@ pub fn check(history: &History) -> Report {
     let (mut anomalies, mut undecided) = (Vec::new(), Vec::new());
     for (key, ops) in &by_key {
         anomalies.extend(two_winners(key, ops));
+        anomalies.extend(version_order(key, ops));
         match linearizability(ops) {
             Verdict::Linearizable => {}
             Verdict::NotLinearizable => anomalies.push(Anomaly::NotLinearizable {
@@ -102,6 +114,96 @@ fn two_winners(key: &str, ops: &[&Operation]) -> Vec<Anomaly> {
         .collect()
 }
 
+/// What the listings of a key's versions show, checked against one
+/// order: versions are only ever added (the workload removes none), so
+/// every listing, oldest first, must be a prefix of the longest one (one
+/// order for every reader, each version id holding one value); a listing
+/// begun after another ended shows at least as much; one begun after a
+/// write or delete was acknowledged shows its version or marker; and no
+/// listing shows a value no write could have made.
+fn version_order(key: &str, ops: &[&Operation]) -> Vec<Anomaly> {
+    let listings: Vec<(&Operation, &[Version])> = ops
+        .iter()
+        .filter_map(|op| Some((*op, op.versions.as_deref()?)))
+        .collect();
+    let Some(&(longest_op, longest)) = listings.iter().max_by_key(|(_, versions)| versions.len())
+    else {
+        return Vec::new();
+    };
+    let found = |what, operations: &[&Operation]| Anomaly::Versions {
+        key: key.to_string(),
+        what,
+        operations: operations.iter().map(|op| (*op).clone()).collect(),
+    };
+    let mut anomalies = Vec::new();
+    if let Some((op, _)) = listings
+        .iter()
+        .find(|(_, versions)| !longest.starts_with(versions))
+    {
+        anomalies.push(found(
+            "two listings show versions in different orders",
+            &[op, longest_op],
+        ));
+    }
+    let ids: std::collections::HashSet<&str> = longest.iter().map(|v| v.id.as_str()).collect();
+    if ids.len() < longest.len() {
+        anomalies.push(found("a listing shows one version twice", &[longest_op]));
+    }
+    for &(later, versions) in &listings {
+        let before = |op: &Operation| op.completed_ns < later.invoked_ns;
+        if let Some((earlier, _)) = listings
+            .iter()
+            .find(|(op, shown)| before(op) && shown.len() > versions.len())
+        {
+            anomalies.push(found(
+                "a listing lost versions an earlier one showed",
+                &[earlier, later],
+            ));
+        }
+        for write in ops.iter().filter(|op| before(op)) {
+            if write.outcome != Outcome::Done {
+                continue;
+            }
+            let Some(value) = write.op.written() else {
+                continue;
+            };
+            if !versions.iter().any(|v| v.value == Some(value)) {
+                anomalies.push(found(
+                    "an acknowledged write is missing from a later listing",
+                    &[write, later],
+                ));
+            }
+        }
+        let deletes = ops
+            .iter()
+            .filter(|op| before(op) && op.op == Op::Delete && op.outcome == Outcome::Done)
+            .count();
+        let markers = versions.iter().filter(|v| v.value.is_none()).count();
+        if markers < deletes {
+            anomalies.push(found(
+                "acknowledged deletes left fewer delete markers",
+                &[later],
+            ));
+        }
+    }
+    let possible: std::collections::HashSet<Value> = ops
+        .iter()
+        .filter(|op| matches!(op.outcome, Outcome::Done | Outcome::Unknown))
+        .filter_map(|op| op.op.written())
+        .collect();
+    if let Some((op, _)) = listings.iter().find(|(_, versions)| {
+        versions
+            .iter()
+            .any(|v| v.value.is_some_and(|value| !possible.contains(&value)))
+    }) {
+        anomalies.push(found("a listing shows a version no write made", &[op]));
+    }
+    // One example of each kind is enough to tell.
+    let mut kinds = std::collections::HashSet::new();
+    anomalies.retain(|a| matches!(a, Anomaly::Versions { what, .. } if kinds.insert(*what)));
+    anomalies
+}
+
 /// "op outcome", as the report counts them.
 fn kind(operation: &Operation) -> String {
     let op = serde_json::to_value(operation.op).ok();
@@ -114,7 +216,12 @@ fn kind(operation: &Operation) -> String {
         Outcome::Read { value: None } => "not_found".to_string(),
         _ => name(outcome, "outcome"),
     };
-    format!("{} {}", name(op, "op"), outcome)
+    let via = if operation.multipart {
+        " multipart"
+    } else {
+        ""
+    };
+    format!("{}{via} {}", name(op, "op"), outcome)
 }
 
 /// One operation on a line: process, interval in ms from the run's start,
@@ -131,6 +238,16 @@ impl fmt::Display for Line<'_> {
             Op::PutIfMatch { expected, value } => format!("put {value} if {expected}"),
             Op::Delete => "delete".to_string(),
             Op::Get => "get".to_string(),
+            Op::List => "list".to_string(),
+            Op::ListVersions => match &o.versions {
+                Some(versions) => format!("list versions {}", Versions(versions)),
+                None => "list versions".to_string(),
+            },
+        };
+        let op = if o.multipart {
+            format!("{op} (multipart)")
+        } else {
+            op
         };
         let outcome = match o.outcome {
             Outcome::Done => "ok".to_string(),
@@ -148,6 +265,20 @@ impl fmt::Display for Line<'_> {
             ms(o.invoked_ns),
             ms(o.completed_ns)
         )
+    }
+}
+
+/// Versions oldest first by value, `-` for a delete marker.
+struct Versions<'a>(&'a [Version]);
+
+impl fmt::Display for Versions<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shown: Vec<String> = self
+            .0
+            .iter()
+            .map(|v| v.value.map_or("-".to_string(), |value| value.to_string()))
+            .collect();
+        write!(f, "[{}]", shown.join(" "))
     }
 }
 
@@ -174,6 +305,11 @@ impl fmt::Display for Report {
                     ),
                     operations,
                 ),
+                Anomaly::Versions {
+                    key,
+                    what,
+                    operations,
+                } => (format!("key {key}: {what}:"), operations),
             };
             writeln!(f, "ANOMALY {title}")?;
             for op in operations {
@@ -192,7 +328,7 @@ impl fmt::Display for Report {
         match (self.anomalies.len(), self.undecided.len()) {
             (0, 0) => writeln!(
                 f,
-                "PASSED: every key linearizable, one winner per precondition"
+                "PASSED: every key linearizable, one winner per precondition, versions in one order"
             ),
             (0, n) => writeln!(f, "UNDECIDED: {n} keys"),
             (n, _) => writeln!(f, "FAILED: {n} anomalies"),
@@ -205,14 +341,14 @@ mod tests {
     use super::*;
 
     fn op(process: u32, key: &str, op: Op, at: u64, outcome: Outcome) -> Operation {
-        Operation {
+        Operation::new(
             process,
-            key: key.into(),
+            key.into(),
             op,
-            invoked_ns: at * 1_000_000,
-            completed_ns: at * 1_000_000 + 500_000,
+            at * 1_000_000,
+            at * 1_000_000 + 500_000,
             outcome,
-        }
+        )
     }
 
     #[test]
@@ -262,5 +398,107 @@ mod tests {
         assert!(text.contains("key b: not linearizable"), "{text}");
         assert!(text.contains("read nothing (404)"), "{text}");
         assert!(text.ends_with("FAILED: 2 anomalies\n"), "{text}");
+    }
+
+    /// A listing of `key`'s versions at `at`, oldest first (None: a delete
+    /// marker); the latest is the read.
+    fn listed(key: &str, at: u64, values: &[Option<Value>]) -> Operation {
+        let versions = values
+            .iter()
+            .enumerate()
+            .map(|(i, value)| Version {
+                id: value.map_or(format!("marker{i}"), |v| format!("id{v}")),
+                value: *value,
+            })
+            .collect();
+        let latest = values.last().copied().flatten();
+        Operation {
+            versions: Some(versions),
+            ..op(
+                9,
+                key,
+                Op::ListVersions,
+                at,
+                Outcome::Read { value: latest },
+            )
+        }
+    }
+
+    fn versions_anomalies(operations: Vec<Operation>) -> Vec<&'static str> {
+        check(&History { operations })
+            .anomalies
+            .into_iter()
+            .filter_map(|a| match a {
+                Anomaly::Versions { what, .. } => Some(what),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn listings_of_versions_must_agree_on_one_order_and_keep_every_write() {
+        let put = |at, value| op(0, "v", Op::Put { value }, at, Outcome::Done);
+        let fine = vec![
+            put(0, 1),
+            listed("v", 1, &[Some(1)]),
+            put(2, 2),
+            op(0, "v", Op::Delete, 3, Outcome::Done),
+            listed("v", 4, &[Some(1), Some(2), None]),
+        ];
+        assert_eq!(versions_anomalies(fine.clone()), Vec::<&str>::new());
+        assert!(check(&History { operations: fine }).passed());
+
+        let reordered = vec![
+            put(0, 1),
+            put(1, 2),
+            listed("v", 2, &[Some(1), Some(2)]),
+            listed("v", 3, &[Some(2), Some(1)]),
+        ];
+        assert_eq!(
+            versions_anomalies(reordered),
+            ["two listings show versions in different orders"]
+        );
+
+        let lost = vec![put(0, 1), put(1, 2), listed("v", 2, &[Some(2)])];
+        assert_eq!(
+            versions_anomalies(lost),
+            ["an acknowledged write is missing from a later listing"]
+        );
+
+        let shrunk = vec![put(0, 1), listed("v", 1, &[Some(1)]), listed("v", 2, &[])];
+        let found = versions_anomalies(shrunk);
+        assert!(
+            found.contains(&"a listing lost versions an earlier one showed"),
+            "{found:?}"
+        );
+
+        let no_marker = vec![
+            put(0, 1),
+            op(0, "v", Op::Delete, 1, Outcome::Done),
+            listed("v", 2, &[Some(1)]),
+        ];
+        assert_eq!(
+            versions_anomalies(no_marker),
+            ["acknowledged deletes left fewer delete markers"]
+        );
+
+        let refused = op(
+            0,
+            "v",
+            Op::PutIfAbsent { value: 2 },
+            1,
+            Outcome::PreconditionFailed,
+        );
+        let phantom = vec![put(0, 1), refused, listed("v", 2, &[Some(1), Some(2)])];
+        assert_eq!(
+            versions_anomalies(phantom),
+            ["a listing shows a version no write made"]
+        );
+
+        let text = check(&History {
+            operations: vec![put(0, 1), put(1, 2), listed("v", 2, &[Some(2)])],
+        })
+        .to_string();
+        assert!(text.contains("list versions [2]"), "{text}");
     }
 }

@@ -22,12 +22,23 @@ pub enum Op {
     Delete,
     /// GetObject.
     Get,
+    /// ListObjectsV2 of a prefix, as it showed this key: its entry (the
+    /// ETag names the value) or its absence. A read of the key.
+    List,
+    /// ListObjectVersions of the key: the latest version is the read, and
+    /// [`Operation::versions`] holds every version listed.
+    ListVersions,
 }
 
 impl Op {
     /// Whether the operation can change the key.
     pub fn writes(&self) -> bool {
-        !matches!(self, Op::Get)
+        !self.reads()
+    }
+
+    /// Whether the operation only reads the key (GET or a listing).
+    pub fn reads(&self) -> bool {
+        matches!(self, Op::Get | Op::List | Op::ListVersions)
     }
 
     /// The value this operation writes, if any.
@@ -36,7 +47,7 @@ impl Op {
             Op::Put { value } | Op::PutIfAbsent { value } | Op::PutIfMatch { value, .. } => {
                 Some(value)
             }
-            Op::Delete | Op::Get => None,
+            Op::Delete | Op::Get | Op::List | Op::ListVersions => None,
         }
     }
 }
@@ -54,7 +65,8 @@ pub enum Outcome {
     /// Definitely changed nothing: a 409 ConditionalRequestConflict, or a
     /// request that never reached the server (connection refused).
     Refused,
-    /// A GET's answer: the value read, or None for 404.
+    /// A read's answer: the value read, or None for 404 (or a key a
+    /// listing did not show, or whose latest version is a delete marker).
     Read { value: Option<Value> },
     /// No answer (timeout, dropped connection, 5xx): the operation may or
     /// may not have taken effect, at any moment after its invocation.
@@ -80,6 +92,46 @@ pub struct Operation {
     /// What came back.
     #[serde(flatten)]
     pub outcome: Outcome,
+    /// Whether the write went as a multipart upload (create, one part,
+    /// then CompleteMultipartUpload carrying the precondition): the times
+    /// and the outcome are the Complete's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub multipart: bool,
+    /// Every version a [`Op::ListVersions`] listed, oldest first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub versions: Option<Vec<Version>>,
+}
+
+impl Operation {
+    /// A single-request operation that lists no versions.
+    pub fn new(
+        process: u32,
+        key: String,
+        op: Op,
+        invoked_ns: u64,
+        completed_ns: u64,
+        outcome: Outcome,
+    ) -> Self {
+        Self {
+            process,
+            key,
+            op,
+            invoked_ns,
+            completed_ns,
+            outcome,
+            multipart: false,
+            versions: None,
+        }
+    }
+}
+
+/// One version of a key as a listing showed it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Version {
+    /// Its version id.
+    pub id: String,
+    /// The value it holds; None for a delete marker.
+    pub value: Option<Value>,
 }
 
 /// Why a history file could not be read or written.
@@ -141,24 +193,48 @@ mod tests {
     fn a_history_survives_a_file() {
         let history = History {
             operations: vec![
-                Operation {
-                    process: 3,
-                    key: "k1".into(),
-                    op: Op::PutIfMatch {
+                Operation::new(
+                    3,
+                    "k1".into(),
+                    Op::PutIfMatch {
                         expected: 4,
                         value: 9,
                     },
-                    invoked_ns: 10,
-                    completed_ns: 20,
-                    outcome: Outcome::PreconditionFailed,
+                    10,
+                    20,
+                    Outcome::PreconditionFailed,
+                ),
+                Operation::new(
+                    4,
+                    "k1".into(),
+                    Op::Get,
+                    15,
+                    25,
+                    Outcome::Read { value: None },
+                ),
+                Operation {
+                    multipart: true,
+                    ..Operation::new(5, "k1".into(), Op::Put { value: 10 }, 16, 30, Outcome::Done)
                 },
                 Operation {
-                    process: 4,
-                    key: "k1".into(),
-                    op: Op::Get,
-                    invoked_ns: 15,
-                    completed_ns: 25,
-                    outcome: Outcome::Read { value: None },
+                    versions: Some(vec![
+                        Version {
+                            id: "v1".into(),
+                            value: Some(10),
+                        },
+                        Version {
+                            id: "v2".into(),
+                            value: None,
+                        },
+                    ]),
+                    ..Operation::new(
+                        6,
+                        "k1".into(),
+                        Op::ListVersions,
+                        31,
+                        40,
+                        Outcome::Read { value: None },
+                    )
                 },
             ],
         };
@@ -166,6 +242,8 @@ mod tests {
         history.save(&mut bytes).unwrap();
         let text = String::from_utf8(bytes.clone()).unwrap();
         assert!(text.contains(r#""op":"put_if_match""#), "{text}");
+        assert_eq!(text.matches("multipart").count(), 1, "{text}");
+        assert_eq!(text.matches(r#""versions":["#).count(), 1, "{text}");
         assert_eq!(History::load(bytes.as_slice()).unwrap(), history);
         assert!(matches!(
             History::load(&b"{\"op\":\"get\"}\n"[..]),

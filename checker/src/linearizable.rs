@@ -15,7 +15,7 @@
 //!
 //! Operations whose outcome is [`Outcome::Unknown`] return "at the end of
 //! time": they may take effect at any moment after their invocation, or
-//! never. GETs with no answer say nothing and are left out.
+//! never. Reads with no answer say nothing and are left out.
 
 use crate::history::{Op, Operation, Outcome, Value};
 use crate::model::{step, State};
@@ -89,7 +89,7 @@ fn referenced(ops: &[&Operation], except: usize, value: Value) -> bool {
     ops.iter().enumerate().any(|(i, op)| {
         i != except
             && match (op.op, op.outcome) {
-                (Op::Get, Outcome::Read { value: Some(read) }) => read == value,
+                (read_op, Outcome::Read { value: Some(read) }) if read_op.reads() => read == value,
                 (Op::PutIfMatch { expected, .. }, Outcome::Done) => expected == value,
                 _ => false,
             }
@@ -99,7 +99,7 @@ fn referenced(ops: &[&Operation], except: usize, value: Value) -> bool {
 /// Whether an operation tells anything about the key: a GET that got no
 /// answer does not, nor anything refused before it changed anything.
 fn informative(op: &Operation) -> bool {
-    !(op.op == Op::Get && op.outcome == Outcome::Unknown) && op.outcome != Outcome::Refused
+    !(op.op.reads() && op.outcome == Outcome::Unknown) && op.outcome != Outcome::Refused
 }
 
 /// Stands for every value no operation reads or names in `If-Match`: no

@@ -15,8 +15,10 @@ pub type State = Option<Value>;
 pub fn step(state: State, op: Op, outcome: Outcome) -> Option<State> {
     use Outcome::*;
     match (op, outcome) {
-        (Op::Get, Read { value }) => (value == state).then_some(state),
-        (Op::Get, Unknown) => Some(state),
+        (Op::Get | Op::List | Op::ListVersions, Read { value }) => {
+            (value == state).then_some(state)
+        }
+        (Op::Get | Op::List | Op::ListVersions, Unknown) => Some(state),
         (Op::Put { value }, Done | Unknown) => Some(Some(value)),
         (Op::Delete, Done | Unknown) => Some(None),
         (Op::PutIfAbsent { value }, Done) => state.is_none().then_some(Some(value)),
@@ -54,6 +56,11 @@ mod tests {
         );
         assert_eq!(step(Some(1), Op::Get, Read { value: Some(2) }), None);
         assert_eq!(step(None, Op::Get, Read { value: None }), Some(None));
+        assert_eq!(step(Some(1), Op::List, Read { value: None }), None);
+        assert_eq!(
+            step(Some(1), Op::ListVersions, Read { value: Some(1) }),
+            Some(Some(1))
+        );
         assert_eq!(step(Some(1), Op::Delete, Done), Some(None));
         let absent = Op::PutIfAbsent { value: 8 };
         assert_eq!(step(None, absent, Done), Some(Some(8)));

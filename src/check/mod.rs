@@ -1,8 +1,11 @@
 //! `tessera check`: Jepsen-style consistency checking of an S3 endpoint.
 //! `run` drives concurrent clients over a few keys (PUT, conditional PUTs,
-//! DELETE, GET), records every operation with its invocation and completion
-//! times and its answer, then checks the history (the `checker` crate):
-//! per-key linearizability and one winner per precondition. Faults are
+//! some as multipart uploads with conditional Completes, DELETE, GET,
+//! ListObjectsV2 of a prefix, or ListObjectVersions with `--versioned`),
+//! records every operation with its invocation and completion times and its
+//! answer, then checks the history (the `checker` crate): per-key
+//! linearizability (a listing is a read of each key it could show), one
+//! winner per precondition, one order of versions for every reader. Faults are
 //! injected from outside while it runs (the consistency tests kill and
 //! restart processes); operations they leave unanswered are recorded as
 //! indeterminate. `replay` checks a saved history again.
@@ -77,6 +80,11 @@ pub struct RunArgs {
     /// Seed of the operation mix (random when unset; printed).
     #[arg(long)]
     seed: Option<u64>,
+    /// Turns versioning on in the bucket and lists each key's versions
+    /// (ListObjectVersions) instead of the slot's prefix: every listing of
+    /// a key's versions must show them in one order.
+    #[arg(long)]
+    versioned: bool,
     /// Where to save the history, one operation per line.
     #[arg(long)]
     history: Option<PathBuf>,

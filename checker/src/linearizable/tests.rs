@@ -4,14 +4,7 @@ use rand::{Rng, SeedableRng};
 use stateright::semantics::{ConsistencyTester, LinearizabilityTester, SequentialSpec};
 
 fn op(process: u32, op: Op, invoked_ns: u64, completed_ns: u64, outcome: Outcome) -> Operation {
-    Operation {
-        process,
-        key: "k".into(),
-        op,
-        invoked_ns,
-        completed_ns,
-        outcome,
-    }
+    Operation::new(process, "k".into(), op, invoked_ns, completed_ns, outcome)
 }
 
 fn check(ops: &[Operation]) -> bool {
@@ -197,14 +190,7 @@ fn register_history(rng: &mut impl Rng, processes: u32, count: usize) -> (Vec<Op
                     }
                     _ => read(state),
                 };
-                ops.push(Operation {
-                    process: p,
-                    key: "k".into(),
-                    op,
-                    invoked_ns: invoked,
-                    completed_ns: now,
-                    outcome,
-                });
+                ops.push(Operation::new(p, "k".into(), op, invoked, now, outcome));
             }
         }
     }
@@ -318,14 +304,14 @@ fn random_history(rng: &mut impl Rng) -> Vec<Operation> {
                 (Op::PutIfMatch { .. }, 2) => Outcome::NotFound,
                 _ => Outcome::Done,
             };
-            ops.push(Operation {
+            ops.push(Operation::new(
                 process,
-                key: "k".into(),
+                "k".into(),
                 op,
-                invoked_ns: now,
-                completed_ns: now + took,
+                now,
+                now + took,
                 outcome,
-            });
+            ));
             if outcome == Outcome::Unknown {
                 break;
             }
