@@ -119,11 +119,13 @@ fn two_winners(key: &str, ops: &[&Operation]) -> Vec<Anomaly> {
 /// every listing, oldest first, must be a prefix of the longest one (one
 /// order for every reader, each version id holding one value); a listing
 /// begun after another ended shows at least as much; one begun after a
-/// write or delete was acknowledged shows its version or marker; and no
-/// listing shows a value no write could have made.
+/// write or delete was acknowledged shows its version or marker; no
+/// listing shows a value no write could have made; and a GET of one
+/// version reads what the listings show for it, once listed.
 fn version_order(key: &str, ops: &[&Operation]) -> Vec<Anomaly> {
     let listings: Vec<(&Operation, &[Version])> = ops
         .iter()
+        .filter(|op| op.op == Op::ListVersions)
         .filter_map(|op| Some((*op, op.versions.as_deref()?)))
         .collect();
     let Some(&(longest_op, longest)) = listings.iter().max_by_key(|(_, versions)| versions.len())
@@ -191,12 +193,37 @@ fn version_order(key: &str, ops: &[&Operation]) -> Vec<Anomaly> {
         .filter(|op| matches!(op.outcome, Outcome::Done | Outcome::Unknown))
         .filter_map(|op| op.op.written())
         .collect();
-    if let Some((op, _)) = listings.iter().find(|(_, versions)| {
-        versions
-            .iter()
-            .any(|v| v.value.is_some_and(|value| !possible.contains(&value)))
-    }) {
-        anomalies.push(found("a listing shows a version no write made", &[op]));
+    let made_by_nobody = |v: &Version| v.value.is_some_and(|value| !possible.contains(&value));
+    if let Some((op, _)) = listings
+        .iter()
+        .find(|(_, versions)| versions.iter().any(made_by_nobody))
+    {
+        anomalies.push(found("a version holds a value no write made", &[op]));
+    }
+    for read in ops.iter().filter(|op| op.op == Op::GetVersion) {
+        let Some([version]) = read.versions.as_deref() else {
+            continue;
+        };
+        if made_by_nobody(version) {
+            anomalies.push(found("a version holds a value no write made", &[read]));
+        }
+        let showing = listings.iter().filter_map(|(op, versions)| {
+            Some((*op, versions.iter().find(|v| v.id == version.id)?))
+        });
+        for (listing, listed) in showing {
+            if version.value.is_some() && version.value != listed.value {
+                anomalies.push(found(
+                    "a version read holds another value than listed",
+                    &[listing, read],
+                ));
+            }
+            if version.value.is_none() && listing.completed_ns < read.invoked_ns {
+                anomalies.push(found(
+                    "a version listed before could not be read",
+                    &[listing, read],
+                ));
+            }
+        }
     }
     // One example of each kind is enough to tell.
     let mut kinds = std::collections::HashSet::new();
@@ -239,6 +266,10 @@ impl fmt::Display for Line<'_> {
             Op::Delete => "delete".to_string(),
             Op::Get => "get".to_string(),
             Op::List => "list".to_string(),
+            Op::GetVersion => match o.versions.as_deref() {
+                Some([version]) => format!("get version {}", version.id),
+                _ => "get version".to_string(),
+            },
             Op::ListVersions => match &o.versions {
                 Some(versions) => format!("list versions {}", Versions(versions)),
                 None => "list versions".to_string(),
@@ -286,7 +317,7 @@ impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "{} operations on {} keys", self.operations, self.keys)?;
         for (kind, count) in &self.outcomes {
-            writeln!(f, "  {kind:<36} {count:>8}")?;
+            writeln!(f, "  {kind:<46} {count:>8}")?;
         }
         for anomaly in self.anomalies.iter().take(SHOWN_ANOMALIES) {
             let (title, operations) = match anomaly {
@@ -492,7 +523,45 @@ mod tests {
         let phantom = vec![put(0, 1), refused, listed("v", 2, &[Some(1), Some(2)])];
         assert_eq!(
             versions_anomalies(phantom),
-            ["a listing shows a version no write made"]
+            ["a version holds a value no write made"]
+        );
+
+        let read_version = |at, id: &str, value| Operation {
+            versions: Some(vec![Version {
+                id: id.into(),
+                value,
+            }]),
+            ..op(8, "v", Op::GetVersion, at, Outcome::Read { value })
+        };
+        let readable = vec![
+            put(0, 1),
+            put(1, 2),
+            listed("v", 2, &[Some(1), Some(2)]),
+            read_version(3, "id1", Some(1)),
+        ];
+        assert_eq!(versions_anomalies(readable.clone()), Vec::<&str>::new());
+        assert!(check(&History {
+            operations: readable
+        })
+        .passed());
+        let swapped = vec![
+            put(0, 1),
+            put(1, 2),
+            listed("v", 2, &[Some(1), Some(2)]),
+            read_version(3, "id1", Some(2)),
+        ];
+        assert_eq!(
+            versions_anomalies(swapped),
+            ["a version read holds another value than listed"]
+        );
+        let vanished = vec![
+            put(0, 1),
+            listed("v", 1, &[Some(1)]),
+            read_version(2, "id1", None),
+        ];
+        assert_eq!(
+            versions_anomalies(vanished),
+            ["a version listed before could not be read"]
         );
 
         let text = check(&History {

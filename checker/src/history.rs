@@ -28,15 +28,15 @@ pub enum Op {
     /// ListObjectVersions of the key: the latest version is the read, and
     /// [`Operation::versions`] holds every version listed.
     ListVersions,
+    /// GetObject of one version (`versionId`): [`Operation::versions`]
+    /// holds the id and the value read (None for 404). It says nothing of
+    /// the latest version, so only the versions check looks at it.
+    GetVersion,
 }
 
 impl Op {
-    /// Whether the operation can change the key.
-    pub fn writes(&self) -> bool {
-        !self.reads()
-    }
-
-    /// Whether the operation only reads the key (GET or a listing).
+    /// Whether the operation reads the key's latest object (GET or a
+    /// listing).
     pub fn reads(&self) -> bool {
         matches!(self, Op::Get | Op::List | Op::ListVersions)
     }
@@ -47,7 +47,7 @@ impl Op {
             Op::Put { value } | Op::PutIfAbsent { value } | Op::PutIfMatch { value, .. } => {
                 Some(value)
             }
-            Op::Delete | Op::Get | Op::List | Op::ListVersions => None,
+            Op::Delete | Op::Get | Op::List | Op::ListVersions | Op::GetVersion => None,
         }
     }
 }
@@ -97,7 +97,8 @@ pub struct Operation {
     /// and the outcome are the Complete's.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub multipart: bool,
-    /// Every version a [`Op::ListVersions`] listed, oldest first.
+    /// Every version a [`Op::ListVersions`] listed, oldest first, or the
+    /// one a [`Op::GetVersion`] read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub versions: Option<Vec<Version>>,
 }

@@ -96,10 +96,13 @@ fn referenced(ops: &[&Operation], except: usize, value: Value) -> bool {
     })
 }
 
-/// Whether an operation tells anything about the key: a GET that got no
-/// answer does not, nor anything refused before it changed anything.
+/// Whether an operation tells anything about the key's latest object: a
+/// read that got no answer does not, nor anything refused before it
+/// changed anything, nor a read of an older version.
 fn informative(op: &Operation) -> bool {
-    !(op.op.reads() && op.outcome == Outcome::Unknown) && op.outcome != Outcome::Refused
+    !(op.op.reads() && op.outcome == Outcome::Unknown)
+        && op.outcome != Outcome::Refused
+        && op.op != Op::GetVersion
 }
 
 /// Stands for every value no operation reads or names in `If-Match`: no

@@ -36,7 +36,7 @@ pub fn step(state: State, op: Op, outcome: Outcome) -> Option<State> {
         } else {
             state
         }),
-        (_, Refused) => Some(state),
+        (_, Refused) | (Op::GetVersion, _) => Some(state),
         _ => None,
     }
 }

@@ -55,11 +55,24 @@ struct Etags {
     value_of: HashMap<String, Value>,
 }
 
-/// An operation chosen, and how a write is sent.
-#[derive(Clone, Copy)]
+/// An operation chosen, and how it is sent.
+#[derive(Clone)]
 struct Choice {
     op: Op,
+    /// A write goes as a multipart upload.
     multipart: bool,
+    /// The version a [`Op::GetVersion`] reads.
+    version: Option<String>,
+}
+
+impl Choice {
+    fn of(op: Op) -> Self {
+        Self {
+            op,
+            multipart: false,
+            version: None,
+        }
+    }
 }
 
 /// One entry of an S3 listing: its element's name and its fields' text.
@@ -138,12 +151,23 @@ impl Run {
         let mut process = index;
         // The value this client last saw at each key: what its If-Match names.
         let mut seen: HashMap<String, Value> = HashMap::new();
+        // The versions (not delete markers) it last saw listed at each key:
+        // what its versioned GETs ask for.
+        let mut listed: HashMap<String, Vec<String>> = HashMap::new();
         while Instant::now() < deadline {
             let slot = rng.gen_range(0..self.started_on_slot.len());
             let started = self.started_on_slot[slot].fetch_add(1, Ordering::Relaxed);
             let key = format!("k{slot}.{}", started / self.args.ops_per_key.max(1));
-            let choice = self.choose(&mut rng, &key, seen.get(&key).copied());
-            let outcome = self.perform(process, &key, choice).await;
+            let known = listed.get(&key).map_or(&[][..], Vec::as_slice);
+            let choice = self.choose(&mut rng, &key, seen.get(&key).copied(), known);
+            let (outcome, versions) = self.perform(process, &key, &choice).await;
+            if let (Op::ListVersions, Some(versions)) = (choice.op, versions) {
+                let ids = versions
+                    .into_iter()
+                    .filter(|v| v.value.is_some())
+                    .map(|v| v.id);
+                listed.insert(key.clone(), ids.collect());
+            }
             if matches!(outcome, Outcome::Unknown | Outcome::Refused) {
                 // A fault is under way: a client that retried at once would
                 // fill the key's history with operations that say nothing.
@@ -151,6 +175,7 @@ impl Run {
             }
             match (choice.op, outcome) {
                 (_, Outcome::Unknown) => process += self.args.clients,
+                (Op::GetVersion, _) => {}
                 (_, Outcome::Read { value: Some(value) }) => drop(seen.insert(key, value)),
                 (op, Outcome::Done) => match op.written() {
                     Some(value) => drop(seen.insert(key, value)),
@@ -162,22 +187,32 @@ impl Run {
     }
 
     /// The next operation: mostly GETs and plain PUTs, with listings,
-    /// conditional writes and deletes mixed in.
-    fn choose(&self, rng: &mut StdRng, key: &str, seen: Option<Value>) -> Choice {
+    /// conditional writes and deletes mixed in; in a versioned bucket, a
+    /// third of the GETs ask for a version this client saw listed.
+    fn choose(
+        &self,
+        rng: &mut StdRng,
+        key: &str,
+        seen: Option<Value>,
+        listed: &[String],
+    ) -> Choice {
         let roll = rng.gen_range(0..100);
         if !(40..90).contains(&roll) {
             // Every key used is read at the end, those only read too.
             self.tried.lock().entry(key.to_string()).or_default();
             let op = match roll {
+                0..10 if !listed.is_empty() => {
+                    return Choice {
+                        version: Some(listed[rng.gen_range(0..listed.len())].clone()),
+                        ..Choice::of(Op::GetVersion)
+                    }
+                }
                 0..30 => Op::Get,
                 30..40 if self.args.versioned => Op::ListVersions,
                 30..40 => Op::List,
                 _ => Op::Delete,
             };
-            return Choice {
-                op,
-                multipart: false,
-            };
+            return Choice::of(op);
         }
         let value = self.next_value.fetch_add(1, Ordering::Relaxed);
         let multipart = rng.gen_ratio(1, MULTIPART_ONE_IN);
@@ -195,14 +230,23 @@ impl Run {
             (75..90, Some(expected)) => Op::PutIfMatch { expected, value },
             _ => Op::Put { value },
         };
-        Choice { op, multipart }
+        Choice {
+            multipart,
+            ..Choice::of(op)
+        }
     }
 
-    /// Runs the operation chosen and records it; its outcome for `key`.
-    async fn perform(&self, process: u32, key: &str, choice: Choice) -> Outcome {
+    /// Runs the operation chosen and records it; its outcome for `key`,
+    /// and the versions it listed or read.
+    async fn perform(
+        &self,
+        process: u32,
+        key: &str,
+        choice: &Choice,
+    ) -> (Outcome, Option<Vec<Version>>) {
         let timeout = self.args.op_timeout;
         if choice.op == Op::List {
-            return self.list(process, key).await;
+            return (self.list(process, key).await, None);
         }
         // A multipart write's upload and part change nothing at the key:
         // only its Complete is recorded, and one that could not start is
@@ -210,14 +254,14 @@ impl Run {
         let upload = if choice.multipart {
             match tokio::time::timeout(timeout, self.start_upload(key, choice.op)).await {
                 Ok(Some(upload)) => Some(upload),
-                _ => return Outcome::Refused,
+                _ => return (Outcome::Refused, None),
             }
         } else {
             None
         };
         let invoked_ns = self.now_ns();
         let (outcome, versions) =
-            tokio::time::timeout(timeout, self.send(key, choice.op, upload.as_deref()))
+            tokio::time::timeout(timeout, self.send(key, choice, upload.as_deref()))
                 .await
                 .unwrap_or((Outcome::Unknown, None));
         let completed_ns = self.now_ns();
@@ -226,7 +270,7 @@ impl Run {
         }
         self.operations.lock().push(Operation {
             multipart: choice.multipart,
-            versions,
+            versions: versions.clone(),
             ..Operation::new(
                 process,
                 key.to_string(),
@@ -236,7 +280,7 @@ impl Run {
                 outcome,
             )
         });
-        outcome
+        (outcome, versions)
     }
 
     /// Lists the prefix of `key`'s slot and records a read of every key
@@ -358,20 +402,17 @@ impl Run {
     async fn last_reads(&self) -> Result<()> {
         let keys: Vec<String> = self.tried.lock().keys().cloned().collect();
         let mut process = self.args.clients * 1_000_000;
-        let read = Choice {
-            op: if self.args.versioned {
-                Op::ListVersions
-            } else {
-                Op::Get
-            },
-            multipart: false,
-        };
+        let read = Choice::of(if self.args.versioned {
+            Op::ListVersions
+        } else {
+            Op::Get
+        });
         for key in keys {
             let since = Instant::now();
             // Until a read is answered: one that was not sent (refused)
             // says no more than one that got no answer.
             while matches!(
-                self.perform(process, &key, read).await,
+                self.perform(process, &key, &read).await.0,
                 Outcome::Unknown | Outcome::Refused
             ) {
                 if since.elapsed() > self.args.final_read_timeout {
@@ -392,13 +433,14 @@ impl Run {
     }
 
     /// Sends a single-key operation (a write's Complete when `upload` is
-    /// given); its outcome, and the versions listed by a ListVersions.
+    /// given); its outcome, and the versions listed or read.
     async fn send(
         &self,
         name: &str,
-        op: Op,
+        choice: &Choice,
         upload: Option<&str>,
     ) -> (Outcome, Option<Vec<Version>>) {
+        let op = choice.op;
         let path = format!("/{}/{name}", self.args.bucket);
         let size = self.args.object_size;
         let mut headers = vec![];
@@ -422,6 +464,10 @@ impl Run {
         }
         let (method, path, body) = match (op, upload) {
             (Op::Get, _) => (Method::GET, path, Bytes::new()),
+            (Op::GetVersion, _) => {
+                let id = choice.version.as_deref().unwrap_or_default();
+                (Method::GET, format!("{path}?versionId={id}"), Bytes::new())
+            }
             (Op::ListVersions, _) => (
                 Method::GET,
                 format!("/{}?versions&prefix={name}", self.args.bucket),
@@ -439,7 +485,16 @@ impl Run {
             Ok(answer) if op == Op::ListVersions => {
                 self.versions(name, answer.status, &answer.body)
             }
-            Ok(answer) => (self.outcome(op, name, answer.status, &answer.body), None),
+            Ok(answer) => {
+                let outcome = self.outcome(op, name, answer.status, &answer.body);
+                let read = match (op, outcome, choice.version.clone()) {
+                    (Op::GetVersion, Outcome::Read { value }, Some(id)) => {
+                        Some(vec![Version { id, value }])
+                    }
+                    _ => None,
+                };
+                (outcome, read)
+            }
             // Never sent: nothing can have changed.
             Err(e) if never_sent(&e) => (Outcome::Refused, None),
             Err(S3ClientError::Http(_) | S3ClientError::Body(_)) => (Outcome::Unknown, None),
@@ -466,10 +521,10 @@ impl Run {
         };
         match (op, status) {
             (_, 500..=599) => Outcome::Unknown,
-            (Op::Get, 200) => Outcome::Read {
+            (Op::Get | Op::GetVersion, 200) => Outcome::Read {
                 value: Some(read_value(name, body, self.args.object_size)),
             },
-            (Op::Get, 404) => Outcome::Read { value: None },
+            (Op::Get | Op::GetVersion, 404) => Outcome::Read { value: None },
             (Op::Delete, 200 | 204) => Outcome::Done,
             (Op::Put { .. } | Op::PutIfAbsent { .. } | Op::PutIfMatch { .. }, 200) => Outcome::Done,
             (Op::PutIfAbsent { .. } | Op::PutIfMatch { .. }, 412) => Outcome::PreconditionFailed,
