@@ -13,7 +13,7 @@ import struct
 import pytest
 
 from tessera_clients import metric_total, s3_client
-from tessera_procs import healthy_datanodes, start_server
+from tessera_procs import Proc, healthy_datanodes, process_env, start_server
 
 pytestmark = pytest.mark.tessera
 
@@ -45,6 +45,27 @@ def test_a_fresh_data_folder_is_its_owners_alone(tessera_bin, tmp_path):
         assert {"meta.redb", "root-credentials", "admin-token", "credential-key"} <= names, names
     finally:
         server.proc.kill()
+
+
+def test_the_root_secret_is_printed_once_and_logs_have_no_colour_codes(tessera_bin, tmp_path):
+    """The generated root secret is shown at the first start only: a later
+    start's log (kept by a journal or a file) names the access key and the
+    file that holds the secret. Logs to a file carry no ANSI escapes."""
+    server = start_server(tessera_bin, tmp_path, name="once", generated_secrets=True)
+    server.proc.terminate()
+    first = server.proc.log_path.read_text()
+    assert server.secret_key in first
+    again = Proc("once-again", server.proc.argv, process_env({}), tmp_path)
+    try:
+        client = s3_client(again.wait_ready()["s3"], server.access_key, server.secret_key)
+        client.list_buckets()
+    finally:
+        again.terminate()
+    second = again.log_path.read_text()
+    assert server.secret_key not in second, second
+    assert f"root access key {server.access_key} (its secret is in " in second, second
+    for log in (first, second):
+        assert "\x1b[" not in log, log[:2000]
 
 
 # The datanode protocol (blockstore/proto/src/wire): a 24-byte frame header,

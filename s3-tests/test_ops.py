@@ -1,7 +1,9 @@
 """The ops port (/health, /metrics) and graceful shutdown on SIGTERM."""
 
 import hashlib
+import json
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -10,7 +12,7 @@ import pytest
 import requests
 
 from tessera_clients import MIB, s3_client
-from tessera_procs import start_server
+from tessera_procs import process_env, start_server
 
 pytestmark = pytest.mark.tessera
 
@@ -33,6 +35,50 @@ def test_metrics_count_s3_requests(server, s3):
     ]
     assert samples, "a request was made, so the counter has a sample"
     assert sum(float(line.rsplit(" ", 1)[-1]) for line in samples) >= 1
+
+
+def test_admin_options_go_before_or_after_the_operation(server, tessera_bin):
+    """`tessera admin status --json --meta ...` works as `tessera admin
+    --json --meta ... status` does: what operators type first."""
+    answers = []
+    for argv in (
+        ["--json", "--meta", server.meta, "--token", server.creds.admin_token, "status"],
+        ["status", "--json", "--meta", server.meta, "--token", server.creds.admin_token],
+    ):
+        result = subprocess.run(
+            [str(tessera_bin), "admin", *argv], capture_output=True, text=True, timeout=30, check=False
+        )
+        assert result.returncode == 0, result.stderr
+        answers.append(json.loads(result.stdout))
+    assert answers[0].keys() == answers[1].keys() and "datanodes" in answers[1], answers
+
+
+def test_a_port_in_use_or_a_file_for_data_fails_at_once_naming_it(tessera_bin, tmp_path):
+    """A first start whose port is taken stops before it makes its data
+    folder or credentials, naming the flag and the address; a --data that
+    names a file fails naming that file."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        data = tmp_path / "never-made"
+        ports = ["--meta-listen", "127.0.0.1:0", "--ops-listen", "127.0.0.1:0", "--console-listen", "off"]
+        result = run_server(tessera_bin, ["--data", str(data), "--listen", f"127.0.0.1:{port}", *ports])
+        assert result.returncode != 0
+        assert f"--listen 127.0.0.1:{port} cannot be bound" in result.stderr, result.stderr
+        assert not data.exists()
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    result = run_server(tessera_bin, ["--data", str(a_file), "--listen", "127.0.0.1:0", *ports])
+    assert result.returncode != 0
+    assert f"making the data folder {a_file}" in result.stderr, result.stderr
+
+
+def run_server(tessera_bin, args: list[str]) -> subprocess.CompletedProcess:
+    env = process_env({"RUST_BACKTRACE": "0"})
+    return subprocess.run(
+        [str(tessera_bin), "server", *args], capture_output=True, text=True, timeout=30, env=env, check=False
+    )
 
 
 def test_sigterm_finishes_an_in_flight_get(tessera_bin, tmp_path, big_file):

@@ -28,16 +28,27 @@ use std::path::PathBuf;
 #[derive(Args, Debug)]
 pub struct AdminArgs {
     /// Address of meta's RPC (`tessera server` serves it on --meta-listen).
-    #[arg(long, env = "TESSERA_META", default_value = "127.0.0.1:9879")]
+    /// These options go before or after the operation alike.
+    #[arg(
+        long,
+        env = "TESSERA_META",
+        default_value = "127.0.0.1:9879",
+        global = true
+    )]
     pub meta: String,
     /// Admin token; else read from --token-file.
-    #[arg(long, env = "TESSERA_ADMIN_TOKEN", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "TESSERA_ADMIN_TOKEN",
+        hide_env_values = true,
+        global = true
+    )]
     pub token: Option<String>,
     /// File holding the admin token that meta generated.
-    #[arg(long, default_value = "./tessera-data/meta/admin-token")]
+    #[arg(long, default_value = "./tessera-data/meta/admin-token", global = true)]
     pub token_file: PathBuf,
     /// Machine-readable JSON output.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub json: bool,
     /// Mutual TLS to meta, when the cluster runs it.
     #[command(flatten)]

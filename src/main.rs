@@ -58,6 +58,9 @@ enum Command {
     Probe { url: String },
 }
 
+/// What is logged when RUST_LOG is unset.
+const DEFAULT_LOG: &str = "info,openraft=warn";
+
 fn main() -> Result<()> {
     // Block files, the database, sockets and saved secrets are the owner's
     // alone: every file this process creates is 0600, every folder 0700.
@@ -65,11 +68,15 @@ fn main() -> Result<()> {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     config::apply_config_file(&args, &Cli::command())?;
     let cli = Cli::parse_from(args);
+    // Colour only for a terminal: a log file or journal gets plain text.
+    // openraft's own INFO lines (whole Raft states on one line) say more
+    // than an operator reads; RUST_LOG=openraft=info brings them back.
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG)),
         )
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -2,7 +2,8 @@
 //! member of a meta group (`--node-id`, `--peers`).
 
 use super::{
-    open_meta, open_meta_member, print_ready, print_root, serve_meta, ClusterTlsArgs, MetaSettings,
+    open_meta, open_meta_member, print_ready, print_root, root_saved_in, serve_meta,
+    ClusterTlsArgs, MetaSettings,
 };
 use crate::ops;
 use crate::shutdown::Shutdown;
@@ -75,6 +76,7 @@ pub async fn run(args: MetaArgs) -> Result<()> {
     let metrics = ops::install_recorder()?;
     let shutdown = Shutdown::on_signals();
     let tls = args.cluster_tls.load()?;
+    let root_saved = root_saved_in(&args.data);
     let group = match (args.node_id, &args.peers) {
         (Some(node_id), Some(peers)) => {
             if !peers.0.contains_key(&node_id) {
@@ -111,7 +113,7 @@ pub async fn run(args: MetaArgs) -> Result<()> {
         Some(_) => open_meta_member(&args.data, &args.meta, args.block_size)?,
         None => open_meta(&args.data, &args.meta, args.block_size)?,
     };
-    print_root(&service, &args.meta);
+    print_root(&service, &args.meta, root_saved);
     let health = ops::meta_health(service.clone());
     let (addr, rpc) = serve_meta(&args.listen, service.clone(), tls.clone(), &shutdown).await?;
     if let Some(settings) = group {

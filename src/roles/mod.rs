@@ -392,9 +392,27 @@ pub fn open_meta_member(
         .with_context(|| format!("opening metadata in {}", dir.display()))
 }
 
-fn meta_config(dir: &Path, settings: &MetaSettings, block_size: u64) -> Result<MetaConfig> {
+/// Makes a data folder (the owner's alone) if it is not there; the error
+/// names it.
+pub fn make_data_dir(dir: &Path) -> Result<()> {
     proto::durable::create_private_dir(dir)
-        .with_context(|| format!("creating {}", dir.display()))?;
+        .with_context(|| format!("making the data folder {}", dir.display()))
+}
+
+/// Fails, naming the flag and the address, when one of `listens` (flag,
+/// address) cannot be bound: checked before a first start makes its data
+/// folder and credentials, so a port in use costs nothing to retry. A port
+/// taken between this check and the real bind still fails there.
+pub fn ensure_bindable(listens: &[(&str, &str)]) -> Result<()> {
+    for (flag, addr) in listens {
+        std::net::TcpListener::bind(addr)
+            .with_context(|| format!("{flag} {addr} cannot be bound"))?;
+    }
+    Ok(())
+}
+
+fn meta_config(dir: &Path, settings: &MetaSettings, block_size: u64) -> Result<MetaConfig> {
+    make_data_dir(dir)?;
     Ok(MetaConfig {
         data_dir: dir.to_path_buf(),
         stale_after: settings.stale_after,
@@ -414,28 +432,41 @@ fn meta_config(dir: &Path, settings: &MetaSettings, block_size: u64) -> Result<M
     })
 }
 
-/// Prints the root credentials where the operator starting meta sees them.
-pub fn print_root(service: &MetaService, settings: &MetaSettings) {
+/// Whether meta's folder `dir` holds saved root credentials: looked at
+/// before meta opens, it tells [`print_root`] whether this start made them.
+pub fn root_saved_in(dir: &Path) -> bool {
+    dir.join(::meta::ROOT_CREDENTIALS_FILE).exists()
+}
+
+/// Prints the root credentials where the operator starting meta sees them:
+/// the secret only on the start that made them (`saved_before` false and
+/// saved now), so the logs of later starts never hold it.
+pub fn print_root(service: &MetaService, settings: &MetaSettings, saved_before: bool) {
+    let saved_in = service
+        .config()
+        .data_dir
+        .join(::meta::ROOT_CREDENTIALS_FILE);
     let Some(root) = service.root_credentials() else {
         eprintln!(
             "root credentials: made by the group's first leader, then saved in {}",
-            service.config().data_dir.join("root-credentials").display()
+            saved_in.display()
         );
         return;
     };
     if settings.root_access_key.is_some() {
         eprintln!("root access key {} (from the environment)", root.access_key);
-    } else {
+    } else if root.generated || !saved_before {
         eprintln!(
-            "root credentials{} (saved in {}):\n  AWS_ACCESS_KEY_ID={}\n  AWS_SECRET_ACCESS_KEY={}",
-            if root.generated {
-                ", generated now"
-            } else {
-                ""
-            },
-            service.config().data_dir.join("root-credentials").display(),
+            "root credentials, generated now (saved in {}):\n  AWS_ACCESS_KEY_ID={}\n  AWS_SECRET_ACCESS_KEY={}",
+            saved_in.display(),
             root.access_key,
             root.secret_key
+        );
+    } else {
+        eprintln!(
+            "root access key {} (its secret is in {})",
+            root.access_key,
+            saved_in.display()
         );
     }
 }

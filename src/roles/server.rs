@@ -6,8 +6,9 @@
 //! makes it a lone meta, which writes its store directly with no log.
 
 use super::{
-    datanode, open_meta, open_meta_member, print_ready, print_root, serve_gateway, serve_meta,
-    ClusterTlsArgs, DatanodeSettings, GatewaySettings, MetaSettings, StorageSettings,
+    datanode, ensure_bindable, make_data_dir, open_meta, open_meta_member, print_ready, print_root,
+    root_saved_in, serve_gateway, serve_meta, ClusterTlsArgs, DatanodeSettings, GatewaySettings,
+    MetaSettings, StorageSettings,
 };
 use crate::ops;
 use crate::shutdown::Shutdown;
@@ -88,6 +89,7 @@ async fn start_meta(
     shutdown: &Shutdown,
 ) -> Result<(Arc<MetaService>, SocketAddr, tokio::task::JoinHandle<()>)> {
     let dir = args.data.join("meta");
+    let root_saved = root_saved_in(&dir);
     let service = if args.lone_meta {
         open_meta(&dir, &args.meta, args.storage.block_size)?
     } else {
@@ -108,7 +110,7 @@ async fn start_meta(
             .await
             .context("starting meta")?;
     }
-    print_root(&service, &args.meta);
+    print_root(&service, &args.meta, root_saved);
     Ok((service, addr, rpc))
 }
 
@@ -168,7 +170,16 @@ async fn start_console(
 pub async fn run(args: ServerArgs) -> Result<()> {
     let metrics = ops::install_recorder()?;
     let shutdown = Shutdown::on_signals();
-    proto::durable::create_private_dir(&args.data)?;
+    let mut listens = vec![
+        ("--listen", args.listen.as_str()),
+        ("--meta-listen", args.meta_listen.as_str()),
+        ("--ops-listen", args.ops_listen.as_str()),
+    ];
+    if args.console.enabled() {
+        listens.push(("--console-listen", args.console.console_listen.as_str()));
+    }
+    ensure_bindable(&listens)?;
+    make_data_dir(&args.data)?;
     let tls = args.cluster_tls.load()?;
     let (service, meta_addr, meta_rpc) = start_meta(&args, tls.clone(), &shutdown).await?;
     let meta = service.client(Principal::Gateway(SERVER_GATEWAY.into()));

@@ -272,6 +272,16 @@ pub enum AuthError {
     /// 400: the Authorization header does not parse, or its scope is not ours.
     #[error("{0}")]
     AuthorizationHeaderMalformed(String),
+    /// 400: the Authorization header's scope names another region than
+    /// this endpoint's: AuthorizationHeaderMalformed with the `Region` it
+    /// expects, which clients (s3cmd) read to sign again for it.
+    #[error("{message}")]
+    WrongRegion {
+        /// S3's message.
+        message: String,
+        /// This endpoint's region.
+        expected: String,
+    },
     /// 400: the X-Amz-* query parameters of a presigned URL do not parse.
     #[error("{0}")]
     AuthorizationQueryParametersError(String),
@@ -485,6 +495,7 @@ impl AuthError {
             Self::InvalidAccessKeyId => "invalid_access_key_id",
             Self::SignatureDoesNotMatch => "signature_does_not_match",
             Self::AuthorizationHeaderMalformed(_) => "authorization_header_malformed",
+            Self::WrongRegion { .. } => "wrong_region",
             Self::AuthorizationQueryParametersError(_) => "authorization_query_parameters_error",
             Self::RequestTimeTooSkewed => "request_time_too_skewed",
             Self::MissingSecurityHeader(_) => "missing_security_header",
@@ -548,6 +559,10 @@ mod tests {
             AuthError::InvalidAccessKeyId,
             AuthError::SignatureDoesNotMatch,
             AuthError::AuthorizationHeaderMalformed(text()),
+            AuthError::WrongRegion {
+                message: text(),
+                expected: text(),
+            },
             AuthError::AuthorizationQueryParametersError(text()),
             AuthError::RequestTimeTooSkewed,
             AuthError::MissingSecurityHeader(text()),

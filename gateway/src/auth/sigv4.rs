@@ -6,7 +6,9 @@ use std::time::SystemTime;
 use http::request::Parts;
 use http::HeaderValue;
 
-use super::canonical::{canonical_query, AmzDate, CredentialScope, SignedParts, ALGORITHM};
+use super::canonical::{
+    canonical_query, AmzDate, CredentialScope, ScopeError, SignedParts, ALGORITHM,
+};
 use super::payload::{invalid_content_sha256, ContentSha256};
 use super::{unsupported_mechanism, AuthError, Identity, VerifiedRequest};
 
@@ -127,8 +129,14 @@ impl HeaderAuth {
             _ => return Err(unsupported_mechanism()),
         };
         let components = split_components(rest)?;
-        let scope = CredentialScope::parse(components.credential, region)
-            .map_err(|err| malformed(&err.detail(region)))?;
+        let scope =
+            CredentialScope::parse(components.credential, region).map_err(|err| match err {
+                ScopeError::WrongRegion(_) => AuthError::WrongRegion {
+                    message: format!("{MALFORMED} {}", err.detail(region)),
+                    expected: region.to_string(),
+                },
+                _ => malformed(&err.detail(region)),
+            })?;
         let signed_headers = parse_signed_headers(components.signed_headers)
             .ok_or_else(|| malformed("the SignedHeaders must be header names including host."))?;
         let date = request_date(parts)?;
@@ -387,10 +395,13 @@ mod tests {
             &crate::auth::Realm::new("eu-west-3"),
             example_lookup,
         ) {
-            Err(AuthError::AuthorizationHeaderMalformed(message)) => assert_eq!(
-                message,
-                "The authorization header is malformed; the region 'us-east-1' is wrong; \
-                 expecting 'eu-west-3'"
+            Err(AuthError::WrongRegion { message, expected }) => assert_eq!(
+                (message.as_str(), expected.as_str()),
+                (
+                    "The authorization header is malformed; the region 'us-east-1' is wrong; \
+                 expecting 'eu-west-3'",
+                    "eu-west-3"
+                )
             ),
             other => panic!("unexpected {other:?}"),
         }

@@ -321,6 +321,10 @@ impl From<AuthError> for S3Error {
             AuthError::AuthorizationHeaderMalformed(m) => {
                 Self::with_message(S3Code::AuthorizationHeaderMalformed, m)
             }
+            AuthError::WrongRegion { message, expected } => {
+                Self::with_message(S3Code::AuthorizationHeaderMalformed, message)
+                    .detail("Region", expected)
+            }
             AuthError::AuthorizationQueryParametersError(m) => {
                 Self::with_message(S3Code::AuthorizationQueryParametersError, m)
             }
