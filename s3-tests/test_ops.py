@@ -37,6 +37,21 @@ def test_metrics_count_s3_requests(server, s3):
     assert sum(float(line.rsplit(" ", 1)[-1]) for line in samples) >= 1
 
 
+def test_every_metric_family_has_help(server, s3):
+    """After S3 traffic, every family on /metrics (gateway, meta,
+    datanodes and block client in one process) has a HELP line, and none
+    is there twice."""
+    s3.create_bucket(Bucket="help-check")
+    s3.put_object(Bucket="help-check", Key="k", Body=b"x" * 100_000)
+    s3.get_object(Bucket="help-check", Key="k")["Body"].read()
+    text = requests.get(f"{server.ops}/metrics", timeout=10).text
+    typed = [line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")]
+    helped = {line.split()[2] for line in text.splitlines() if line.startswith("# HELP ")}
+    assert len(typed) > 30, text[:2000]
+    assert len(typed) == len(set(typed)), "a family is there twice"
+    assert sorted(set(typed) - helped) == [], "families without HELP"
+
+
 def test_admin_options_go_before_or_after_the_operation(server, tessera_bin):
     """`tessera admin status --json --meta ...` works as `tessera admin
     --json --meta ... status` does: what operators type first."""

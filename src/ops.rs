@@ -10,7 +10,24 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Installs the process-wide Prometheus recorder behind the `metrics` macros.
+/// 1, labelled with the version of the binary (`version`).
+const BUILD_INFO: proto::telemetry::Metric = proto::telemetry::Metric::gauge(
+    "tessera_build_info",
+    "1, labelled with the version of tessera this process runs",
+);
+
+/// Every crate's metrics: each process describes them all (a family shows
+/// on /metrics only once recorded).
+const METRIC_TABLES: &[&[proto::telemetry::Metric]] = &[
+    &[BUILD_INFO],
+    gateway::telemetry::METRICS,
+    meta::telemetry::METRICS,
+    block_client::telemetry::METRICS,
+    datanode::telemetry::METRICS,
+];
+
+/// Installs the process-wide Prometheus recorder behind the `metrics`
+/// macros, with every metric's help text.
 pub fn install_recorder() -> Result<PrometheusHandle> {
     let handle = PrometheusBuilder::new()
         .set_buckets(&[
@@ -19,6 +36,8 @@ pub fn install_recorder() -> Result<PrometheusHandle> {
         .context("metrics buckets")?
         .install_recorder()
         .context("installing the metrics recorder")?;
+    proto::telemetry::describe(METRIC_TABLES);
+    metrics::gauge!(BUILD_INFO.name, "version" => env!("CARGO_PKG_VERSION")).set(1.0);
     let upkeep = handle.clone();
     tokio::spawn(async move {
         loop {
@@ -56,6 +75,8 @@ pub async fn serve(
         .await
         .with_context(|| format!("binding the ops endpoint on {listen}"))?;
     let addr = listener.local_addr()?;
+    let process = metrics_process::Collector::default();
+    process.describe();
     let app = Router::new()
         .route(
             "/health",
@@ -69,7 +90,12 @@ pub async fn serve(
         )
         .route(
             "/metrics",
-            get(move || std::future::ready(metrics.render())),
+            get(move || {
+                // The process's CPU, memory, threads and files
+                // (`process_*`), read from /proc as each scrape asks.
+                process.collect();
+                std::future::ready(metrics.render())
+            }),
         );
     let stop = shutdown.wait();
     tokio::spawn(async move {
@@ -81,4 +107,14 @@ pub async fn serve(
         }
     });
     Ok(addr)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_metric_has_one_name_a_kind_its_name_says_and_help() {
+        let all: Vec<_> = super::METRIC_TABLES.concat();
+        assert!(all.len() > 80, "{} metrics", all.len());
+        assert_eq!(proto::telemetry::problems(&all), Vec::<String>::new());
+    }
 }

@@ -63,8 +63,8 @@ impl RepairWorker {
         } else {
             "done"
         };
-        metrics::counter!("tessera_datanode_repairs_total", "result" => result).increment(1);
-        metrics::counter!("tessera_datanode_repair_read_bytes_total").increment(outcome.bytes);
+        metrics::counter!(crate::telemetry::REPAIRS.name, "result" => result).increment(1);
+        metrics::counter!(crate::telemetry::REPAIR_READ_BYTES.name).increment(outcome.bytes);
         match &outcome.error {
             Some(e) => tracing::warn!(%block, error = %e, "repair failed"),
             None => tracing::info!(%block, bytes = outcome.bytes, "repair done"),

@@ -110,10 +110,10 @@ pub(crate) async fn run(
                     continue;
                 }
             };
-            metrics::counter!("tessera_datanode_scrubbed_bytes_total").increment(read);
+            metrics::counter!(crate::telemetry::SCRUBBED_BYTES.name).increment(read);
             state.progress.lock().checked_bytes += read;
             if let Verified::Corrupt(reason) = verified {
-                metrics::counter!("tessera_datanode_damaged_blocks_total").increment(1);
+                metrics::counter!(crate::telemetry::DAMAGED_BLOCKS.name).increment(1);
                 tracing::error!(block = %key, %reason, "scrubber found a damaged block file; quarantined");
                 match store.quarantine_block(key, &reason).await {
                     Ok(true) => {

@@ -125,7 +125,7 @@ impl http_body::Body for RateFloor {
                 while this.deadline.as_mut().poll(cx).is_ready() {
                     if let Err(slow) = this.next_window() {
                         this.failed = true;
-                        metrics::counter!("tessera_gateway_slow_bodies_total").increment(1);
+                        metrics::counter!(crate::telemetry::SLOW_BODIES.name).increment(1);
                         return Poll::Ready(Some(Err(axum::Error::new(slow))));
                     }
                 }

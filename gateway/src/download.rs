@@ -59,7 +59,7 @@ impl GetMemory {
         match tokio::time::timeout(self.wait, acquire).await {
             Ok(Ok(permit)) => Ok(permit),
             Ok(Err(_)) | Err(_) => {
-                metrics::counter!("tessera_gateway_get_memory_waits_exceeded_total").increment(1);
+                metrics::counter!(crate::telemetry::GET_MEMORY_WAITS_EXCEEDED.name).increment(1);
                 Err(S3Error::new(crate::error::S3Code::SlowDown))
             }
         }

@@ -98,7 +98,6 @@ impl GatewayConfig {
 /// The S3 service: every path and method goes through one handler that routes
 /// by endpoint, wrapped in the request-id middleware.
 pub fn router(meta: MetaClient, store: StoreClient, config: GatewayConfig) -> axum::Router {
-    telemetry::describe_metrics();
     let uploads =
         upload_slots::UploadSlots::new(config.max_concurrent_uploads, config.upload_slot_wait);
     let get_memory = download::GetMemory::new(config.get_memory, config.upload_slot_wait);

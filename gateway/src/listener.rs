@@ -94,7 +94,7 @@ impl OpenConnections {
                 Ordering::Relaxed,
             ) {
                 Ok(_) => {
-                    metrics::gauge!("tessera_gateway_open_connections").increment(1.0);
+                    metrics::gauge!(crate::telemetry::OPEN_CONNECTIONS.name).increment(1.0);
                     return Some(Slot(self.clone()));
                 }
                 Err(now) => open = now,
@@ -106,7 +106,7 @@ impl OpenConnections {
 impl Drop for Slot {
     fn drop(&mut self) {
         self.0.open.fetch_sub(1, Ordering::AcqRel);
-        metrics::gauge!("tessera_gateway_open_connections").decrement(1.0);
+        metrics::gauge!(crate::telemetry::OPEN_CONNECTIONS.name).decrement(1.0);
     }
 }
 
@@ -136,7 +136,7 @@ pub async fn serve(
                     let _ = stream.set_nodelay(true);
                     let slot = open.try_open();
                     if slot.is_none() {
-                        metrics::counter!("tessera_gateway_connections_refused_total").increment(1);
+                        metrics::counter!(crate::telemetry::CONNECTIONS_REFUSED.name).increment(1);
                         tracing::debug!(%peer, "connection refused: too many open");
                     }
                     let (app, stop, refused) = (app.clone(), stop_rx.clone(), refused.clone());
@@ -212,7 +212,7 @@ async fn handshake(
 }
 
 fn count_header_timeout() {
-    metrics::counter!("tessera_gateway_header_timeouts_total").increment(1);
+    metrics::counter!(crate::telemetry::HEADER_TIMEOUTS.name).increment(1);
 }
 
 /// Serves a connection that got a slot; answers one past the cap with

@@ -68,7 +68,7 @@ impl ReaderCache {
         let name = (record.bucket.clone(), record.key.clone());
         if let Some(entry) = self.entries.lock().get(&name) {
             if Arc::ptr_eq(&entry.record, record) {
-                metrics::counter!("tessera_gateway_reader_cache_hits_total").increment(1);
+                metrics::counter!(crate::telemetry::READER_CACHE_HITS.name).increment(1);
                 return Arc::clone(&entry.reader);
             }
         }
@@ -78,7 +78,7 @@ impl ReaderCache {
                 // The same version decoded anew (evicted from meta's cache,
                 // or a remote meta): keep the reader, remember this record.
                 entry.record = Arc::clone(record);
-                metrics::counter!("tessera_gateway_reader_cache_hits_total").increment(1);
+                metrics::counter!(crate::telemetry::READER_CACHE_HITS.name).increment(1);
                 return Arc::clone(&entry.reader);
             }
         }

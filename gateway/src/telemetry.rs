@@ -8,6 +8,7 @@ use axum::response::Response;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use http::HeaderValue;
+use proto::telemetry::Metric;
 use rand::RngCore;
 use std::sync::Arc;
 use std::time::Instant;
@@ -80,18 +81,18 @@ fn status_label(status: http::StatusCode) -> metrics::SharedString {
 
 /// Counts body bytes received (PutObject, UploadPart, small XML bodies).
 pub fn count_bytes_in(n: usize) {
-    metrics::counter!("tessera_s3_bytes_in_total").increment(n as u64);
+    metrics::counter!(S3_BYTES_IN.name).increment(n as u64);
 }
 
 /// Counts body bytes sent (GetObject).
 pub fn count_bytes_out(n: usize) {
-    metrics::counter!("tessera_s3_bytes_out_total").increment(n as u64);
+    metrics::counter!(S3_BYTES_OUT.name).increment(n as u64);
 }
 
 /// Counts an object written with cells fitted to it (smaller than its
 /// layout's stripe).
 pub fn count_fitted_object() {
-    metrics::counter!("tessera_s3_fitted_cell_objects_total").increment(1);
+    metrics::counter!(S3_FITTED_CELL_OBJECTS.name).increment(1);
 }
 
 /// One stage of an object write, for `tessera_s3_put_stage_seconds`: where
@@ -118,45 +119,90 @@ impl PutStage {
 
 /// Records how long a PUT spent in `stage`.
 pub fn put_stage(stage: PutStage, took: std::time::Duration) {
-    metrics::histogram!("tessera_s3_put_stage_seconds", "stage" => stage.label())
+    metrics::histogram!(S3_PUT_STAGE_SECONDS.name, "stage" => stage.label())
         .record(took.as_secs_f64());
 }
 
-/// Registers the descriptions of the S3 metrics with the installed recorder.
-pub fn describe_metrics() {
-    metrics::describe_counter!(
-        "tessera_s3_requests_total",
-        "S3 requests by operation and status"
-    );
-    metrics::describe_histogram!(
-        "tessera_s3_request_seconds",
-        metrics::Unit::Seconds,
-        "Time to the response head of S3 requests, by operation"
-    );
-    metrics::describe_histogram!(
-        "tessera_s3_put_stage_seconds",
-        metrics::Unit::Seconds,
-        "Time object writes spent in each stage: slot (waiting for an upload slot), body (block files written and committed), commit (meta's commit)"
-    );
-    metrics::describe_counter!(
-        "tessera_s3_errors_total",
-        "S3 error responses by error code"
-    );
-    metrics::describe_counter!(
-        "tessera_s3_bytes_in_total",
-        metrics::Unit::Bytes,
-        "Request body bytes"
-    );
-    metrics::describe_counter!(
-        "tessera_s3_bytes_out_total",
-        metrics::Unit::Bytes,
-        "Response body bytes"
-    );
-    metrics::describe_counter!(
-        "tessera_s3_fitted_cell_objects_total",
-        "EC objects smaller than a stripe, written with cells fitted to them"
-    );
-}
+pub(crate) const S3_REQUESTS: Metric = Metric::counter(
+    "tessera_s3_requests_total",
+    "S3 requests by operation and status",
+);
+pub(crate) const S3_REQUEST_SECONDS: Metric = Metric::histogram(
+    "tessera_s3_request_seconds",
+    "Time to the response head of S3 requests, by operation",
+);
+pub(crate) const S3_PUT_STAGE_SECONDS: Metric = Metric::histogram(
+    "tessera_s3_put_stage_seconds",
+    "Time object writes spent in each stage: slot (waiting for an upload slot), body (block files written and committed), commit (meta's commit)",
+);
+pub(crate) const S3_ERRORS: Metric = Metric::counter(
+    "tessera_s3_errors_total",
+    "S3 error responses by error code",
+);
+pub(crate) const S3_BYTES_IN: Metric =
+    Metric::counter("tessera_s3_bytes_in_total", "Request body bytes");
+pub(crate) const S3_BYTES_OUT: Metric =
+    Metric::counter("tessera_s3_bytes_out_total", "Response body bytes");
+pub(crate) const S3_FITTED_CELL_OBJECTS: Metric = Metric::counter(
+    "tessera_s3_fitted_cell_objects_total",
+    "EC objects smaller than a stripe, written with cells fitted to them",
+);
+pub(crate) const AUTH_FAILURES: Metric = Metric::counter(
+    "tessera_gateway_auth_failures_total",
+    "Requests refused by authentication, by reason",
+);
+pub(crate) const CONNECTIONS_REFUSED: Metric = Metric::counter(
+    "tessera_gateway_connections_refused_total",
+    "Connections refused at the connection limit",
+);
+pub(crate) const CREDENTIAL_CACHE_HITS: Metric = Metric::counter(
+    "tessera_gateway_credential_cache_hits_total",
+    "Signatures checked with a cached secret (no meta request)",
+);
+pub(crate) const GET_MEMORY_WAITS_EXCEEDED: Metric = Metric::counter(
+    "tessera_gateway_get_memory_waits_exceeded_total",
+    "GETs that waited too long for read buffer memory and were refused",
+);
+pub(crate) const HEADER_TIMEOUTS: Metric = Metric::counter(
+    "tessera_gateway_header_timeouts_total",
+    "Connections closed because request headers did not arrive in time",
+);
+pub(crate) const OPEN_CONNECTIONS: Metric = Metric::gauge(
+    "tessera_gateway_open_connections",
+    "Client connections open",
+);
+pub(crate) const READER_CACHE_HITS: Metric = Metric::counter(
+    "tessera_gateway_reader_cache_hits_total",
+    "GETs that reused a cached object reader",
+);
+pub(crate) const SLOW_BODIES: Metric = Metric::counter(
+    "tessera_gateway_slow_bodies_total",
+    "Requests whose body arrived slower than the minimum rate and were cut",
+);
+pub(crate) const UPLOAD_SLOT_TIMEOUTS: Metric = Metric::counter(
+    "tessera_gateway_upload_slot_timeouts_total",
+    "Uploads refused after waiting too long for an upload slot",
+);
+
+/// Every metric the gateway records, S3's and its own.
+pub const METRICS: &[Metric] = &[
+    S3_REQUESTS,
+    S3_REQUEST_SECONDS,
+    S3_PUT_STAGE_SECONDS,
+    S3_ERRORS,
+    S3_BYTES_IN,
+    S3_BYTES_OUT,
+    S3_FITTED_CELL_OBJECTS,
+    AUTH_FAILURES,
+    CONNECTIONS_REFUSED,
+    CREDENTIAL_CACHE_HITS,
+    GET_MEMORY_WAITS_EXCEEDED,
+    HEADER_TIMEOUTS,
+    OPEN_CONNECTIONS,
+    READER_CACHE_HITS,
+    SLOW_BODIES,
+    UPLOAD_SLOT_TIMEOUTS,
+];
 
 /// The middleware itself (`axum::middleware::from_fn(track)`).
 pub async fn track(mut request: Request, next: Next) -> Response {
@@ -183,11 +229,11 @@ pub async fn track(mut request: Request, next: Next) -> Response {
         .get::<OperationLabel>()
         .map_or("Unknown", |l| l.0);
     let status = response.status().as_u16();
-    metrics::counter!("tessera_s3_requests_total", "op" => op, "status" => status_label(response.status()))
+    metrics::counter!(S3_REQUESTS.name, "op" => op, "status" => status_label(response.status()))
         .increment(1);
-    metrics::histogram!("tessera_s3_request_seconds", "op" => op).record(elapsed);
+    metrics::histogram!(S3_REQUEST_SECONDS.name, "op" => op).record(elapsed);
     if let Some(code) = response.extensions().get::<ErrorCodeLabel>() {
-        metrics::counter!("tessera_s3_errors_total", "code" => code.0).increment(1);
+        metrics::counter!(S3_ERRORS.name, "code" => code.0).increment(1);
     }
     if let (Some(method), Some(path)) = (method, path) {
         span.in_scope(|| tracing::debug!(%method, path, op, status, elapsed, "request done"));

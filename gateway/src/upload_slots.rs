@@ -75,7 +75,7 @@ impl UploadSlots {
             // The semaphore is never closed.
             Ok(Err(_)) => Ok(UploadSlot(None)),
             Err(_) => {
-                metrics::counter!("tessera_gateway_upload_slot_timeouts_total").increment(1);
+                metrics::counter!(crate::telemetry::UPLOAD_SLOT_TIMEOUTS.name).increment(1);
                 Err(S3Error::new(S3Code::ServiceUnavailable))
             }
         }

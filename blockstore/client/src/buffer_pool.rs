@@ -145,7 +145,7 @@ impl BufferPool {
         self.takes.fetch_add(1, Ordering::Relaxed);
         let in_use = self.in_use_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
         self.peak_in_use_bytes.fetch_max(in_use, Ordering::Relaxed);
-        metrics::counter!("tessera_client_buffer_pool_takes_total").increment(1);
+        metrics::counter!(crate::telemetry::BUFFER_POOL_TAKES.name).increment(1);
         PoolLease {
             pool: self.clone(),
             bytes,

@@ -300,7 +300,7 @@ impl GroupSink {
         failed: Vec<(usize, ClientError)>,
     ) -> Result<(), ClientError> {
         self.failovers += 1;
-        metrics::counter!("tessera_client_write_failovers_total").increment(1);
+        metrics::counter!(crate::telemetry::WRITE_FAILOVERS.name).increment(1);
         let mut last_error = String::new();
         for (position, error) in failed {
             tracing::warn!(

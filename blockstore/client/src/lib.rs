@@ -14,6 +14,7 @@ pub mod sequential;
 mod stripe;
 mod stripe_free_list;
 pub mod suspects;
+pub mod telemetry;
 pub mod writer;
 
 pub use buffer_pool::{BufferPool, PoolStats};

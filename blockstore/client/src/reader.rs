@@ -252,7 +252,7 @@ impl KeyReader {
 
     fn count_copy(&self, bytes: usize) {
         self.copied.fetch_add(bytes as u64, Ordering::Relaxed);
-        metrics::counter!("tessera_client_copied_bytes_total").increment(bytes as u64);
+        metrics::counter!(crate::telemetry::COPIED_BYTES.name).increment(bytes as u64);
     }
 
     /// The bytes of `len` at `offset` (clamped to the object's end) of an
@@ -264,7 +264,7 @@ impl KeyReader {
         self.check_open()?;
         let start = offset.min(self.size);
         let end = offset.saturating_add(len as u64).min(self.size);
-        metrics::counter!("tessera_client_inline_read_bytes_total").increment(end - start);
+        metrics::counter!(crate::telemetry::INLINE_READ_BYTES.name).increment(end - start);
         Ok(Some(body.slice(start as usize..end as usize)))
     }
 
@@ -278,7 +278,7 @@ impl KeyReader {
             return Ok(Vec::new());
         }
         let end = offset.saturating_add(len as u64).min(self.size);
-        metrics::counter!("tessera_client_read_bytes_total").increment(end - offset);
+        metrics::counter!(crate::telemetry::READ_BYTES.name).increment(end - offset);
         Ok(match &self.shape {
             Shape::Ec { layout, .. } => plan_ec(&self.groups, layout, offset, end),
             _ => plan_replicated(&self.groups, offset, end),
@@ -465,7 +465,7 @@ impl KeyReader {
                 "no location for EC internal block; reconstructing"
             ),
         }
-        metrics::counter!("tessera_client_degraded_reads_total").increment(1);
+        metrics::counter!(crate::telemetry::DEGRADED_READS.name).increment(1);
         match self.reconstruct(layout, codec, seg).await {
             Ok(bytes) => Ok(bytes),
             Err(ClientError::Unavailable(why)) => match retry_patiently {
@@ -536,7 +536,7 @@ impl KeyReader {
     /// Tells meta about a corrupt block file, in a task of its own so that
     /// the read (which goes on from other cells or replicas) does not wait.
     fn report_bad_replica(&self, target: &Target, error: &ClientError) {
-        metrics::counter!("tessera_client_bad_replicas_reported_total").increment(1);
+        metrics::counter!(crate::telemetry::BAD_REPLICAS_REPORTED.name).increment(1);
         let meta = self.client.meta().clone();
         let (block, datanode) = (target.key, target.datanode.clone());
         let reason = format!("{error} (served by {})", target.addr);

@@ -48,7 +48,7 @@ impl SuspectDatanodes {
         let until = Instant::now() + self.ttl;
         let mut shard = self.shard(addr).lock();
         if shard.insert(addr.to_string(), until).is_none() {
-            metrics::counter!("tessera_client_suspect_marks_total").increment(1);
+            metrics::counter!(crate::telemetry::SUSPECT_MARKS.name).increment(1);
             tracing::info!(datanode = addr, ttl = ?self.ttl, "datanode marked suspect; reads skip it");
         }
     }

@@ -203,7 +203,7 @@ impl KeyWriter {
             self.input.release_buffers();
             return Err(self.pipe.failure(e).await);
         }
-        metrics::counter!("tessera_client_write_bytes_total").increment(len as u64);
+        metrics::counter!(crate::telemetry::WRITE_BYTES.name).increment(len as u64);
         self.accepted += len as u64;
         self.state = WriterState::Open;
         Ok(())
@@ -330,8 +330,8 @@ impl KeyWriter {
             Input::Inline { buf, .. } => {
                 let held = buf.split().freeze();
                 if !held.is_empty() {
-                    metrics::counter!("tessera_client_inline_keys_total").increment(1);
-                    metrics::counter!("tessera_client_inline_key_bytes_total")
+                    metrics::counter!(crate::telemetry::INLINE_KEYS.name).increment(1);
+                    metrics::counter!(crate::telemetry::INLINE_KEY_BYTES.name)
                         .increment(held.len() as u64);
                 }
                 return Ok(WrittenKey {
@@ -621,7 +621,7 @@ async fn pipeline(
             }
         }
         if let Some(stripe) = stripe {
-            metrics::counter!("tessera_client_stripes_written_total").increment(1);
+            metrics::counter!(crate::telemetry::STRIPES_WRITTEN.name).increment(1);
             if let Some(free) = free {
                 // The unit's cells were dropped with the send, so the
                 // buffers are this stripe's alone again.

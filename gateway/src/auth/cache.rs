@@ -58,7 +58,7 @@ impl CredentialCache {
         access_key: &str,
     ) -> Result<Option<(AccessKeyRecord, UserRecord)>, MetaError> {
         if let Some(hit) = self.fresh(access_key) {
-            metrics::counter!("tessera_gateway_credential_cache_hits_total").increment(1);
+            metrics::counter!(crate::telemetry::CREDENTIAL_CACHE_HITS.name).increment(1);
             return Ok(Some(hit));
         }
         let request = GetAccessKey {

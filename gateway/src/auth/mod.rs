@@ -349,7 +349,7 @@ pub async fn authenticate(
 ) -> Result<VerifiedRequest, AuthError> {
     let result = authenticate_inner(parts, credentials, realm).await;
     if let Err(err) = &result {
-        metrics::counter!("tessera_gateway_auth_failures_total", "reason" => err.metric_label())
+        metrics::counter!(crate::telemetry::AUTH_FAILURES.name, "reason" => err.metric_label())
             .increment(1);
     }
     result

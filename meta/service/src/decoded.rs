@@ -85,11 +85,11 @@ impl<T> DecodedCache<T> {
             if entry.generation == generation && *entry.stored == *stored {
                 // Epochs only grow: never move an entry back to an older one.
                 entry.verified_epoch = entry.verified_epoch.max(epoch);
-                metrics::counter!("tessera_meta_decoded_cache_hits_total").increment(1);
+                metrics::counter!(crate::telemetry::DECODED_CACHE_HITS.name).increment(1);
                 return Ok(Arc::clone(&entry.record));
             }
         }
-        metrics::counter!("tessera_meta_decoded_cache_misses_total").increment(1);
+        metrics::counter!(crate::telemetry::DECODED_CACHE_MISSES.name).increment(1);
         let record = Arc::new(decode(stored)?);
         let cost = key.len() + stored.len();
         if cost > self.max_bytes / 16 {

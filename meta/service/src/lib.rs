@@ -31,6 +31,7 @@ pub mod rpc;
 mod service;
 mod state;
 mod store;
+pub mod telemetry;
 mod tokens;
 
 pub use authentication::Refusal;

@@ -188,7 +188,7 @@ impl Registry {
             publish_datanode_gauges(&record.id, &now_at, Some((record, state)));
         }
         for (count, (_, label)) in counts.into_iter().zip(STATES) {
-            metrics::gauge!("tessera_meta_datanodes", "state" => label).set(count);
+            metrics::gauge!(crate::telemetry::DATANODES.name, "state" => label).set(count);
         }
     }
 }
@@ -205,16 +205,15 @@ fn publish_datanode_gauges(
         ("addr", addr.clone()),
         ("location", location.to_string()),
     ];
-    let (capacity, used, blocks) =
-        current.map_or((0, 0, 0), |(r, _)| (r.capacity, r.used, r.blocks));
-    metrics::gauge!("tessera_datanode_capacity_bytes", &labels).set(capacity as f64);
-    metrics::gauge!("tessera_datanode_used_bytes", &labels).set(used as f64);
-    metrics::gauge!("tessera_datanode_blocks", &labels).set(blocks as f64);
+    // Its blocks and used bytes are the datanode's own gauges
+    // (`tessera_datanode_store_*`), live where they change.
+    let capacity = current.map_or(0, |(r, _)| r.capacity);
+    metrics::gauge!(crate::telemetry::DATANODE_CAPACITY_BYTES.name, &labels).set(capacity as f64);
     for (state, label) in STATES {
         let on = current.is_some_and(|(_, s)| s == state);
         let mut with_state = labels.to_vec();
         with_state.push(("state", label.to_string()));
-        metrics::gauge!("tessera_datanode_state", with_state.as_slice()).set(if on {
+        metrics::gauge!(crate::telemetry::DATANODE_STATE.name, with_state.as_slice()).set(if on {
             1.0
         } else {
             0.0
@@ -291,11 +290,7 @@ mod tests {
             value(&text, "tessera_datanode_capacity_bytes", &a2),
             Some(1000.0)
         );
-        assert_eq!(
-            value(&text, "tessera_datanode_used_bytes", &a2),
-            Some(300.0)
-        );
-        assert_eq!(value(&text, "tessera_datanode_blocks", &a2), Some(7.0));
+        assert_eq!(value(&text, "tessera_datanode_used_bytes", &a2), None);
         let state = |id, addr, state| {
             let labels = [("id", id), ("addr", addr), ("state", state)];
             value(&text, "tessera_datanode_state", &labels)

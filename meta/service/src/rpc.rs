@@ -92,7 +92,7 @@ async fn authenticate(stream: &mut Link, service: &MetaService) -> Option<Princi
         ),
     };
     let reply: Result<Principal, MetaError> = verdict.map_err(|reason| {
-        metrics::counter!("tessera_meta_connections_refused_total").increment(1);
+        metrics::counter!(crate::telemetry::CONNECTIONS_REFUSED.name).increment(1);
         tracing::warn!(peer = ?stream.tcp().peer_addr().ok(), reason, "meta RPC connection refused");
         MetaError::Unauthenticated(reason)
     });
@@ -123,7 +123,7 @@ async fn serve_connection(
     let mut stream = match accepted {
         Ok(stream) => stream,
         Err(e) => {
-            metrics::counter!("tessera_meta_connections_refused_total").increment(1);
+            metrics::counter!(crate::telemetry::CONNECTIONS_REFUSED.name).increment(1);
             tracing::warn!(?peer, error = %e, "meta RPC connection refused");
             return;
         }

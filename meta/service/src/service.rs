@@ -292,9 +292,9 @@ impl MetaService {
         principal: &Principal,
     ) -> Result<AnyResponse, MetaError> {
         let name = request.name();
-        metrics::counter!("tessera_meta_requests_total", "kind" => name).increment(1);
+        metrics::counter!(crate::telemetry::REQUESTS.name, "kind" => name).increment(1);
         let result = if !request.may_be_sent_by(principal) {
-            metrics::counter!("tessera_meta_unauthorized_total", "kind" => name).increment(1);
+            metrics::counter!(crate::telemetry::UNAUTHORIZED.name, "kind" => name).increment(1);
             tracing::warn!(kind = name, %principal, "meta request refused: not this principal's");
             Err(MetaError::Unauthorized)
         } else if request.access() == Access::Group {
@@ -319,7 +319,7 @@ impl MetaService {
             }
         };
         if let Err(e) = &result {
-            metrics::counter!("tessera_meta_errors_total", "kind" => name).increment(1);
+            metrics::counter!(crate::telemetry::ERRORS.name, "kind" => name).increment(1);
             tracing::debug!(kind = name, error = %e, "meta request refused");
         }
         result

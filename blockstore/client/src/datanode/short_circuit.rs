@@ -227,12 +227,12 @@ impl ShortCircuit {
         {
             Ok(data) => {
                 inner.reads.fetch_add(1, Ordering::Relaxed);
-                metrics::counter!("tessera_client_short_circuit_reads_total").increment(1);
+                metrics::counter!(crate::telemetry::SHORT_CIRCUIT_READS.name).increment(1);
                 Some(data)
             }
             Err(e) => {
                 inner.fallbacks.fetch_add(1, Ordering::Relaxed);
-                metrics::counter!("tessera_client_short_circuit_fallbacks_total").increment(1);
+                metrics::counter!(crate::telemetry::SHORT_CIRCUIT_FALLBACKS.name).increment(1);
                 if matches!(e, ShortCircuitError::Checksum(_)) {
                     tracing::warn!(addr, block = %key, error = %e, "local block file failed its checksum; reading over TCP");
                 } else {

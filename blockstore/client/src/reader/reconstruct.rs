@@ -205,7 +205,7 @@ impl KeyReader {
             self.count_copy(bytes.len());
             cells[*i] = Some(cell);
         }
-        metrics::counter!("tessera_client_degraded_reads_total").increment(missing.len() as u64);
+        metrics::counter!(crate::telemetry::DEGRADED_READS.name).increment(missing.len() as u64);
         let codec = codec.clone();
         let rebuilt =
             tokio::task::spawn_blocking(move || codec.reconstruct_data(&mut cells).map(|()| cells))

@@ -184,8 +184,8 @@ fn write_changes(db: Arc<Database>, unwritten: Unwritten, queue: mpsc::Receiver<
             })
             .sum();
         let outcome = write_batch(&db, &changes).map_err(|e| e.to_string());
-        metrics::counter!("tessera_meta_log_syncs_total").increment(1);
-        metrics::counter!("tessera_meta_log_entries_total").increment(appended as u64);
+        metrics::counter!(crate::telemetry::LOG_SYNCS.name).increment(1);
+        metrics::counter!(crate::telemetry::LOG_ENTRIES.name).increment(appended as u64);
         if outcome.is_ok() {
             let mut entries = unwritten.lock();
             for change in &changes {

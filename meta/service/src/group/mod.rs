@@ -507,11 +507,11 @@ impl MetaGroup {
         match &refusal {
             Some(reason) if !was_refusing => {
                 tracing::error!(%reason, "meta refuses writes until space is freed");
-                metrics::gauge!("tessera_meta_store_failed").set(1.0);
+                metrics::gauge!(crate::telemetry::STORE_FAILED.name).set(1.0);
             }
             None if was_refusing => {
                 tracing::info!("meta takes writes again: space was freed");
-                metrics::gauge!("tessera_meta_store_failed").set(0.0);
+                metrics::gauge!(crate::telemetry::STORE_FAILED.name).set(0.0);
             }
             _ => {}
         }

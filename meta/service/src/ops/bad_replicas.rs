@@ -44,7 +44,7 @@ impl Handle<ReportBadReplica> for MetaState {
             reason,
         } = request;
         tracing::warn!(%block, %datanode, %reason, "client reported a corrupt block file");
-        metrics::counter!("tessera_meta_bad_replicas_total").increment(1);
+        metrics::counter!(crate::telemetry::BAD_REPLICAS.name).increment(1);
         self.store
             .write(|txn| record_bad_replica(txn, block, datanode, reason, now))?;
         // The block file counts as missing from now on: the next redundancy

@@ -154,7 +154,7 @@ impl MetaState {
             })?;
             let bytes: u64 = plan.moves.iter().map(|m| m.length).sum();
             tracing::info!(moves = queued, bytes, "balancer round planned");
-            metrics::counter!("tessera_meta_balance_moves_planned_total").increment(queued);
+            metrics::counter!(crate::telemetry::BALANCE_MOVES_PLANNED.name).increment(queued);
             self.repairs.balance_planned(queued > 0, now);
         }
         self.balance.round(uses, Some(plan.state), now);

@@ -87,7 +87,7 @@ impl Handle<Heartbeat> for MetaState {
             deletions.due(&report.id, now, MAX_DELETIONS_PER_HEARTBEAT)
         })?;
         if !report.damaged.is_empty() {
-            metrics::counter!("tessera_meta_bad_replicas_total")
+            metrics::counter!(crate::telemetry::BAD_REPLICAS.name)
                 .increment(report.damaged.len() as u64);
             self.repairs.request_scan();
         }
@@ -152,7 +152,7 @@ impl MetaState {
         // and is queued for repair once committed; the data cells come first.
         let width = candidates.len().clamp(config.min_width(), config.width());
         if width < config.width() {
-            metrics::counter!("tessera_meta_short_groups_allocated_total").increment(1);
+            metrics::counter!(crate::telemetry::SHORT_GROUPS_ALLOCATED.name).increment(1);
         }
         let chosen = crate::entropy::with_rng(|rng| choose(&[], candidates, width, &config, rng))?;
         let block = block_id()?;
@@ -170,7 +170,7 @@ impl MetaState {
                 addr: c.addr,
             })
             .collect();
-        metrics::counter!("tessera_meta_blocks_allocated_total").increment(1);
+        metrics::counter!(crate::telemetry::BLOCKS_ALLOCATED.name).increment(1);
         let mut group = BlockGroup {
             block,
             length: 0,
@@ -232,7 +232,7 @@ impl Handle<BlockReport> for MetaState {
             Ok(queued)
         })?;
         if queued > 0 {
-            metrics::counter!("tessera_meta_orphan_blocks_total").increment(queued);
+            metrics::counter!(crate::telemetry::ORPHAN_BLOCKS.name).increment(queued);
             tracing::info!(%datanode, queued, "orphan block files queued for deletion");
         }
         Ok(queued)

@@ -111,7 +111,7 @@ impl Handle<CommitObject> for MetaState {
             Ok(stamp)
         })?;
         tracing::debug!(%bucket, %key, size, version = stamp.id_or_null(), "object committed");
-        metrics::counter!("tessera_meta_objects_committed_total").increment(1);
+        metrics::counter!(crate::telemetry::OBJECTS_COMMITTED.name).increment(1);
         Ok(stamp)
     }
 }

@@ -188,7 +188,7 @@ impl MetaState {
         })?;
         let seen: HashSet<BlockId> = head.iter().map(|e| e.block).collect();
         head.extend(balance.into_iter().filter(|e| !seen.contains(&e.block)));
-        metrics::gauge!("tessera_meta_repair_queue").set(queued as f64);
+        metrics::gauge!(crate::telemetry::REPAIR_QUEUE.name).set(queued as f64);
         let settings = &self.repairs.settings;
         for entry in head {
             if self.repairs.running() >= settings.max_repairs {
@@ -251,7 +251,7 @@ impl MetaState {
                 coordinator = %command.targets[0].datanode,
                 "repair handed out"
             );
-            metrics::counter!("tessera_meta_repairs_started_total").increment(1);
+            metrics::counter!(crate::telemetry::REPAIRS_STARTED.name).increment(1);
             self.repairs
                 .assign(command, entry.reason == QueuedFor::Balance, now);
         }
@@ -465,7 +465,7 @@ impl Handle<FinishRepair> for MetaState {
             .finished(block, &datanode, error.is_some(), bytes, now);
         if let Some(error) = &error {
             tracing::warn!(%block, %datanode, %error, "repair failed; it will be tried again");
-            metrics::counter!("tessera_meta_repairs_total", "result" => "failed").increment(1);
+            metrics::counter!(crate::telemetry::REPAIRS.name, "result" => "failed").increment(1);
         }
         let nodes = self
             .registry
@@ -565,9 +565,10 @@ impl Handle<FinishRepair> for MetaState {
         if outcome.1 == Some(QueuedFor::Balance) {
             self.balance.finished(bytes, error.is_some());
             let result = if error.is_some() { "failed" } else { "done" };
-            metrics::counter!("tessera_meta_balance_moves_total", "result" => result).increment(1);
+            metrics::counter!(crate::telemetry::BALANCE_MOVES.name, "result" => result)
+                .increment(1);
             if error.is_none() {
-                metrics::counter!("tessera_meta_balance_moved_bytes_total").increment(bytes);
+                metrics::counter!(crate::telemetry::BALANCE_MOVED_BYTES.name).increment(bytes);
             }
         }
         if let (Some(health), Some(reason @ (QueuedFor::Misplaced | QueuedFor::Balance))) = &outcome
@@ -577,13 +578,13 @@ impl Handle<FinishRepair> for MetaState {
                 _ => "balance",
             };
             if health.missing.is_empty() {
-                metrics::counter!("tessera_meta_block_files_moved_total", "reason" => reason)
+                metrics::counter!(crate::telemetry::BLOCK_FILES_MOVED.name, "reason" => reason)
                     .increment(1);
             }
         }
         if let (Some(health), _) = outcome {
-            metrics::counter!("tessera_meta_repairs_total", "result" => "done").increment(1);
-            metrics::counter!("tessera_meta_repaired_bytes_total").increment(bytes);
+            metrics::counter!(crate::telemetry::REPAIRS.name, "result" => "done").increment(1);
+            metrics::counter!(crate::telemetry::REPAIRED_BYTES.name).increment(bytes);
             if health.missing.is_empty() {
                 tracing::info!(%block, "block group whole again");
             } else {

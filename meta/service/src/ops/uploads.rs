@@ -345,7 +345,7 @@ impl Handle<CompleteUpload> for MetaState {
             parts = named.len(),
             "multipart upload completed"
         );
-        metrics::counter!("tessera_meta_objects_committed_total").increment(1);
+        metrics::counter!(crate::telemetry::OBJECTS_COMMITTED.name).increment(1);
         Ok(record)
     }
 }

@@ -283,9 +283,10 @@ impl GroupCounts {
             ("at_risk", self.at_risk),
             ("lost", self.lost),
         ] {
-            metrics::gauge!("tessera_meta_block_groups", "state" => label).set(count as f64);
+            metrics::gauge!(crate::telemetry::BLOCK_GROUPS.name, "state" => label)
+                .set(count as f64);
         }
-        metrics::gauge!("tessera_meta_misplaced_block_groups").set(self.misplaced as f64);
+        metrics::gauge!(crate::telemetry::MISPLACED_BLOCK_GROUPS.name).set(self.misplaced as f64);
     }
 }
 

@@ -408,7 +408,7 @@ impl Store {
     /// go on and the next write can try.
     fn failed(&self, reason: String) {
         tracing::error!(error = %reason, "metadata store write failed; writes refused until it succeeds again");
-        metrics::gauge!("tessera_meta_store_failed").set(1.0);
+        metrics::gauge!(crate::telemetry::STORE_FAILED.name).set(1.0);
         *self.failure.lock() = Some(Failure {
             reason,
             at: Instant::now(),
@@ -420,7 +420,7 @@ impl Store {
 
     fn recovered(&self) {
         if self.failure.lock().take().is_some() {
-            metrics::gauge!("tessera_meta_store_failed").set(0.0);
+            metrics::gauge!(crate::telemetry::STORE_FAILED.name).set(0.0);
             tracing::info!("metadata store writes succeed again");
         }
     }

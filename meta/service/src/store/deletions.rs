@@ -132,7 +132,7 @@ impl<'txn> DeletionQueue<'txn> {
             }
         }
         if queued > 0 {
-            metrics::counter!("tessera_meta_blocks_queued_for_deletion_total").increment(queued);
+            metrics::counter!(crate::telemetry::BLOCKS_QUEUED_FOR_DELETION.name).increment(queued);
         }
         Ok(queued)
     }

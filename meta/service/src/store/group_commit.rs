@@ -208,10 +208,10 @@ impl GroupCommit {
         // A flushing writer may be waiting for this one.
         self.writer_ended.notify_all();
         let out = committed?;
-        metrics::counter!("tessera_meta_commits_total").increment(1);
+        metrics::counter!(crate::telemetry::COMMITS.name).increment(1);
         let seq = self.committed.fetch_add(1, Ordering::AcqRel) + 1;
         if solo {
-            metrics::counter!("tessera_meta_flushes_total").increment(1);
+            metrics::counter!(crate::telemetry::FLUSHES.name).increment(1);
             state.settled = state.settled.max(seq);
             self.publish(&state);
             self.settled_moved.notify_all();
@@ -258,7 +258,7 @@ impl GroupCommit {
             state.flushing = false;
             match flushed {
                 Ok(upto) => {
-                    metrics::counter!("tessera_meta_flushes_total").increment(1);
+                    metrics::counter!(crate::telemetry::FLUSHES.name).increment(1);
                     state.settled = state.settled.max(upto);
                 }
                 // The store records the loss when it reopens the database;
