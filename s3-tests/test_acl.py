@@ -8,7 +8,8 @@ import itertools
 import pytest
 import requests
 
-from tessera_clients import empty_and_delete, new_bucket_name, outcome
+from tessera_clients import empty_and_delete, new_bucket_name, outcome, s3_client
+from tessera_procs import start_server
 
 ALL_USERS = "http://acs.amazonaws.com/groups/global/AllUsers"
 
@@ -25,8 +26,6 @@ def other(make_user):
     """Another user: (client, canonical id)."""
     user = make_user("acl")
     return user.client, user.canonical_id
-
-
 
 
 @pytest.fixture
@@ -65,6 +64,37 @@ def test_new_buckets_start_with_acls_off_and_public_access_blocked(s3, bucket):
         assert outcome(lambda: s3.create_bucket(Bucket=new_bucket_name(), ACL="public-read", **kwargs)) == code
 
 
+@pytest.mark.tessera
+def test_server_wide_defaults_let_applications_that_set_acls_work(tessera_bin, tmp_path):
+    """With `--default-object-ownership ObjectWriter` and
+    `--default-block-public-access false`, a bucket made with no settings
+    takes `x-amz-acl: public-read` as applications written before 2023
+    send it (Mastodon, PeerTube), and an unsigned client reads the object."""
+    server = start_server(
+        tessera_bin,
+        tmp_path,
+        extra_args=("--default-object-ownership", "ObjectWriter", "--default-block-public-access", "false"),
+    )
+    try:
+        s3 = s3_client(server.endpoint, server.access_key, server.secret_key)
+        bucket = new_bucket_name("legacy")
+        s3.create_bucket(Bucket=bucket)
+        controls = s3.get_bucket_ownership_controls(Bucket=bucket)["OwnershipControls"]
+        assert controls["Rules"] == [{"ObjectOwnership": "ObjectWriter"}]
+        assert outcome(lambda: s3.get_public_access_block(Bucket=bucket)) == "NoSuchPublicAccessBlockConfiguration"
+        s3.put_object(Bucket=bucket, Key="avatar.png", Body=b"png", ACL="public-read")
+        page = requests.get(f"{server.endpoint}/{bucket}/avatar.png", timeout=30)
+        assert (page.status_code, page.content) == (200, b"png")
+        # A bucket asked for explicitly still gets what it asks.
+        strict = new_bucket_name("strict")
+        s3.create_bucket(Bucket=strict, ObjectOwnership="BucketOwnerEnforced")
+        assert outcome(lambda: s3.put_object(Bucket=strict, Key="k", Body=b"x", ACL="public-read")) == (
+            "AccessControlListNotSupported"
+        )
+    finally:
+        server.stop()
+
+
 def test_ownership_and_block_settings_can_be_changed_and_removed(owner, open_bucket):
     b = open_bucket
     owner.put_bucket_ownership_controls(
@@ -74,11 +104,14 @@ def test_ownership_and_block_settings_can_be_changed_and_removed(owner, open_buc
     assert rules == [{"ObjectOwnership": "BucketOwnerPreferred"}]
     owner.put_bucket_acl(Bucket=b, ACL="public-read")
     # ACLs off while the ACL grants others: refused, as S3 does.
-    assert outcome(
-        lambda: owner.put_bucket_ownership_controls(
-            Bucket=b, OwnershipControls={"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]}
+    assert (
+        outcome(
+            lambda: owner.put_bucket_ownership_controls(
+                Bucket=b, OwnershipControls={"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]}
+            )
         )
-    ) == "InvalidBucketAclWithObjectOwnership"
+        == "InvalidBucketAclWithObjectOwnership"
+    )
     owner.delete_bucket_ownership_controls(Bucket=b)
     assert outcome(lambda: owner.get_bucket_ownership_controls(Bucket=b)) == "OwnershipControlsNotFoundError"
     assert outcome(lambda: owner.get_public_access_block(Bucket=b)) == "NoSuchPublicAccessBlockConfiguration"
@@ -98,8 +131,8 @@ def expected(bucket_acl: str, object_acl: str, who: str) -> dict[str, str]:
     """What S3 answers `who` for a bucket and object with these canned ACLs."""
     owner = who == "owner"
     signed = who != "anonymous"
-    bucket_read = owner or bucket_acl in ("public-read", "public-read-write") or (
-        bucket_acl == "authenticated-read" and signed
+    bucket_read = (
+        owner or bucket_acl in ("public-read", "public-read-write") or (bucket_acl == "authenticated-read" and signed)
     )
     bucket_write = owner or bucket_acl == "public-read-write"
     object_read = owner or object_acl == "public-read" or (object_acl == "authenticated-read" and signed)
@@ -155,7 +188,10 @@ def test_grants_by_id_and_documents(owner, open_bucket, other):
     owner.put_object_acl(Bucket=b, Key="shared", AccessControlPolicy=policy)
     assert outcome(lambda: client.get_object(Bucket=b, Key="shared")) == "AccessDenied"
     seen = client.get_object_acl(Bucket=b, Key="shared")["Grants"]
-    assert {(g["Grantee"].get("URI"), g["Permission"]) for g in seen} == {(None, "FULL_CONTROL"), (ALL_USERS, "READ_ACP")}
+    assert {(g["Grantee"].get("URI"), g["Permission"]) for g in seen} == {
+        (None, "FULL_CONTROL"),
+        (ALL_USERS, "READ_ACP"),
+    }
     for kwargs, code in [
         ({"ACL": "private", "GrantRead": f'id="{other_id}"'}, "InvalidRequest"),
         ({"GrantRead": 'id="not-an-id"'}, "InvalidArgument"),
@@ -169,7 +205,9 @@ def test_grants_by_id_and_documents(owner, open_bucket, other):
 def test_object_writer_owns_what_it_writes(owner, open_bucket, other):
     b = open_bucket
     client, other_id = other
-    owner.put_bucket_acl(Bucket=b, GrantWrite=f'id="{other_id}"', GrantFullControl=f'id="{owner.list_buckets()["Owner"]["ID"]}"')
+    owner.put_bucket_acl(
+        Bucket=b, GrantWrite=f'id="{other_id}"', GrantFullControl=f'id="{owner.list_buckets()["Owner"]["ID"]}"'
+    )
     client.put_object(Bucket=b, Key="bobs", Body=b"mine")
     assert client.get_object_acl(Bucket=b, Key="bobs")["Owner"]["ID"] == other_id
     # The bucket owner cannot read it without a grant, but may delete it.
@@ -192,7 +230,12 @@ def test_public_access_block_flags(owner, open_bucket, anonymous):
     b = open_bucket
     owner.put_object(Bucket=b, Key="public", Body=b"hello", ACL="public-read")
     assert anonymous.get_object(Bucket=b, Key="public")["Body"].read() == b"hello"
-    settings = {"BlockPublicAcls": False, "IgnorePublicAcls": True, "BlockPublicPolicy": False, "RestrictPublicBuckets": False}
+    settings = {
+        "BlockPublicAcls": False,
+        "IgnorePublicAcls": True,
+        "BlockPublicPolicy": False,
+        "RestrictPublicBuckets": False,
+    }
     owner.put_public_access_block(Bucket=b, PublicAccessBlockConfiguration=settings)
     assert outcome(lambda: anonymous.get_object(Bucket=b, Key="public")) == "AccessDenied"
     settings.update(BlockPublicAcls=True, IgnorePublicAcls=False)

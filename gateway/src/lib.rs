@@ -64,6 +64,14 @@ pub struct GatewayConfig {
     /// Objects of at most this many stored bytes live in their meta record
     /// instead of blocks (0: none); at most `meta_api::MAX_INLINE_BODY`.
     pub inline_max: usize,
+    /// Object ownership of a bucket created without
+    /// `x-amz-object-ownership`: AWS's BucketOwnerEnforced (ACLs off) by
+    /// default; ObjectWriter or BucketOwnerPreferred for applications that
+    /// still set ACLs.
+    pub default_ownership: access::ObjectOwnership,
+    /// Whether a new bucket starts with every public access block flag on,
+    /// as in AWS; off, public ACLs and policies work from the start.
+    pub default_block_public_access: bool,
 }
 
 /// Default [`GatewayConfig::inline_max`]: 16 KiB.
@@ -82,6 +90,8 @@ impl GatewayConfig {
             sigv2: true,
             sse_c_over_http: false,
             inline_max: DEFAULT_INLINE_MAX,
+            default_ownership: access::ObjectOwnership::BucketOwnerEnforced,
+            default_block_public_access: true,
         }
     }
 

@@ -360,6 +360,19 @@ pub struct GatewaySettings {
     /// Objects of at most this size (as stored) are kept in their meta record, with no block on a datanode; 0: none. At most 256KiB.
     #[arg(long, env = "TESSERA_INLINE_MAX", default_value = "16KiB", value_parser = parse_inline_max)]
     pub inline_max: u64,
+    /// Object ownership of buckets created without `x-amz-object-ownership`: BucketOwnerEnforced (AWS's default: ACLs off), BucketOwnerPreferred or ObjectWriter (for applications that still send `x-amz-acl`).
+    #[arg(long, env = "TESSERA_DEFAULT_OBJECT_OWNERSHIP", default_value = "BucketOwnerEnforced", value_parser = parse_ownership)]
+    pub default_object_ownership: access::ObjectOwnership,
+    /// Whether new buckets start with every public access block flag on (AWS's default); false lets public ACLs and policies work from the start.
+    #[arg(long, env = "TESSERA_DEFAULT_BLOCK_PUBLIC_ACCESS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub default_block_public_access: bool,
+}
+
+/// `--default-object-ownership`: one of S3's ObjectOwnership names.
+fn parse_ownership(text: &str) -> Result<access::ObjectOwnership, String> {
+    access::ObjectOwnership::parse(text).ok_or_else(|| {
+        format!("{text:?} is not BucketOwnerEnforced, BucketOwnerPreferred or ObjectWriter")
+    })
 }
 
 /// `--inline-max`: a size meta takes in a record.
@@ -537,6 +550,8 @@ pub async fn serve_gateway(
             sigv2: settings.sigv2,
             sse_c_over_http: settings.sse_c_over_http,
             inline_max: settings.inline_max as usize,
+            default_ownership: settings.default_object_ownership,
+            default_block_public_access: settings.default_block_public_access,
         },
     );
     let limits = ::gateway::listener::ConnectionLimits {

@@ -222,9 +222,11 @@ pub async fn put_acl(
 }
 
 /// The ACL, ownership and public access block a new bucket starts with:
-/// `x-amz-object-ownership` (default BucketOwnerEnforced), every public access
-/// block flag on, and the ACL of the ACL headers, which BucketOwnerEnforced
-/// allows only as the owner's FULL_CONTROL and the block only when private.
+/// `x-amz-object-ownership` (default the gateway's, BucketOwnerEnforced
+/// unless set), every public access block flag on (unless the gateway's
+/// default turns them off), and the ACL of the ACL headers, which
+/// BucketOwnerEnforced allows only as the owner's FULL_CONTROL and the block
+/// only when private.
 pub fn new_bucket_access(
     ctx: &RequestContext<'_>,
     owner: &str,
@@ -235,7 +237,7 @@ pub fn new_bucket_access(
             S3Error::invalid_argument(format!("Invalid x-amz-object-ownership header: {name}"))
                 .detail("ArgumentName", "x-amz-object-ownership")
         })?,
-        None => ObjectOwnership::BucketOwnerEnforced,
+        None => ctx.state.config.default_ownership,
     };
     let owner_id = canonical_user_id(owner);
     let acl = grants_from_headers(|name| header_text(headers, name), &owner_id, &owner_id)?;
@@ -243,6 +245,9 @@ pub fn new_bucket_access(
         ownership,
         ..Default::default()
     };
+    if !ctx.state.config.default_block_public_access {
+        access.public_access_block = None;
+    }
     if let Some(grants) = acl {
         if only_full_control_to(&grants, &[owner]) {
             return Ok(access);
@@ -250,7 +255,7 @@ pub fn new_bucket_access(
         if !ownership.acls_enabled() {
             return Err(S3Error::new(S3Code::InvalidBucketAclWithObjectOwnership));
         }
-        if grants.iter().any(|g| g.grantee.is_public()) {
+        if access.public_access_block.is_some() && grants.iter().any(|g| g.grantee.is_public()) {
             return Err(S3Error::new(
                 S3Code::InvalidBucketAclWithBlockPublicAccessError,
             ));
