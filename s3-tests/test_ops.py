@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from tessera_clients import MIB, s3_client
-from tessera_procs import process_env, start_server
+from tessera_procs import process_env, run_admin, start_server
 
 pytestmark = pytest.mark.tessera
 
@@ -50,6 +50,40 @@ def test_every_metric_family_has_help(server, s3):
     assert len(typed) > 30, text[:2000]
     assert len(typed) == len(set(typed)), "a family is there twice"
     assert sorted(set(typed) - helped) == [], "families without HELP"
+
+
+def test_status_counts_groups_as_they_are_written_and_right_after_a_start(tessera_bin, tmp_path):
+    """`tessera admin status` counts a group healthy once its object is
+    committed (not at the next redundancy scan, minutes later); a restarted
+    server says it has not counted yet until its first scan, seconds
+    later, and never shows 0 for what it holds."""
+    server = start_server(tessera_bin, tmp_path, name="counted")
+    s3 = s3_client(server.endpoint, server.access_key, server.secret_key)
+    s3.create_bucket(Bucket="counted")
+    for i in range(6):
+        s3.put_object(Bucket="counted", Key=f"k{i}", Body=bytes([i]) * 300_000)
+    upload = s3.create_multipart_upload(Bucket="counted", Key="parts")["UploadId"]
+    etag = s3.upload_part(Bucket="counted", Key="parts", UploadId=upload, PartNumber=1, Body=b"p" * 300_000)["ETag"]
+    s3.complete_multipart_upload(
+        Bucket="counted", Key="parts", UploadId=upload, MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]}
+    )
+
+    def healthy(server) -> int | None:
+        groups = run_admin(server.meta, server.creds.admin_token, "status")["block_groups"]
+        return groups["healthy"] if groups["counted"] else None
+
+    assert healthy(server) == 7
+    server.stop()
+    again = start_server(tessera_bin, tmp_path, name="counted", creds=server.creds)
+    try:
+        seen = [healthy(again)]
+        deadline = time.monotonic() + 30
+        while seen[-1] is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+            seen.append(healthy(again))
+        assert seen[-1] == 7 and set(seen) <= {None, 7}, seen
+    finally:
+        again.stop()
 
 
 def test_admin_options_go_before_or_after_the_operation(server, tessera_bin):

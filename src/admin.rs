@@ -695,6 +695,10 @@ fn status_json(status: &ClusterStatus) -> Value {
         "objects": status.objects,
         "pending_deletions": status.pending_deletions,
         "block_groups": {
+            // Counts hold once a redundancy scan ran since meta started
+            // (seconds after a start); groups written since are counted
+            // as they commit.
+            "counted": status.redundancy.last_scan > 0,
             "healthy": status.redundancy.healthy,
             "degraded": status.redundancy.degraded,
             "at_risk": status.redundancy.at_risk,
@@ -785,14 +789,18 @@ fn print_human(value: &Value) {
                 );
                 let groups = &map["block_groups"];
                 let repair = &map["repair"];
-                println!(
-                    "block groups: healthy {}  degraded {}  at risk {}  lost {}  misplaced {}",
-                    groups["healthy"],
-                    groups["degraded"],
-                    groups["at_risk"],
-                    groups["lost"],
-                    groups["misplaced"]
-                );
+                if groups["counted"] == true {
+                    println!(
+                        "block groups: healthy {}  degraded {}  at risk {}  lost {}  misplaced {}",
+                        groups["healthy"],
+                        groups["degraded"],
+                        groups["at_risk"],
+                        groups["lost"],
+                        groups["misplaced"]
+                    );
+                } else {
+                    println!("block groups: not counted yet (meta's first scan runs seconds after it starts)");
+                }
                 println!(
                     "repair: queued {}  running {}  repaired bytes {}",
                     repair["queued"], repair["running"], repair["repaired_bytes"]

@@ -169,6 +169,16 @@ impl RepairBook {
         book.counts = counts;
     }
 
+    /// Counts groups written since the last scan (`counts`, as they were
+    /// written), so that status and `tessera_meta_block_groups` show them
+    /// at once rather than at the next scan. Groups removed are counted
+    /// out by the next scan.
+    pub(crate) fn written(&self, counts: GroupCounts) {
+        let mut book = self.book.lock();
+        book.counts.merge(counts);
+        book.counts.publish();
+    }
+
     /// Asks for a scan at the next check (a corrupt block file was reported).
     pub(crate) fn request_scan(&self) {
         self.book.lock().rescan = true;

@@ -91,6 +91,7 @@ impl Handle<CommitObject> for MetaState {
         let condition = condition.as_ref();
         validate_object_key(&record.key).map_err(MetaError::InvalidRequest)?;
         let (bucket, key, size) = (record.bucket.clone(), record.key.clone(), record.size);
+        let written = crate::redundancy::written_counts(&record.groups, &record.replication);
         let stamp = self.store.write(|txn| {
             let bucket_record = require_bucket(&txn.open_table(BUCKETS)?, &bucket)?;
             let mut versions = KeyVersions::open(txn)?;
@@ -110,6 +111,7 @@ impl Handle<CommitObject> for MetaState {
             queue_short_groups(txn, &groups, &replication, &owner, now)?;
             Ok(stamp)
         })?;
+        self.repairs.written(written);
         tracing::debug!(%bucket, %key, size, version = stamp.id_or_null(), "object committed");
         metrics::counter!(crate::telemetry::OBJECTS_COMMITTED.name).increment(1);
         Ok(stamp)

@@ -337,6 +337,10 @@ impl Handle<CompleteUpload> for MetaState {
                 return Ok(record);
             }
         };
+        self.repairs.written(crate::redundancy::written_counts(
+            &record.groups,
+            &record.replication,
+        ));
         self.hand_out_for_reading(&mut record.groups, now);
         tracing::debug!(
             bucket,

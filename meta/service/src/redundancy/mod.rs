@@ -265,7 +265,26 @@ pub(crate) struct GroupCounts {
     pub(crate) misplaced: u64,
 }
 
+/// How `groups`, just written under `config`, stand: healthy, or short of
+/// block files when datanodes were too few (those are queued for repair).
+pub(crate) fn written_counts(groups: &[BlockGroup], config: &ReplicationConfig) -> GroupCounts {
+    let mut counts = GroupCounts::default();
+    for group in groups {
+        counts.add(assess(group, config, |_| CellState::Staying).state());
+    }
+    counts
+}
+
 impl GroupCounts {
+    /// Adds `other`'s counts to these.
+    pub(crate) fn merge(&mut self, other: GroupCounts) {
+        self.healthy += other.healthy;
+        self.degraded += other.degraded;
+        self.at_risk += other.at_risk;
+        self.lost += other.lost;
+        self.misplaced += other.misplaced;
+    }
+
     fn add(&mut self, state: GroupState) {
         match state {
             GroupState::Healthy => self.healthy += 1,
