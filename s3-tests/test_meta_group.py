@@ -76,6 +76,8 @@ class MetaGroup:
     certs: Path | None = None
     # Flags every member gets besides its own.
     meta_args: tuple[str, ...] = ()
+    # Environment variables a member gets besides the credentials.
+    env: dict[int, dict[str, str]] = field(default_factory=dict)
 
     def tls(self, name: str) -> list[str]:
         return tls_args(self.certs, name) if self.certs else []
@@ -109,7 +111,7 @@ class MetaGroup:
                 *self.tls(f"meta{member}"),
                 *self.meta_args,
             ],
-            process_env(self.creds.env()),
+            process_env({**self.creds.env(), **self.env.get(member, {})}),
             self.work_dir,
         )
         self.members[member] = proc
@@ -194,14 +196,15 @@ def start_group(
     datanodes: int = DATANODES,
     meta_args: tuple[str, ...] = (),
     datanode_args: tuple[str, ...] = (),
+    member_env: dict[int, dict[str, str]] | None = None,
 ) -> MetaGroup:
     """Members at `addrs`, `datanodes` datanodes and a gateway given every
     member's address; the root key works when it returns. With
     `mutual_tls`, every link runs it (members on other hosts must).
     `meta_args` and `datanode_args` are added to every member's and
-    datanode's flags."""
+    datanode's flags, `member_env[member]` to that member's environment."""
     creds = Credentials.random()
-    running = MetaGroup(tessera_bin, tmp_path, creds, addrs, wrap=wrap or {}, meta_args=meta_args)
+    running = MetaGroup(tessera_bin, tmp_path, creds, addrs, wrap=wrap or {}, meta_args=meta_args, env=member_env or {})
     if mutual_tls:
         running.certs = tmp_path / "certs"
         hosts = {f"meta{m}": addr.rpartition(":")[0] for m, addr in addrs.items()}
@@ -740,7 +743,8 @@ class Lab:
     """Each member in a network namespace of its own, all on one bridge (in
     a namespace of its own too) that this namespace also reaches, so that
     the links between members can be cut while every member still reaches
-    the gateways and datanodes here. Deleting the namespaces undoes it all."""
+    the gateways and datanodes here, or the link between this namespace and
+    one member. Healing and deleting the namespaces undo it all."""
 
     # Members listen on an address of their own namespace, so this port
     # cannot meet another process's.
@@ -751,7 +755,7 @@ class Lab:
         self.subnet = f"10.201.{random.randint(1, 250)}"
         self.lab = f"tl{tag}"
         self.spaces = {member: f"tm{tag}{member}" for member in MEMBERS}
-        self.cuts: list[tuple[str, str]] = []
+        self.cuts: list[tuple[str | None, str]] = []
         self.host_link = f"v{tag}hb"
         self.ip("netns", "add", self.lab)
         self.ip("-n", self.lab, "link", "add", "br0", "type", "bridge")
@@ -762,7 +766,7 @@ class Lab:
             self.plug(f"v{tag}{member}a", f"v{tag}{member}b", space)
             self.ip("-n", space, "addr", "add", f"{self.addr(member)}/24", "dev", f"v{tag}{member}b")
         self.plug(f"v{tag}ha", self.host_link, None)
-        self.ip("addr", "add", f"{self.subnet}.254/24", "dev", self.host_link)
+        self.ip("addr", "add", f"{self.host_addr}/24", "dev", self.host_link)
 
     @staticmethod
     def ip(*args: str) -> None:
@@ -784,6 +788,11 @@ class Lab:
     def addr(self, member: int) -> str:
         return f"{self.subnet}.{member}"
 
+    @property
+    def host_addr(self) -> str:
+        """This namespace's address on the bridge."""
+        return f"{self.subnet}.254"
+
     def wrap(self) -> dict[int, list[str]]:
         return {member: ["ip", "netns", "exec", space] for member, space in self.spaces.items()}
 
@@ -791,18 +800,32 @@ class Lab:
         """Cuts `member` off from the other members, both ways."""
         for other in MEMBERS:
             if other != member:
-                for space, target in ((self.spaces[member], self.addr(other)), (self.spaces[other], self.addr(member))):
-                    self.ip("-n", space, "route", "add", "blackhole", f"{target}/32")
-                    self.cuts.append((space, target))
+                self.blackhole(self.spaces[member], self.addr(other))
+                self.blackhole(self.spaces[other], self.addr(member))
+
+    def cut_host(self, member: int) -> None:
+        """Cuts this namespace (gateways, datanodes, admin commands) off
+        from `member`, both ways; the members still reach each other."""
+        self.blackhole(None, self.addr(member))
+        self.blackhole(self.spaces[member], self.host_addr)
+
+    def blackhole(self, space: str | None, target: str) -> None:
+        """Drops what `space` (None: this namespace) sends to `target`."""
+        self.ip(*(["-n", space] if space else []), "route", "add", "blackhole", f"{target}/32")
+        self.cuts.append((space, target))
 
     def heal(self) -> None:
         while self.cuts:
             space, target = self.cuts.pop()
-            self.ip("-n", space, "route", "del", "blackhole", f"{target}/32")
+            self.ip(*(["-n", space] if space else []), "route", "del", "blackhole", f"{target}/32")
 
     def close(self) -> None:
-        for space in [*self.spaces.values(), self.lab]:
-            subprocess.run(["ip", "netns", "del", space], check=False, capture_output=True, timeout=30)
+        try:
+            # A route left in this namespace would outlive the lab's.
+            self.heal()
+        finally:
+            for space in [*self.spaces.values(), self.lab]:
+                subprocess.run(["ip", "netns", "del", space], check=False, capture_output=True, timeout=30)
 
 
 @pytest.fixture

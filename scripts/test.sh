@@ -63,8 +63,9 @@ stage() {
 tools() {
     command -v cargo >/dev/null 2>&1 || die "cargo not found: install a Rust toolchain (rustup)"
     # S3 clients the smoke tests drive (s3-tests/test_tools.py); FUSE for
-    # the power-loss test (s3-tests/test_power_loss.py).
-    apt_install rclone s3cmd fuse3 chromium chromium-driver
+    # the power-loss tests (s3-tests/test_power_loss.py); libfaketime for
+    # the clock jumps of s3-tests/test_consistency.py.
+    apt_install rclone s3cmd fuse3 faketime chromium chromium-driver
     ensure_venv
     "$TESSERA_VENV/bin/python" -c 'import boto3, pytest, pytest_timeout, requests, selenium'
     "$TESSERA_VENV/bin/aws" --version >&2

@@ -319,6 +319,18 @@ impl fmt::Display for Report {
         for (kind, count) in &self.outcomes {
             writeln!(f, "  {kind:<46} {count:>8}")?;
         }
+        let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
+        for anomaly in &self.anomalies {
+            let kind = match anomaly {
+                Anomaly::NotLinearizable { .. } => "not linearizable",
+                Anomaly::TwoWinners { .. } => "two writes won one If-Match",
+                Anomaly::Versions { what, .. } => what,
+            };
+            *kinds.entry(kind).or_insert(0) += 1;
+        }
+        for (kind, count) in &kinds {
+            writeln!(f, "  anomalies: {kind:<44} {count:>6}")?;
+        }
         for anomaly in self.anomalies.iter().take(SHOWN_ANOMALIES) {
             let (title, operations) = match anomaly {
                 Anomaly::NotLinearizable { key, operations } => (
@@ -427,6 +439,10 @@ mod tests {
             .any(|a| matches!(a, Anomaly::TwoWinners { expected: 2, .. })));
         let text = report.to_string();
         assert!(text.contains("key b: not linearizable"), "{text}");
+        assert!(
+            text.contains("anomalies: two writes won one If-Match"),
+            "{text}"
+        );
         assert!(text.contains("read nothing (404)"), "{text}");
         assert!(text.ends_with("FAILED: 2 anomalies\n"), "{text}");
     }

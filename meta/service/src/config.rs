@@ -1,13 +1,12 @@
-//! Settings of the metadata service, and the clock it reads.
+//! Settings of the metadata service, and the clock it reads (see
+//! [`crate::clock`]).
 
+pub use crate::clock::Clock;
 use crate::repair::RepairSettings;
 use crate::store::group_commit::Commits;
 use meta_api::lifecycle::LifecycleDay;
-use meta_api::{now_millis, UnixMillis};
 use proto::DEFAULT_BLOCK_SIZE;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Default [`MetaConfig::deletion_delay`]: longer than any read of one piece
@@ -115,46 +114,6 @@ pub const DEFAULT_DEAD_AFTER: Duration = Duration::from_secs(60);
 
 /// Default [`MetaConfig::orphan_grace`]: a write must commit within an hour.
 pub const DEFAULT_ORPHAN_GRACE: Duration = Duration::from_secs(3600);
-
-/// Where meta reads the time: liveness, deletion delays, orphan ages and
-/// record timestamps all follow it.
-#[derive(Clone, Debug, Default)]
-pub enum Clock {
-    /// The system's wall clock.
-    #[default]
-    System,
-    /// A clock that moves only when told (tests of time-dependent behaviour,
-    /// in process or over the RPC alike).
-    Manual(Arc<AtomicI64>),
-}
-
-impl Clock {
-    /// A manual clock showing `at`.
-    pub fn manual(at: UnixMillis) -> Self {
-        Self::Manual(Arc::new(AtomicI64::new(at)))
-    }
-
-    /// The time now.
-    pub fn now(&self) -> UnixMillis {
-        match self {
-            Self::System => now_millis(),
-            Self::Manual(at) => at.load(Ordering::SeqCst),
-        }
-    }
-
-    /// Sets a manual clock to `at`; a system clock cannot be set.
-    pub fn set(&self, at: UnixMillis) {
-        match self {
-            Self::System => panic!("the system clock cannot be set"),
-            Self::Manual(now) => now.store(at, Ordering::SeqCst),
-        }
-    }
-
-    /// Moves a manual clock on by `by`.
-    pub fn advance(&self, by: Duration) {
-        self.set(self.now() + i64::try_from(by.as_millis()).unwrap_or(i64::MAX));
-    }
-}
 
 /// Default [`LifecycleSettings::batch`].
 pub const DEFAULT_LIFECYCLE_BATCH: usize = 1000;

@@ -13,6 +13,7 @@
 
 mod authentication;
 mod balance;
+mod clock;
 mod config;
 mod credentials;
 mod decoded;

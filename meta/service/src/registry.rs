@@ -1,7 +1,11 @@
 //! The datanode registry: heartbeats register and refresh datanodes, and each
-//! datanode's state (healthy, stale, dead) follows from the time since its last
-//! heartbeat, computed whenever it is asked.
+//! datanode's state (healthy, stale, dead) follows from the time since this
+//! member last heard of it, on its monotonic clock (as HDFS's namenode
+//! does): a jump of the wall clock declares no datanode dead, and a member
+//! that just loaded the registry (a start, a new leader) gives each
+//! datanode the full time to be heard from again.
 
+use crate::clock::Clock;
 use meta_api::{AdminState, BlockGroup, DatanodeRecord, DatanodeState, Location, UnixMillis};
 use parking_lot::{Mutex, RwLock};
 use proto::DatanodeId;
@@ -16,14 +20,34 @@ const STATES: [(DatanodeState, &str); 3] = [
     (DatanodeState::Dead, "dead"),
 ];
 
-/// State of a datanode last heard from at `last_heartbeat`, at time `now`.
-pub(crate) fn state_at(
-    last_heartbeat: UnixMillis,
+/// When a datanode counts as stale, then dead, and the clock that tells.
+#[derive(Clone, Debug)]
+pub(crate) struct Liveness {
+    pub(crate) clock: Clock,
+    pub(crate) stale_after: Duration,
+    pub(crate) dead_after: Duration,
+}
+
+impl Liveness {
+    /// State of a datanode last heard from at `heard` (monotonic), now.
+    fn state(&self, heard: UnixMillis) -> DatanodeState {
+        state_at(
+            heard,
+            self.clock.monotonic(),
+            self.stale_after,
+            self.dead_after,
+        )
+    }
+}
+
+/// State of a datanode last heard from at `heard`, at time `now`.
+fn state_at(
+    heard: UnixMillis,
     now: UnixMillis,
     stale_after: Duration,
     dead_after: Duration,
 ) -> DatanodeState {
-    let silent = now.saturating_sub(last_heartbeat).max(0) as u128;
+    let silent = now.saturating_sub(heard).max(0) as u128;
     if silent >= dead_after.as_millis() {
         DatanodeState::Dead
     } else if silent >= stale_after.as_millis() {
@@ -39,12 +63,14 @@ pub(crate) struct RegisteredNode {
     pub(crate) record: DatanodeRecord,
     /// Blocks allocated on it since its last heartbeat (its `used` does not show them yet).
     pub(crate) pending: u64,
+    /// When this member last heard of it, on the monotonic clock.
+    pub(crate) heard: UnixMillis,
 }
 
 /// In-memory mirror of the `DATANODES` table, so that address lookups and
 /// placement never touch the disk.
-#[derive(Default)]
 pub(crate) struct Registry {
+    liveness: Liveness,
     nodes: RwLock<HashMap<DatanodeId, RegisteredNode>>,
     /// The address and location each datanode's gauges were last published
     /// under, so that the series of old ones are zeroed when a datanode moves.
@@ -55,19 +81,27 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
-    /// Loads every stored datanode record; one stored before datanodes had
-    /// locations stands on its host until its next heartbeat says otherwise.
-    pub(crate) fn load(records: Vec<DatanodeRecord>) -> Self {
+    /// Loads every stored datanode record, each as heard of now; one stored
+    /// before datanodes had locations stands on its host until its next
+    /// heartbeat says otherwise.
+    pub(crate) fn load(records: Vec<DatanodeRecord>, liveness: Liveness) -> Self {
+        let heard = liveness.clock.monotonic();
         let nodes = records
             .into_iter()
             .map(|mut record| {
                 if record.location == Location::default() {
                     record.location = Location::of_addr(&record.addr);
                 }
-                (record.id.clone(), RegisteredNode { record, pending: 0 })
+                let node = RegisteredNode {
+                    record,
+                    pending: 0,
+                    heard,
+                };
+                (node.record.id.clone(), node)
             })
             .collect();
         Self {
+            liveness,
             nodes: RwLock::new(nodes),
             published: Mutex::default(),
             addresses: AtomicU64::new(0),
@@ -80,14 +114,18 @@ impl Registry {
         self.addresses.load(Ordering::Acquire)
     }
 
-    /// Records a heartbeat; a late-arriving older one never overwrites a newer one.
+    /// Records a heartbeat, heard now. Heartbeats are not ordered by their
+    /// wall-clock stamps: a leader whose clock ran ahead would leave stamps
+    /// that hold off every later heartbeat until real time caught up (two
+    /// heartbeats of one datanode racing here leave the older one's figures
+    /// until its next heartbeat, seconds later).
     /// The admin state known here is kept: the heartbeat read it from the
     /// store before its commit, and an operator's change committed since
     /// (which [`Registry::set_admin`] brought here) must not be undone.
     pub(crate) fn upsert(&self, mut record: DatanodeRecord) {
+        let heard = self.liveness.clock.monotonic();
         let mut nodes = self.nodes.write();
         match nodes.get_mut(&record.id) {
-            Some(node) if node.record.last_heartbeat > record.last_heartbeat => {}
             Some(node) => {
                 if node.record.addr != record.addr {
                     self.addresses.fetch_add(1, Ordering::AcqRel);
@@ -95,29 +133,29 @@ impl Registry {
                 record.admin = node.record.admin;
                 node.record = record;
                 node.pending = 0;
+                node.heard = heard;
             }
             None => {
-                nodes.insert(record.id.clone(), RegisteredNode { record, pending: 0 });
+                let node = RegisteredNode {
+                    record,
+                    pending: 0,
+                    heard,
+                };
+                nodes.insert(node.record.id.clone(), node);
                 self.addresses.fetch_add(1, Ordering::AcqRel);
             }
         }
     }
 
-    /// Every datanode with its state at `now`, sorted by id.
-    pub(crate) fn snapshot(
-        &self,
-        now: UnixMillis,
-        stale_after: Duration,
-        dead_after: Duration,
-    ) -> Vec<RegisteredNode> {
+    /// Every datanode with its state now, sorted by id.
+    pub(crate) fn snapshot(&self) -> Vec<RegisteredNode> {
         let mut out: Vec<RegisteredNode> = self
             .nodes
             .read()
             .values()
             .cloned()
             .map(|mut node| {
-                node.record.state =
-                    state_at(node.record.last_heartbeat, now, stale_after, dead_after);
+                node.record.state = self.liveness.state(node.heard);
                 node
             })
             .collect();
@@ -165,18 +203,13 @@ impl Registry {
 
     /// Publishes the number of datanodes in each state, and each datanode's
     /// capacity, usage and state labelled with its id and address.
-    pub(crate) fn publish_gauges(
-        &self,
-        now: UnixMillis,
-        stale_after: Duration,
-        dead_after: Duration,
-    ) {
+    pub(crate) fn publish_gauges(&self) {
         let mut counts = [0u32; STATES.len()];
         let nodes = self.nodes.read();
         let mut published = self.published.lock();
         for node in nodes.values() {
             let record = &node.record;
-            let state = state_at(record.last_heartbeat, now, stale_after, dead_after);
+            let state = self.liveness.state(node.heard);
             for (count, (s, _)) in counts.iter_mut().zip(STATES) {
                 *count += u32::from(s == state);
             }
@@ -243,15 +276,26 @@ mod tests {
         }
     }
 
+    /// A registry on a manual clock at `at`, loaded with `records`.
+    fn registry_at(at: UnixMillis, records: Vec<DatanodeRecord>) -> (Registry, Clock) {
+        let clock = Clock::manual(at);
+        let liveness = Liveness {
+            clock: clock.clone(),
+            stale_after: Duration::from_secs(10),
+            dead_after: Duration::from_secs(60),
+        };
+        (Registry::load(records, liveness), clock)
+    }
+
     #[test]
     fn a_heartbeat_read_before_an_admin_change_does_not_undo_it() {
-        let registry = Registry::load(vec![record("a", "h:1", 10)]);
+        let (registry, _) = registry_at(10, vec![record("a", "h:1", 10)]);
         let id = DatanodeId("a".into());
         // The operator's change commits (and reaches the registry) between
         // the heartbeat's read of the record and its upsert.
         assert!(registry.set_admin(&id, AdminState::Maintenance));
         registry.upsert(record("a", "h:1", 20));
-        let nodes = registry.snapshot(20, Duration::from_secs(1), Duration::from_secs(2));
+        let nodes = registry.snapshot();
         assert_eq!(nodes.len(), 1);
         assert_eq!(nodes[0].record.admin, AdminState::Maintenance);
         assert_eq!(nodes[0].record.last_heartbeat, 20);
@@ -273,16 +317,15 @@ mod tests {
     fn gauges_per_datanode_carry_id_address_and_state() {
         let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
         let handle = recorder.handle();
-        let (stale, dead) = (Duration::from_secs(10), Duration::from_secs(60));
-        let registry = Registry::load(vec![
-            record("a", "a:1", 100_000),
-            record("b", "b:1", 80_000),
-        ]);
+        let (registry, clock) = registry_at(80_000, vec![record("b", "b:1", 80_000)]);
+        clock.set(100_000);
         metrics::with_local_recorder(&recorder, || {
-            registry.publish_gauges(100_000, stale, dead);
+            registry.upsert(record("a", "a:1", 100_000));
+            registry.publish_gauges();
             // "a" moves: its old address's series drop to 0.
+            clock.set(101_000);
             registry.upsert(record("a", "a:2", 101_000));
-            registry.publish_gauges(101_000, stale, dead);
+            registry.publish_gauges();
         });
         let text = handle.render();
         let a2 = [("id", "a"), ("addr", "a:2")];
@@ -320,5 +363,26 @@ mod tests {
         assert_eq!(state_at(1_000, 61_000, stale, dead), DatanodeState::Dead);
         // A clock that went backwards is not silence.
         assert_eq!(state_at(5_000, 1_000, stale, dead), DatanodeState::Healthy);
+    }
+
+    #[test]
+    fn liveness_follows_what_this_member_heard_not_the_wall_clock() {
+        // Loaded (a start, a new leader): every datanode gets the full time.
+        let (registry, clock) = registry_at(1_000, vec![record("old", "o:1", -5_000_000)]);
+        let state = |registry: &Registry| registry.snapshot()[0].record.state;
+        assert_eq!(state(&registry), DatanodeState::Healthy);
+        clock.set(1_000 + 60_000);
+        assert_eq!(state(&registry), DatanodeState::Dead);
+        // A heartbeat stamped by a wall clock hours off still counts now,
+        // and so does the next one, stamped true again.
+        registry.upsert(record("old", "o:1", 9_000_000));
+        assert_eq!(state(&registry), DatanodeState::Healthy);
+        clock.set(1_000 + 60_000 * 2);
+        registry.upsert(record("old", "o:2", 121_000));
+        let node = &registry.snapshot()[0];
+        assert_eq!(
+            (node.record.state, node.record.addr.as_str()),
+            (DatanodeState::Healthy, "o:2")
+        );
     }
 }

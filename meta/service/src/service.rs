@@ -356,10 +356,16 @@ impl MetaService {
 
     /// Serves the group's own requests: Raft messages, status, membership.
     async fn serve_group(&self, request: AnyRequest) -> Result<AnyResponse, MetaError> {
+        // A member that has not joined its group yet (its store open, its
+        // Raft about to start) says so: the leader's appends are tried
+        // again, nothing is wrong with how it was started.
+        let starting = self.state().store.is_replicated();
         let alone = || {
-            MetaError::InvalidRequest(
-                "this meta runs alone: start its members with --node-id and --peers".into(),
-            )
+            MetaError::InvalidRequest(if starting {
+                "this meta member is starting: its Raft is not running yet".into()
+            } else {
+                "this meta runs alone: start its members with --node-id and --peers".into()
+            })
         };
         match request {
             AnyRequest::GetGroupStatus(_) => Ok(AnyResponse::GetGroupStatus(match self.group() {
@@ -439,11 +445,7 @@ fn spawn_gauge_refresher(service: Weak<MetaService>) {
             let Some(state) = service.upgrade().map(|s| s.state()) else {
                 return;
             };
-            state.registry.publish_gauges(
-                state.config.clock.now(),
-                state.config.stale_after,
-                state.config.dead_after,
-            );
+            state.registry.publish_gauges();
         }
     });
 }
@@ -652,6 +654,15 @@ mod tests {
                 "{answer:?}"
             );
         }
+        // Its group's own requests hear that it is starting, not that it
+        // runs alone.
+        let snapshot = member
+            .serve(meta_api::TakeGroupSnapshot.into_any(), &Principal::Admin)
+            .await;
+        assert!(
+            matches!(&snapshot, Err(MetaError::InvalidRequest(m)) if m.contains("is starting")),
+            "{snapshot:?}"
+        );
     }
 
     /// `count` blocks allocated by `member`, and the log entries applied meanwhile.

@@ -10,7 +10,7 @@ use crate::decoded::{DecodedCache, DEFAULT_DECODED_CACHE_BYTES};
 use crate::object_keys;
 use crate::orphans::OrphanDetector;
 use crate::placement::BlockIds;
-use crate::registry::Registry;
+use crate::registry::{Liveness, Registry};
 use crate::repair::RepairBook;
 use crate::store::db::all_json;
 use crate::store::lifecycle_passes;
@@ -59,7 +59,14 @@ impl MetaState {
         let now = config.clock.now();
         let datanodes: Vec<DatanodeRecord> =
             store.read(|txn| all_json(&txn.open_table(DATANODES)?))?;
-        let registry = Registry::load(datanodes);
+        let registry = Registry::load(
+            datanodes,
+            Liveness {
+                clock: config.clock.clone(),
+                stale_after: config.stale_after,
+                dead_after: config.dead_after,
+            },
+        );
         let block_ids = BlockIds::load(&store)?;
         let authenticator = Authenticator::new(
             credentials::admin_token(&config)?,

@@ -304,11 +304,11 @@ impl Handle<SetBucketPublicRead> for MetaState {
 
 impl Handle<DefaultReplication> for MetaState {
     /// The bucket's default replication, else the cluster default for the
-    /// datanodes healthy at `now`.
+    /// datanodes healthy now.
     fn handle(
         &self,
         request: DefaultReplication,
-        now: UnixMillis,
+        _now: UnixMillis,
     ) -> Result<ReplicationConfig, MetaError> {
         let record = self
             .store
@@ -318,7 +318,7 @@ impl Handle<DefaultReplication> for MetaState {
         }
         let healthy = self
             .registry
-            .snapshot(now, self.config.stale_after, self.config.dead_after)
+            .snapshot()
             .iter()
             .filter(|n| n.record.state == DatanodeState::Healthy)
             .count();

@@ -92,8 +92,7 @@ impl Handle<Heartbeat> for MetaState {
             self.repairs.request_scan();
         }
         self.registry.upsert(record);
-        self.registry
-            .publish_gauges(now, self.config.stale_after, self.config.dead_after);
+        self.registry.publish_gauges();
         // Heartbeats are what carries keys to datanodes: the next key is
         // made here, ahead of its use.
         self.tokens.rotate(&self.store, now)?;
@@ -133,7 +132,7 @@ impl MetaState {
         let block_size = self.config.block_size;
         let candidates: Vec<Candidate> = self
             .registry
-            .snapshot(now, self.config.stale_after, self.config.dead_after)
+            .snapshot()
             .into_iter()
             .filter(|n| n.record.state == DatanodeState::Healthy)
             .filter(|n| n.record.admin == AdminState::InService)

@@ -84,9 +84,7 @@ impl MetaState {
     /// datanodes changed, a corrupt block file was reported, repairs or the
     /// balancer's moves are done, or the interval passed.
     pub(crate) fn scan_due(&self, now: UnixMillis) -> Result<bool, MetaError> {
-        let nodes = self
-            .registry
-            .snapshot(now, self.config.stale_after, self.config.dead_after);
+        let nodes = self.registry.snapshot();
         let (queued, balancing) = self
             .store
             .read(|txn| Ok((repairs::queued(txn)?, repairs::queued_balance(txn)?)))?;
@@ -103,9 +101,7 @@ impl MetaState {
             Scan::Yes => true,
             Scan::No => false,
         };
-        let nodes = self
-            .registry
-            .snapshot(now, self.config.stale_after, self.config.dead_after);
+        let nodes = self.registry.snapshot();
         let dead = dead_datanodes(&nodes);
         let liveness = self.liveness(&nodes)?;
         let view = PlacementView::new(&nodes, self.config.block_size);
@@ -467,9 +463,7 @@ impl Handle<FinishRepair> for MetaState {
             tracing::warn!(%block, %datanode, %error, "repair failed; it will be tried again");
             metrics::counter!(crate::telemetry::REPAIRS.name, "result" => "failed").increment(1);
         }
-        let nodes = self
-            .registry
-            .snapshot(now, self.config.stale_after, self.config.dead_after);
+        let nodes = self.registry.snapshot();
         let addrs: std::collections::HashMap<&DatanodeId, &str> = nodes
             .iter()
             .map(|n| (&n.record.id, n.record.addr.as_str()))

@@ -182,16 +182,15 @@ impl Handle<GetClusterStatus> for MetaState {
     fn handle(
         &self,
         _request: GetClusterStatus,
-        now: UnixMillis,
+        _now: UnixMillis,
     ) -> Result<ClusterStatus, MetaError> {
         let datanodes = self
             .registry
-            .snapshot(now, self.config.stale_after, self.config.dead_after)
+            .snapshot()
             .into_iter()
             .map(|n| n.record)
             .collect();
-        self.registry
-            .publish_gauges(now, self.config.stale_after, self.config.dead_after);
+        self.registry.publish_gauges();
         self.store
             .read(|txn| {
                 Ok(ClusterStatus {

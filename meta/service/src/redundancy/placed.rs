@@ -229,6 +229,7 @@ mod tests {
                 disks: Vec::new(),
             },
             pending: 0,
+            heard: 0,
         }
     }
 
