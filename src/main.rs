@@ -103,11 +103,11 @@ mod tests {
     use std::collections::BTreeMap;
     use std::time::Duration;
 
-    /// Every flag of every role with its default, as `--help` shows them.
+    /// Every flag of every role and of their subcommands (`check run`,
+    /// `admin ...`) with its default, as `--help` shows them.
     fn flag_defaults() -> BTreeMap<String, Vec<Option<String>>> {
-        let mut flags: BTreeMap<String, Vec<Option<String>>> = BTreeMap::new();
-        for role in Cli::command().get_subcommands() {
-            for arg in role.get_arguments() {
+        fn walk(command: &clap::Command, flags: &mut BTreeMap<String, Vec<Option<String>>>) {
+            for arg in command.get_arguments() {
                 if let Some(long) = arg.get_long() {
                     let default = arg
                         .get_default_values()
@@ -116,6 +116,13 @@ mod tests {
                     flags.entry(format!("--{long}")).or_default().push(default);
                 }
             }
+            for sub in command.get_subcommands() {
+                walk(sub, flags);
+            }
+        }
+        let mut flags: BTreeMap<String, Vec<Option<String>>> = BTreeMap::new();
+        for role in Cli::command().get_subcommands() {
+            walk(role, &mut flags);
         }
         flags
     }
