@@ -1,9 +1,9 @@
 //! The datanode registry: heartbeats register and refresh datanodes, and each
 //! datanode's state (healthy, stale, dead) follows from the time since this
 //! member last heard of it, on its monotonic clock (as HDFS's namenode
-//! does): a jump of the wall clock declares no datanode dead, and a member
-//! that just loaded the registry (a start, a new leader) gives each
-//! datanode the full time to be heard from again.
+//! does): a jump of the wall clock declares no datanode dead. Only a
+//! member that loads the registry (a start, a snapshot installed) reads the
+//! stored wall-clock stamps, bounded.
 
 use crate::clock::Clock;
 use meta_api::{AdminState, BlockGroup, DatanodeRecord, DatanodeState, Location, UnixMillis};
@@ -81,11 +81,18 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
-    /// Loads every stored datanode record, each as heard of now; one stored
-    /// before datanodes had locations stands on its host until its next
-    /// heartbeat says otherwise.
+    /// Loads every stored datanode record; one stored before datanodes had
+    /// locations stands on its host until its next heartbeat says otherwise.
+    /// How long ago each was heard of comes from its stored wall-clock stamp,
+    /// the only trace a restart keeps, bounded to `[0, dead_after]`: a clock
+    /// off at load time can make a datanode look dead until its next
+    /// heartbeat, or give it at most `dead_after` before it is found dead.
     pub(crate) fn load(records: Vec<DatanodeRecord>, liveness: Liveness) -> Self {
-        let heard = liveness.clock.monotonic();
+        let (wall, monotonic) = (liveness.clock.now(), liveness.clock.monotonic());
+        let longest = i64::try_from(liveness.dead_after.as_millis()).unwrap_or(i64::MAX);
+        let heard_at = |record: &DatanodeRecord| {
+            monotonic - wall.saturating_sub(record.last_heartbeat).clamp(0, longest)
+        };
         let nodes = records
             .into_iter()
             .map(|mut record| {
@@ -93,9 +100,9 @@ impl Registry {
                     record.location = Location::of_addr(&record.addr);
                 }
                 let node = RegisteredNode {
+                    heard: heard_at(&record),
                     record,
                     pending: 0,
-                    heard,
                 };
                 (node.record.id.clone(), node)
             })
@@ -367,22 +374,42 @@ mod tests {
 
     #[test]
     fn liveness_follows_what_this_member_heard_not_the_wall_clock() {
-        // Loaded (a start, a new leader): every datanode gets the full time.
-        let (registry, clock) = registry_at(1_000, vec![record("old", "o:1", -5_000_000)]);
-        let state = |registry: &Registry| registry.snapshot()[0].record.state;
-        assert_eq!(state(&registry), DatanodeState::Healthy);
-        clock.set(1_000 + 60_000);
-        assert_eq!(state(&registry), DatanodeState::Dead);
+        // Loaded (a start): ages come from the stored stamps, bounded.
+        let (registry, clock) = registry_at(
+            100_000,
+            vec![
+                record("silent", "s:1", -5_000_000),
+                record("ahead", "a:1", 9_000_000),
+            ],
+        );
+        let state = |registry: &Registry, id: &str| {
+            let nodes = registry.snapshot();
+            nodes
+                .iter()
+                .find(|n| n.record.id.0 == id)
+                .unwrap()
+                .record
+                .state
+        };
+        assert_eq!(state(&registry, "silent"), DatanodeState::Dead);
+        // Stamped by a clock that ran ahead: heard of now, dead in time.
+        assert_eq!(state(&registry, "ahead"), DatanodeState::Healthy);
+        clock.set(100_000 + 60_000);
+        assert_eq!(state(&registry, "ahead"), DatanodeState::Dead);
         // A heartbeat stamped by a wall clock hours off still counts now,
         // and so does the next one, stamped true again.
-        registry.upsert(record("old", "o:1", 9_000_000));
-        assert_eq!(state(&registry), DatanodeState::Healthy);
-        clock.set(1_000 + 60_000 * 2);
-        registry.upsert(record("old", "o:2", 121_000));
-        let node = &registry.snapshot()[0];
+        registry.upsert(record("silent", "s:1", 9_000_000));
+        assert_eq!(state(&registry, "silent"), DatanodeState::Healthy);
+        clock.set(100_000 + 60_000 * 2);
+        registry.upsert(record("silent", "s:2", 220_000));
+        let node = registry
+            .snapshot()
+            .into_iter()
+            .find(|n| n.record.id.0 == "silent")
+            .unwrap();
         assert_eq!(
             (node.record.state, node.record.addr.as_str()),
-            (DatanodeState::Healthy, "o:2")
+            (DatanodeState::Healthy, "s:2")
         );
     }
 }
