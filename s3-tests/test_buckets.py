@@ -40,6 +40,26 @@ def test_delete_non_empty_bucket_is_refused(s3, bucket):
     assert s3.get_object(Bucket=bucket, Key="keep-me")["Body"].read() == b"x"
 
 
+def test_an_upload_in_progress_goes_with_its_bucket(s3):
+    """S3 deletes a bucket whose only content is an unfinished multipart
+    upload, aborting the upload: a client that gave up on an upload can
+    still remove its bucket."""
+    name = new_bucket_name("upload-left")
+    s3.create_bucket(Bucket=name)
+    upload = s3.create_multipart_upload(Bucket=name, Key="half")["UploadId"]
+    s3.upload_part(Bucket=name, Key="half", UploadId=upload, PartNumber=1, Body=b"x" * 1024)
+    assert http_status(s3.delete_bucket(Bucket=name)) == 204
+    with pytest.raises(ClientError) as gone:
+        s3.head_bucket(Bucket=name)
+    assert http_status(gone.value) == 404
+    # A bucket of the same name made again has no upload of the old one.
+    s3.create_bucket(Bucket=name)
+    try:
+        assert s3.list_multipart_uploads(Bucket=name).get("Uploads", []) == []
+    finally:
+        s3.delete_bucket(Bucket=name)
+
+
 def test_head_missing_bucket_is_404(s3):
     with pytest.raises(ClientError) as missing:
         s3.head_bucket(Bucket=new_bucket_name("missing"))

@@ -320,3 +320,54 @@ def test_aws_cli_reads_checksums(aws, s3, bucket):
     )
     assert out["Checksum"]["ChecksumCRC32"] == crc32_b64(data)
     assert out["ObjectSize"] == 1000
+
+
+def test_complete_checks_the_object_checksum_it_names(s3, bucket):
+    """An `x-amz-checksum-*` header on CompleteMultipartUpload names the
+    object's checksum (full-object, or composite with or without its `-N`),
+    as the SDKs' helpers compute it: a right one completes, a wrong one is
+    400 BadDigest before anything is committed, the upload still there."""
+    parts = [b"A" * 5 * MIB, b"B" * 5 * MIB, b"C" * 1234]
+
+    def upload(key, algorithm, kind):
+        upload_id = s3.create_multipart_upload(
+            Bucket=bucket, Key=key, ChecksumAlgorithm=algorithm, ChecksumType=kind
+        )["UploadId"]
+        done = []
+        for number, data in enumerate(parts, 1):
+            reply = s3.upload_part(
+                Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=data, ChecksumAlgorithm=algorithm
+            )
+            done.append(
+                {"PartNumber": number, "ETag": reply["ETag"], f"Checksum{algorithm}": reply[f"Checksum{algorithm}"]}
+            )
+        return upload_id, done
+
+    def complete(key, upload_id, done, **claimed):
+        return s3.complete_multipart_upload(
+            Bucket=bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": done}, **claimed
+        )
+
+    full = crc32_b64(b"".join(parts))
+    upload_id, done = upload("full", "CRC32", "FULL_OBJECT")
+    with pytest.raises(ClientError) as wrong:
+        complete("full", upload_id, done, ChecksumCRC32=crc32_b64(b"other"))
+    assert (http_status(wrong.value), error_code(wrong.value)) == (400, "BadDigest")
+    assert "CRC32 you specified did not match" in wrong.value.response["Error"]["Message"]
+    assert s3.list_parts(Bucket=bucket, Key="full", UploadId=upload_id)["Parts"], "the upload is still there"
+    reply = complete("full", upload_id, done, ChecksumCRC32=full)
+    assert (reply["ChecksumCRC32"], reply["ChecksumType"]) == (full, "FULL_OBJECT")
+
+    digests = b"".join(base64.b64decode(sha256_b64(p)) for p in parts)
+    composite = f"{sha256_b64(digests)}-3"
+    for key, claimed in (("composite", composite), ("composite-bare", composite.rsplit("-", 1)[0])):
+        upload_id, done = upload(key, "SHA256", "COMPOSITE")
+        with pytest.raises(ClientError) as wrong:
+            complete(key, upload_id, done, ChecksumSHA256=sha256_b64(b"other"))
+        assert error_code(wrong.value) == "BadDigest"
+        reply = complete(key, upload_id, done, ChecksumSHA256=claimed)
+        assert (reply["ChecksumSHA256"], reply["ChecksumType"]) == (composite, "COMPOSITE")
+        # A part read by number carries that part's checksum.
+        second = s3.get_object(Bucket=bucket, Key=key, PartNumber=2, ChecksumMode="ENABLED")
+        assert (second["ChecksumSHA256"], second["ChecksumType"]) == (sha256_b64(parts[1]), "COMPOSITE")
+        assert second["Body"].read() == parts[1]

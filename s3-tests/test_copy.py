@@ -132,7 +132,19 @@ def test_upload_part_copy_with_ranges(s3, bucket):
             Bucket=bucket, Key="assembled", UploadId=upload, PartNumber=3,
             CopySource={"Bucket": bucket, "Key": "src"}, CopySourceRange=f"bytes=0-{12 * MIB}",
         )
+    # S3's answer to a range past the source (seen from aws-cli).
     assert http_status(err.value) == 400
+    assert error_code(err.value) == "InvalidArgument"
+    assert f"source object of size: {12 * MIB}" in err.value.response["Error"]["Message"]
+    # A range not of the form bytes=first-last is another InvalidArgument.
+    for improper in ("0-2", "bytes=0", "bytes=hello-world", "bytes=0-bar", "bytes=hello-", "bytes=0-2,3-5"):
+        with pytest.raises(ClientError) as err:
+            s3.upload_part_copy(
+                Bucket=bucket, Key="assembled", UploadId=upload, PartNumber=3,
+                CopySource={"Bucket": bucket, "Key": "src"}, CopySourceRange=improper,
+            )
+        assert (http_status(err.value), error_code(err.value)) == (400, "InvalidArgument"), improper
+        assert "bytes=first-last" in err.value.response["Error"]["Message"]
     parts = [
         {"PartNumber": 1, "ETag": first["CopyPartResult"]["ETag"]},
         {"PartNumber": 2, "ETag": second["CopyPartResult"]["ETag"]},

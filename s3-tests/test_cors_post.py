@@ -1,6 +1,10 @@
 """Bucket CORS (Put/Get/DeleteBucketCors, OPTIONS preflight, Access-Control-*
 headers) and browser form uploads (PostObject with a SigV4 policy)."""
 
+import base64
+import hashlib
+import hmac
+import json
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -175,6 +179,92 @@ def test_post_object_refusals(server, s3, bucket):
     # The same policy still works within its range.
     assert form_post(server, post, b"123").status_code == 204
     assert s3.get_object(Bucket=bucket, Key="limited")["Body"].read() == b"123"
+
+
+def error_message(response: requests.Response) -> str:
+    return ET.fromstring(response.content).find("Message").text
+
+
+def test_post_object_missing_fields_and_bad_dates_are_told(server, s3, bucket):
+    """S3 names the missing field of a half-signed form (400 InvalidArgument)
+    and reads a policy's expiration only in ISO 8601's T form."""
+    post = s3.generate_presigned_post(Bucket=bucket, Key="f")
+    fields = {k: v for k, v in post["fields"].items() if k != "x-amz-signature"}
+    unsigned = requests.post(server.endpoint + f"/{bucket}", data=fields, files={"file": ("f", b"x")}, timeout=30)
+    assert unsigned.status_code == 400 and s3_error_code(unsigned) == "InvalidArgument"
+    assert "field named 'X-Amz-Signature'" in error_message(unsigned)
+    fields = {k: v for k, v in post["fields"].items() if k != "policy"}
+    no_policy = requests.post(server.endpoint + f"/{bucket}", data=fields, files={"file": ("f", b"x")}, timeout=30)
+    assert no_policy.status_code == 400 and s3_error_code(no_policy) == "InvalidArgument"
+    assert "field named 'Policy'" in error_message(no_policy)
+    # A policy whose expiration is Python's str(datetime), as a hand-made
+    # form might send it, rightly signed (SigV2).
+    policy = {"expiration": "2099-01-01 00:00:00.000000+00:00", "conditions": [{"bucket": bucket}, {"key": "f"}]}
+    encoded = base64.b64encode(json.dumps(policy).encode())
+    secret = server.creds.secret_key.encode()
+    spaced = {
+        "key": "f",
+        "AWSAccessKeyId": server.creds.access_key,
+        "policy": encoded.decode(),
+        "signature": base64.b64encode(hmac.new(secret, encoded, hashlib.sha1).digest()).decode(),
+    }
+    bad_date = requests.post(server.endpoint + f"/{bucket}", data=spaced, files={"file": ("f", b"x")}, timeout=30)
+    assert bad_date.status_code == 400 and s3_error_code(bad_date) == "InvalidArgument"
+    assert "expiration" in error_message(bad_date)
+    assert s3.list_objects_v2(Bucket=bucket).get("KeyCount") == 0
+
+
+def test_post_object_is_judged_like_a_put(server, s3, make_user, bucket):
+    """A form upload is allowed to whoever may PutObject: anonymous forms
+    into a public-write bucket, signed forms of another user the bucket's
+    policy lets write; refused to a user it does not."""
+    s3.put_bucket_ownership_controls(
+        Bucket=bucket, OwnershipControls={"Rules": [{"ObjectOwnership": "ObjectWriter"}]}
+    )
+    s3.delete_public_access_block(Bucket=bucket)
+    s3.put_bucket_acl(Bucket=bucket, ACL="public-read-write")
+    anonymous = requests.post(
+        server.endpoint + f"/{bucket}",
+        data={
+            "key": "anon.txt",
+            "Content-Type": "text/plain",
+            "tagging": "<Tagging><TagSet><Tag><Key>from</Key><Value>form</Value></Tag></TagSet></Tagging>",
+        },
+        files={"file": ("f", b"from anyone")},
+        timeout=30,
+    )
+    assert anonymous.status_code == 204, anonymous.text
+    assert s3.get_object(Bucket=bucket, Key="anon.txt")["Body"].read() == b"from anyone"
+    assert s3.get_object_tagging(Bucket=bucket, Key="anon.txt")["TagSet"] == [{"Key": "from", "Value": "form"}]
+    s3.put_bucket_acl(Bucket=bucket, ACL="private")
+    again = requests.post(
+        server.endpoint + f"/{bucket}", data={"key": "anon2"}, files={"file": ("f", b"x")}, timeout=30
+    )
+    assert again.status_code == 403 and s3_error_code(again) == "AccessDenied"
+
+    writer, stranger = make_user("form-writer"), make_user("form-stranger")
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"AWS": writer.arn},
+                "Action": "s3:PutObject",
+                "Resource": f"arn:aws:s3:::{bucket}/shared/*",
+            }
+        ],
+    }
+    s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps(policy))
+    allowed = form_post(server, writer.client.generate_presigned_post(Bucket=bucket, Key="shared/w"), b"w")
+    assert allowed.status_code == 204, allowed.text
+    outside = form_post(server, writer.client.generate_presigned_post(Bucket=bucket, Key="other/w"), b"w")
+    assert outside.status_code == 403 and s3_error_code(outside) == "AccessDenied"
+    refused = form_post(server, stranger.client.generate_presigned_post(Bucket=bucket, Key="shared/s"), b"s")
+    assert refused.status_code == 403 and s3_error_code(refused) == "AccessDenied"
+    # Under ObjectWriter the object is the writer's, as with PutObject.
+    owner = s3.get_object_acl(Bucket=bucket, Key="shared/w")["Owner"]["ID"]
+    assert owner != s3.get_bucket_acl(Bucket=bucket)["Owner"]["ID"]
+    s3.delete_bucket_policy(Bucket=bucket)
 
 
 def test_bucket_post_without_a_form_is_refused(raw, bucket):

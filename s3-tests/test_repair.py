@@ -1,18 +1,20 @@
 """Self-healing with separate processes: eight datanodes, three SIGKILLed for
 good one at a time with repair in between, every version of every object
 still reads back by SHA-256 and status says healthy; block files damaged on disk are found by the
-scrubber, quarantined and rebuilt while every GET returns the right bytes; a
-repair interrupted by a meta restart completes."""
+scrubber, quarantined and rebuilt while every GET returns the right bytes; an
+object with more block files gone than its layout can lose is answered as
+lost, not as a retry; a repair interrupted by a meta restart completes."""
 
 import hashlib
 import os
 import time
 
 import pytest
+from botocore.exceptions import ClientError
 
 from block_files import cells
 from tessera_clients import MIB, empty_and_delete, new_bucket_name, s3_client
-from tessera_procs import HarnessError, find_key, process_env, start_cluster
+from tessera_procs import HarnessError, find_key, process_env, start_cluster, wait_for
 from test_cluster import put_with_replication
 from test_crash_safety import restart
 
@@ -130,6 +132,52 @@ def test_damaged_block_files_are_scrubbed_and_rebuilt(healing):
             assert client.get_object(Bucket=bucket, Key=key)["Body"].read() == body, key
         quarantined = [p for i in live[:2] for p in (healing.work_dir / f"dn{i}" / "quarantine").glob("*.data")]
         assert len(quarantined) >= flipped, quarantined
+    finally:
+        empty_and_delete(client, bucket)
+
+
+def test_an_object_whose_block_files_are_gone_is_told_lost(healing):
+    """Block files deleted from live datanodes, more than the layout can
+    lose: a GET is answered 403 InvalidObjectState at once (no retry by the
+    SDK), not a 503 that clients retry for ever, and meta and the gateway
+    each log the loss."""
+    client = s3_client(healing.endpoint, healing.access_key, healing.secret_key)
+    bucket = new_bucket_name("lost")
+    client.create_bucket(Bucket=bucket)
+    live = [i for i in range(DATANODES) if i not in healing.killed]
+    try:
+        for replication, gone in (("rs-3-2-1024k", 3), ("replicated-3", 3)):
+            written_after = time.time() - 1
+            put_with_replication(client, bucket, replication, os.urandom(12 * MIB), replication)
+            held = [
+                cell
+                for node in live
+                for cell in cells(healing.work_dir / f"dn{node}")
+                if cell.mtime >= written_after and cell.length > 0
+            ]
+            width = 5 if replication.startswith("rs") else 3
+            # A group whose block files all have files of their own (small
+            # ones are packed into volumes, where they cannot be unlinked).
+            groups = {
+                block: [cell for cell in held if cell.block == block] for block in {cell.block for cell in held}
+            }
+            group = next(
+                g for g in groups.values() if len(g) == width and not any(cell.packed for cell in g)
+            )
+            for cell in group[:gone]:
+                cell.path.unlink()
+                cell.path.with_suffix(".crc").unlink(missing_ok=True)
+            with pytest.raises(ClientError) as lost:
+                client.get_object(Bucket=bucket, Key=replication)["Body"].read()
+            answer = lost.value.response
+            assert answer["Error"]["Code"] == "InvalidObjectState", answer
+            assert answer["ResponseMetadata"]["HTTPStatusCode"] == 403
+            assert answer["ResponseMetadata"]["RetryAttempts"] == 0, "a lost object is not retried"
+            assert "data is lost" in answer["Error"]["Message"]
+        meta_log = healing.meta_proc.log_path
+        wait_for("meta's log line of the lost group", lambda: "block group lost" in meta_log.read_text("utf-8", "replace"))
+        gateway_log = healing.gateway_proc.log_path.read_text("utf-8", "replace")
+        assert "InvalidObjectState" in gateway_log and "data lost" in gateway_log
     finally:
         empty_and_delete(client, bucket)
 

@@ -153,6 +153,19 @@ def test_header_signature_refusals(server, bucket):
         f"{server.endpoint}/{bucket}", headers={"Authorization": f"AWS {server.access_key}:{signature}"}, timeout=30
     )
     assert undated.status_code == 403 and s3_error_code(undated) == "AccessDenied"
+    # A date before 1970 is no valid date (AccessDenied), a date in 2010 a
+    # skewed one, as S3 tells them apart.
+    for old_date, code in (
+        ("Tue, 07 Jul 1950 21:53:04 GMT", "AccessDenied"),
+        ("Tue, 07 Jul 2010 21:53:04 GMT", "RequestTimeTooSkewed"),
+    ):
+        old_signature = sign_v2(server.secret_key, f"GET\n\n\n\nx-amz-date:{old_date}\n/{bucket}")
+        dated = requests.get(
+            f"{server.endpoint}/{bucket}",
+            headers={"x-amz-date": old_date, "Authorization": f"AWS {server.access_key}:{old_signature}"},
+            timeout=30,
+        )
+        assert dated.status_code == 403 and s3_error_code(dated) == code, (old_date, dated.text)
     unknown = requests.get(
         f"{server.endpoint}/{bucket}",
         headers={"Date": date, "Authorization": f"AWS NOSUCHKEY:{signature}"},

@@ -225,7 +225,7 @@ async fn a_restart_keeps_committed_blocks_and_removes_temporary_files() {
         )
         .await
         .unwrap_err();
-    assert!(matches!(err, ClientError::Remote { .. }), "{err:?}");
+    assert!(matches!(err, ClientError::Missing { .. }), "{err:?}");
     node.stop().await;
 }
 
@@ -302,7 +302,7 @@ async fn delete_removes_blocks_and_tolerates_absent_ones() {
         .read_block(&node.addr, key(7, 0), token(key(7, 0)).as_ref(), 0, 1)
         .await
         .unwrap_err();
-    assert!(matches!(err, ClientError::Remote { .. }), "{err:?}");
+    assert!(matches!(err, ClientError::Missing { .. }), "{err:?}");
     node.stop().await;
 }
 

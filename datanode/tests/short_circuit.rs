@@ -355,7 +355,7 @@ async fn deleting_a_block_revokes_its_cached_descriptor() {
         .read_block(&addr, key(7, 0), token(key(7, 0)).as_ref(), 0, 100)
         .await
         .unwrap_err();
-    assert!(matches!(err, ClientError::Remote { .. }), "{err:?}");
+    assert!(matches!(err, ClientError::Missing { .. }), "{err:?}");
 
     // The datanode pushes the deletion: the descriptor goes without a read.
     let tcp = pool(false);
@@ -429,7 +429,7 @@ async fn deleting_a_packed_block_revokes_its_descriptor_by_the_push() {
         .read_block(&addr, key(7, 0), token(key(7, 0)).as_ref(), 0, 100)
         .await
         .unwrap_err();
-    assert!(matches!(err, ClientError::Remote { .. }), "{err:?}");
+    assert!(matches!(err, ClientError::Missing { .. }), "{err:?}");
     let before = local.short_circuit_stats().unwrap().reads;
     let got = local
         .read_block(&addr, key(8, 0), token(key(8, 0)).as_ref(), 29_000, 1000)

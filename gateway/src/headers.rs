@@ -107,8 +107,15 @@ impl ObjectMetadata {
             .transpose()?;
         let mut stored = BTreeMap::new();
         for name in &STORED_HEADERS {
-            if let Some(value) = headers.get(name) {
-                let mut text = header_text(name.as_str(), value)?;
+            // A header sent more than once is one list, joined as HTTP
+            // joins repeated fields.
+            let values = headers
+                .get_all(name)
+                .iter()
+                .map(|value| header_text(name.as_str(), value))
+                .collect::<Result<Vec<_>, _>>()?;
+            if !values.is_empty() {
+                let mut text = values.join(",");
                 if name == header::CONTENT_ENCODING {
                     // aws-chunked describes the upload framing, not the object: S3 drops it.
                     text = without_aws_chunked(&text);
@@ -287,9 +294,15 @@ mod tests {
             ("cache-control", "no-cache"),
             ("x-amz-meta-Color", "blue"),
             ("x-amz-meta-color", "red"),
+            ("content-language", "en"),
+            ("content-language", "fr"),
             ("x-amz-date", "ignored"),
         ]))
         .unwrap();
+        assert_eq!(
+            m.headers.get("content-language").map(String::as_str),
+            Some("en,fr")
+        );
         assert_eq!(m.content_type.as_deref(), Some("text/plain"));
         assert_eq!(
             m.headers.get("cache-control").map(String::as_str),

@@ -145,31 +145,57 @@ pub fn object_checksum(record: &ObjectRecord) -> Option<(StoredChecksum, &'stati
             .clone()
             .map(|checksum| (checksum, FULL_OBJECT));
     }
-    let first = record.parts.first()?.checksum.as_ref()?;
-    let algorithm = ChecksumAlgorithm::from_name(&first.algorithm)?;
-    let mut parts = Vec::with_capacity(record.parts.len());
-    for part in &record.parts {
-        let checksum = part.checksum.as_ref()?;
-        if ChecksumAlgorithm::from_name(&checksum.algorithm)? != algorithm {
+    parts_checksum(
+        record.attributes.checksum_type.as_deref(),
+        record.parts.iter().map(|p| (p.checksum.as_ref(), p.size)),
+    )
+}
+
+/// The checksum of an object made of `parts` (each its checksum and size,
+/// in order) of an upload that asked for checksums of type `kind`; None
+/// when a part has none or parts disagree on the algorithm.
+pub fn parts_checksum<'a>(
+    kind: Option<&str>,
+    parts: impl IntoIterator<Item = (Option<&'a StoredChecksum>, u64)>,
+) -> Option<(StoredChecksum, &'static str)> {
+    let mut algorithm = None;
+    let mut digests = Vec::new();
+    for (checksum, size) in parts {
+        let checksum = checksum?;
+        let this = ChecksumAlgorithm::from_name(&checksum.algorithm)?;
+        if *algorithm.get_or_insert(this) != this {
             return None;
         }
-        parts.push((algorithm.decode_value(&checksum.value)?, part.size));
+        digests.push((this.decode_value(&checksum.value)?, size));
     }
-    let wanted = match record.attributes.checksum_type.as_deref() {
+    let algorithm = algorithm?;
+    let wanted = match kind {
         Some(t) if t.eq_ignore_ascii_case(FULL_OBJECT) => FULL_OBJECT,
         Some(_) => COMPOSITE,
         None => default_type(algorithm),
     };
-    let value = match (wanted, combine_parts(algorithm, &parts)) {
+    let value = match (wanted, combine_parts(algorithm, &digests)) {
         (FULL_OBJECT, Some(full)) => {
             return Some((stored(algorithm, STANDARD.encode(full)), FULL_OBJECT))
         }
         _ => {
-            let digests: Vec<Vec<u8>> = parts.into_iter().map(|(d, _)| d).collect();
+            let digests: Vec<Vec<u8>> = digests.into_iter().map(|(d, _)| d).collect();
             composite(algorithm, &digests)
         }
     };
     Some((stored(algorithm, value), COMPOSITE))
+}
+
+/// Whether `claimed`, the value a client sent for an object's checksum,
+/// names `computed`: equal, or for a composite checksum equal without its
+/// `-N` part count (which clients may leave out).
+pub fn names_checksum(claimed: &str, computed: &str, kind: &str) -> bool {
+    let claimed = claimed.trim();
+    claimed == computed
+        || (kind == COMPOSITE
+            && computed
+                .rsplit_once('-')
+                .is_some_and(|(base, _)| base == claimed))
 }
 
 fn stored(algorithm: ChecksumAlgorithm, value: String) -> StoredChecksum {

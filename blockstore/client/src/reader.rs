@@ -407,6 +407,7 @@ impl KeyReader {
         let (healthy, suspect): (Vec<&Target>, Vec<&Target>) =
             rotated.partition(|t| !suspects.is_suspect(&t.addr));
         let mut last_error = None;
+        let mut gone = 0;
         for (k, target) in healthy.into_iter().chain(suspect).enumerate() {
             let patience = if k + 1 == count {
                 Patience::Full
@@ -418,14 +419,20 @@ impl KeyReader {
                 Err(e @ (ClientError::Meta(_) | ClientError::Closed)) => return Err(e),
                 Err(e) => {
                     tracing::warn!(datanode = %target.addr, block = %target.key, error = %e, "replica read failed; trying the next replica");
+                    gone += usize::from(e.is_gone());
                     last_error = Some(e);
                 }
             }
         }
-        Err(ClientError::Unavailable(match last_error {
+        let why = match last_error {
             Some(e) => format!("block {}: every replica failed, last: {e}", group.block),
             None => format!("block {}: no replicas", group.block),
-        }))
+        };
+        Err(if gone == count {
+            ClientError::Lost(why)
+        } else {
+            ClientError::Unavailable(why)
+        })
     }
 
     async fn read_ec_segment(
@@ -437,6 +444,8 @@ impl KeyReader {
         let group = &self.groups[seg.group];
         // Whether the cell's own datanode may still answer given all the time.
         let mut retry_patiently = None;
+        // Whether the cell is gone for good (no location, missing, corrupt).
+        let mut own_gone = group.targets[seg.index].is_none();
         match &group.targets[seg.index] {
             Some(target) if self.client.suspects().is_suspect(&target.addr) => {
                 tracing::debug!(datanode = %target.addr, block = %target.key, "skipping suspect datanode; reconstructing");
@@ -457,6 +466,7 @@ impl KeyReader {
                         if matches!(e, ClientError::Timeout { .. }) {
                             retry_patiently = Some(target);
                         }
+                        own_gone = e.is_gone();
                     }
                 }
             }
@@ -466,7 +476,7 @@ impl KeyReader {
             ),
         }
         metrics::counter!(crate::telemetry::DEGRADED_READS.name).increment(1);
-        match self.reconstruct(layout, codec, seg).await {
+        match self.reconstruct(layout, codec, seg, own_gone).await {
             Ok(bytes) => Ok(bytes),
             Err(ClientError::Unavailable(why)) => match retry_patiently {
                 // Too few other cells: the slow or suspect datanode is the last way.
@@ -527,7 +537,7 @@ impl KeyReader {
             Err(
                 ClientError::Io { .. } | ClientError::Timeout { .. } | ClientError::Protocol { .. },
             ) => self.client.suspects().mark(addr),
-            Err(e @ ClientError::Checksum { .. }) => self.report_bad_replica(target, e),
+            Err(e) if e.is_gone() => self.report_bad_replica(target, e),
             _ => {}
         }
         result

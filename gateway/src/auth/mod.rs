@@ -214,6 +214,12 @@ impl VerifiedRequest {
         Self::unsigned_body(Identity::anonymous())
     }
 
+    /// A form upload by `identity`, who signed the form's policy (or no
+    /// one): the body is the form's and no signature covers it.
+    pub fn of_form(identity: Identity) -> Self {
+        Self::unsigned_body(identity)
+    }
+
     /// A request of `identity` whose body the signature does not cover
     /// (SigV2, anonymous).
     fn unsigned_body(identity: Identity) -> Self {

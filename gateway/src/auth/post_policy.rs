@@ -50,6 +50,15 @@ fn field_name(raw: &str) -> String {
     raw.trim_start_matches('$').to_ascii_lowercase()
 }
 
+/// Whether `text` is an ISO 8601 instant as S3's policies write it
+/// (`2030-01-01T12:00:00.000Z`): a `T` between date and time, which RFC 3339
+/// parsers let go as a space.
+fn is_iso8601_instant(text: &str) -> bool {
+    text.as_bytes()
+        .get(10)
+        .is_some_and(|b| b.eq_ignore_ascii_case(&b'T'))
+}
+
 impl PostPolicy {
     /// Decodes the base64 JSON of the form's `policy` field.
     pub fn decode(encoded: &str) -> Result<Self, AuthError> {
@@ -61,6 +70,7 @@ impl PostPolicy {
         let expiration = json
             .get("expiration")
             .and_then(|e| e.as_str())
+            .filter(|e| is_iso8601_instant(e))
             .and_then(|e| OffsetDateTime::parse(e, &Rfc3339).ok())
             .ok_or_else(|| {
                 AuthError::InvalidArgument(
@@ -178,14 +188,15 @@ impl PostPolicy {
 
 /// Verifies the form's policy signature (SigV4: `x-amz-signature` with the
 /// signing key of `x-amz-credential`; SigV2: `signature`, base64 HMAC-SHA1 of
-/// the policy with the secret of `AWSAccessKeyId`) and returns who signed it.
-/// `fields` are the form fields by lower-case name.
+/// the policy with the secret of `AWSAccessKeyId`) and returns the checked
+/// policy and who signed it; a form with neither policy nor signature is
+/// anonymous, with no policy. `fields` are the form fields by lower-case name.
 pub async fn verify_post_form(
     fields: &BTreeMap<String, String>,
     credentials: &super::cache::Credentials,
     realm: &super::Realm<'_>,
     now: SystemTime,
-) -> Result<(PostPolicy, Identity), AuthError> {
+) -> Result<(Option<PostPolicy>, Identity), AuthError> {
     let get = |name: &str| fields.get(name).map(String::as_str);
     let identity = match (get("policy"), get("x-amz-signature"), get("signature")) {
         (Some(policy_text), Some(signature), _) => {
@@ -207,15 +218,33 @@ pub async fn verify_post_form(
             Identity::of_key(key, user)
         }
         (Some(_), None, Some(_)) => return Err(super::unsupported_mechanism()),
-        _ => {
-            return Err(AuthError::AccessDenied(
-                "anonymous form uploads are not allowed".to_string(),
-            ))
-        }
+        // A policy with no signature, or a signature with no policy: S3
+        // names the missing field rather than treating the form as anonymous.
+        (Some(_), None, None) => return Err(missing_field(signature_field(fields))),
+        (None, Some(_), _) | (None, None, Some(_)) => return Err(missing_field("Policy")),
+        (None, None, None) => return Ok((None, Identity::anonymous())),
     };
     let policy = PostPolicy::decode(get("policy").unwrap_or_default())?;
     policy.check(fields, now)?;
-    Ok((policy, identity))
+    Ok((Some(policy), identity))
+}
+
+/// S3's InvalidArgument for a form without one of the fields it needs.
+fn missing_field(name: &str) -> AuthError {
+    AuthError::InvalidArgument(format!(
+        "Bucket POST must contain a field named '{name}'.  If it is specified, please check \
+         the order of the fields."
+    ))
+}
+
+/// The signature field a form's other fields call for: SigV4's when it
+/// names a credential, SigV2's otherwise.
+fn signature_field(fields: &BTreeMap<String, String>) -> &'static str {
+    if fields.contains_key("x-amz-credential") {
+        "X-Amz-Signature"
+    } else {
+        "Signature"
+    }
 }
 
 /// The SigV4 form fields: algorithm, credential and date, and the signature
@@ -402,6 +431,12 @@ mod tests {
         ]);
         let err = policy.check(&extra, now).unwrap_err();
         assert!(err.to_string().contains("Extra input fields"), "{err}");
+        // S3 reads only ISO 8601's `T` form; Python's str(datetime) is refused.
+        let spaced = r#"{"expiration": "2030-01-01 00:00:00.000+00:00", "conditions": []}"#;
+        assert!(matches!(
+            PostPolicy::decode(&encode(spaced)),
+            Err(AuthError::InvalidArgument(_))
+        ));
         let expired = r#"{"expiration": "2001-01-01T00:00:00Z", "conditions": []}"#;
         let err = PostPolicy::decode(&encode(expired))
             .unwrap()
@@ -568,9 +603,28 @@ mod tests {
             verify(v2(&v2_signature), no_sigv2).await,
             Err(AuthError::InvalidRequest(_))
         ));
-        assert!(matches!(
-            verify(fields(&[("policy", &v2_policy)]), realm).await,
-            Err(AuthError::AccessDenied(_))
-        ));
+        // A form missing its signature or its policy is told which field.
+        let missing = |form: BTreeMap<String, String>| async move {
+            match verify(form, realm).await {
+                Err(AuthError::InvalidArgument(message)) => message,
+                other => panic!("{other:?}"),
+            }
+        };
+        let no_signature = missing(fields(&[("policy", &v2_policy)])).await;
+        assert!(
+            no_signature.contains("field named 'Signature'"),
+            "{no_signature}"
+        );
+        let mut v4_unsigned = v4.clone();
+        v4_unsigned.remove("x-amz-signature");
+        let no_signature = missing(v4_unsigned).await;
+        assert!(no_signature.contains("'X-Amz-Signature'"), "{no_signature}");
+        let mut v2_no_policy = v2(&v2_signature);
+        v2_no_policy.remove("policy");
+        let no_policy = missing(v2_no_policy).await;
+        assert!(no_policy.contains("'Policy'"), "{no_policy}");
+        // With neither, the form is anonymous.
+        let (policy, identity) = verify(fields(&[("key", "k")]), realm).await.unwrap();
+        assert!(policy.is_none() && identity.anonymous);
     }
 }

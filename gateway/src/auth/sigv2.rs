@@ -260,6 +260,9 @@ fn request_date(parts: &Parts) -> Result<SystemTime, AuthError> {
                 .map(SystemTime::from)
         })
         .or_else(|| AmzDate::parse(text).map(|date| date.time))
+        // A date before 1970 is no valid date to S3 (AccessDenied), not a
+        // skewed one.
+        .filter(|time| *time >= SystemTime::UNIX_EPOCH)
         .ok_or_else(no_valid_date)
 }
 
@@ -672,6 +675,18 @@ mod tests {
                 Err(AuthError::RequestTimeTooSkewed)
             ));
         }
+        let before_epoch = request(
+            "GET",
+            "/b/k",
+            &[
+                ("authorization", &signed_header("x")),
+                ("x-amz-date", "Tue, 07 Jul 1950 21:53:04 GMT"),
+            ],
+        );
+        assert!(matches!(
+            verify_request(&before_epoch, example_date(), &REALM, example_lookup),
+            Err(AuthError::AccessDenied(_))
+        ));
         let undated = request("GET", "/b/k", &[("authorization", &signed_header("x"))]);
         match verify_request(&undated, example_date(), &REALM, example_lookup) {
             Err(AuthError::AccessDenied(message)) => assert!(message.contains("Date")),

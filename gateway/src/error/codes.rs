@@ -130,6 +130,10 @@ s3_codes! {
     InvalidPartNumber => RANGE_NOT_SATISFIABLE, "The requested partnumber is not satisfiable";
     /// Parts are not listed in ascending order.
     InvalidPartOrder => BAD_REQUEST, "The list of parts was not in ascending order. Parts must be ordered by part number.";
+    /// The object's data is lost: too few of its block files are left to
+    /// read it (AWS's code for an object that cannot be read as it is).
+    /// A 4xx, so that SDKs do not retry what no retry will read.
+    InvalidObjectState => FORBIDDEN, "The operation is not valid for the current state of the object.";
     /// The range starts past the end of the object.
     InvalidRange => RANGE_NOT_SATISFIABLE, "The requested range is not satisfiable";
     /// The request is malformed in some other way.

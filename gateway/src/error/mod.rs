@@ -154,13 +154,16 @@ impl S3Error {
         w.finish()
     }
 
-    /// Logs the error and its cause, by how bad it is: an internal error at
-    /// `error`, another server error at `warn`, a refusal at `debug`. Called
-    /// once per error, where it is answered.
+    /// Logs the error and its cause, by how bad it is: an internal error or
+    /// lost data at `error`, another server error at `warn`, a refusal at
+    /// `debug`. Called once per error, where it is answered.
     pub fn log(&self, resource: &str) {
         let status = self.code.status();
         let (code, cause) = (self.code.as_str(), self.cause_chain());
-        if self.code == S3Code::InternalError {
+        if matches!(
+            self.code,
+            S3Code::InternalError | S3Code::InvalidObjectState
+        ) {
             tracing::error!(code, message = %self.message, cause, resource, "request failed");
         } else if status.is_server_error() {
             tracing::warn!(code, message = %self.message, cause, resource, "request failed");
@@ -299,8 +302,15 @@ impl From<ClientError> for S3Error {
                 "Not enough datanodes answered to serve the request; please retry.",
             )
             .caused_by(e),
+            e @ ClientError::Lost(_) => Self::with_message(
+                S3Code::InvalidObjectState,
+                "The object's data is lost: too few of its block files are left to read it. \
+                 Restore it from a copy, or delete it.",
+            )
+            .caused_by(e),
             e @ (ClientError::Protocol { .. }
             | ClientError::Checksum { .. }
+            | ClientError::Missing { .. }
             | ClientError::Remote { .. }
             | ClientError::Closed) => Self::internal(e),
         }
@@ -433,6 +443,7 @@ mod tests {
             (S3Code::InvalidPart, 400),
             (S3Code::InvalidPartNumber, 416),
             (S3Code::InvalidPartOrder, 400),
+            (S3Code::InvalidObjectState, 403),
             (S3Code::InvalidRange, 416),
             (S3Code::InvalidRequest, 400),
             (S3Code::InvalidURI, 400),
@@ -606,6 +617,10 @@ mod tests {
             S3Error::from(unavailable).code(),
             S3Code::ServiceUnavailable
         );
+        // Lost data is no reason to retry: a 4xx SDKs give up on.
+        let lost = S3Error::from(ClientError::Lost("1 of 3 cells".into()));
+        assert_eq!(lost.code(), S3Code::InvalidObjectState);
+        assert_eq!(lost.code().status(), http::StatusCode::FORBIDDEN);
         let meta = ClientError::Meta(MetaError::NoSuchKey("k".into()));
         assert_eq!(S3Error::from(meta).code(), S3Code::NoSuchKey);
         assert_eq!(

@@ -126,7 +126,8 @@ pub fn head_bucket(
     Ok(response)
 }
 
-/// DeleteBucket: 204, or BucketNotEmpty while objects or uploads remain.
+/// DeleteBucket: 204 (aborting uploads in progress), or BucketNotEmpty
+/// while objects, versions or delete markers remain.
 pub async fn delete_bucket(
     ctx: &RequestContext<'_>,
     bucket: &AuthorizedBucket,

@@ -106,8 +106,9 @@ pub fn copy_source_range(value: &str, size: u64) -> Result<ByteRange, S3Error> {
         return Err(malformed());
     }
     if last >= size {
+        // S3's answer, seen from aws-cli: InvalidArgument, not InvalidRange.
         return Err(S3Error::with_message(
-            S3Code::InvalidRequest,
+            S3Code::InvalidArgument,
             format!("Range specified is not valid for source object of size: {size}"),
         ));
     }

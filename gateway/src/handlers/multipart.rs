@@ -223,14 +223,25 @@ pub async fn complete_upload(
     upload_id: &str,
     body: Body,
 ) -> Result<Response, S3Error> {
+    // On CompleteMultipartUpload an `x-amz-checksum-*` header is the
+    // object's checksum, not the XML body's.
+    let claimed = claimed_object_checksum(&ctx.parts.headers);
+    let mut body_headers = ctx.parts.headers.clone();
+    for algorithm in ChecksumAlgorithm::ALL {
+        body_headers.remove(algorithm.header_name());
+    }
     let document = read_small_body(
         &ctx.request,
-        &ctx.parts.headers,
+        &body_headers,
         body,
         COMPLETE_UPLOAD_BODY_LIMIT,
     )
     .await?;
     let parts = parse_complete_upload(&document)?;
+    if let Some((algorithm, value)) = &claimed {
+        check_claimed_checksum(ctx, &bucket.name, key, upload_id, &parts, *algorithm, value)
+            .await?;
+    }
     let condition = requested_write_condition(&ctx.parts.headers)?;
     let object = ctx
         .state
@@ -270,6 +281,79 @@ pub async fn complete_upload(
     insert_expiration(response.headers_mut(), bucket, &object);
     encryption::insert_headers(response.headers_mut(), &object.attributes);
     Ok(response)
+}
+
+/// The object checksum a CompleteMultipartUpload names in an
+/// `x-amz-checksum-<alg>` header, if it names one.
+fn claimed_object_checksum(headers: &http::HeaderMap) -> Option<(ChecksumAlgorithm, String)> {
+    ChecksumAlgorithm::ALL.into_iter().find_map(|algorithm| {
+        let value = headers.get(algorithm.header_name())?;
+        Some((algorithm, value.to_str().unwrap_or_default().to_string()))
+    })
+}
+
+/// Checks the object checksum a client claims for the completion of
+/// `upload_id` from `parts` against the one the parts make, before
+/// anything is committed: BadDigest when they differ, as S3 answers.
+/// Parts meta will refuse anyway (unknown, another ETag) are left to it.
+async fn check_claimed_checksum(
+    ctx: &RequestContext<'_>,
+    bucket: &str,
+    key: &str,
+    upload_id: &str,
+    parts: &[meta_api::CompletedPart],
+    algorithm: ChecksumAlgorithm,
+    claimed: &str,
+) -> Result<(), S3Error> {
+    let meta = &ctx.state.meta;
+    let Some(upload) = meta
+        .call(meta_api::GetUpload {
+            bucket: bucket.to_string(),
+            key: key.to_string(),
+            upload_id: upload_id.to_string(),
+        })
+        .await?
+    else {
+        return Ok(());
+    };
+    let mut stored: Vec<PartRecord> = Vec::new();
+    loop {
+        let page: PartsPage = meta
+            .call(meta_api::ListParts {
+                upload_id: upload_id.to_string(),
+                after_part: stored.last().map_or(0, |p| p.number),
+                max_parts: 1000,
+            })
+            .await?;
+        stored.extend(page.parts);
+        if !page.is_truncated {
+            break;
+        }
+    }
+    let mut chosen = Vec::with_capacity(parts.len());
+    for part in parts {
+        let etag = part.etag.trim_matches('"');
+        match stored.iter().find(|p| p.number == part.number) {
+            Some(p) if p.etag.eq_ignore_ascii_case(etag) => chosen.push(p),
+            _ => return Ok(()),
+        }
+    }
+    let computed = crate::object_checksum::parts_checksum(
+        upload.attributes.checksum_type.as_deref(),
+        chosen.iter().map(|p| (p.checksum.as_ref(), p.size)),
+    );
+    match computed {
+        Some((checksum, kind))
+            if ChecksumAlgorithm::from_name(&checksum.algorithm) == Some(algorithm)
+                && crate::object_checksum::names_checksum(claimed, &checksum.value, kind) =>
+        {
+            Ok(())
+        }
+        _ => Err(S3Error::with_message(
+            S3Code::BadDigest,
+            algorithm.mismatch_message(),
+        )),
+    }
 }
 
 /// AbortMultipartUpload: 204; the parts' blocks are freed by meta.

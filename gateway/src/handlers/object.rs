@@ -298,7 +298,8 @@ fn not_modified(record: &ObjectRecord) -> Response {
 }
 
 /// The checksum headers of a read with checksum mode: the object's for a
-/// whole-object read, a part's for `partNumber`, none for a Range.
+/// whole-object read, a part's for `partNumber` (with the object's
+/// checksum type, as S3 answers), none for a Range.
 fn insert_read_checksum(
     headers: &mut http::HeaderMap,
     record: &ObjectRecord,
@@ -309,7 +310,8 @@ fn insert_read_checksum(
         Some(number) if !record.parts.is_empty() => {
             let part = record.parts.iter().find(|p| p.number == number);
             if let Some(checksum) = part.and_then(|p| p.checksum.as_ref()) {
-                headers::insert_checksum(headers, checksum, None);
+                let kind = object_checksum(record).map(|(_, kind)| kind);
+                headers::insert_checksum(headers, checksum, kind);
             }
         }
         _ if partial => {}

@@ -3,16 +3,20 @@
 //! conditions are checked, and only then is the file part streamed into the
 //! store, its length held to the policy's `content-length-range` as it flows.
 
+use super::acl::written_access;
 use super::versions::insert_new_version_id;
 use super::{empty_response, RequestContext};
-use crate::auth::verify_post_form;
+use crate::auth::{verify_post_form, PostPolicy, VerifiedRequest};
 use crate::encryption::{self, NewEncryption};
 use crate::error::{S3Code, S3Error};
 use crate::headers::{etag_value, ObjectMetadata};
 use crate::request_body::{commit_or_discard, MAX_OBJECT_UPLOAD};
 use crate::router::MAX_KEY_LEN;
+use crate::tags::{validate_tags, MAX_OBJECT_TAGS};
 use crate::telemetry::count_bytes_in;
+use crate::xml::object_documents::parse_tagging;
 use crate::xml::XmlWriter;
+use access::Action;
 use axum::body::Body;
 use axum::response::Response;
 use block_client::KeyWriter;
@@ -21,7 +25,7 @@ use http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, ETAG, LOCAT
 use http::StatusCode;
 use md5::{Digest, Md5};
 use meta_api::now_millis;
-use meta_api::{BucketRecord, BucketRight, ObjectAttributes, ObjectRecord};
+use meta_api::{BucketRecord, ObjectAttributes, ObjectRecord};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use proto::ObjectId;
 use sse::Sealer;
@@ -126,6 +130,16 @@ async fn store_file(
 
 /// The form's encryption fields, as the headers of a PUT would carry them;
 /// a value no header could carry is refused, never dropped.
+/// The object's tags from the form's `tagging` field, a Tagging XML
+/// document as PutObjectTagging takes.
+fn tags_of(fields: &BTreeMap<String, String>) -> Result<BTreeMap<String, String>, S3Error> {
+    let Some(document) = fields.get("tagging") else {
+        return Ok(BTreeMap::new());
+    };
+    let pairs = parse_tagging(document.as_bytes())?;
+    validate_tags(pairs, MAX_OBJECT_TAGS)
+}
+
 fn encryption_fields(fields: &BTreeMap<String, String>) -> Result<HeaderMap, S3Error> {
     fields
         .iter()
@@ -269,10 +283,18 @@ pub async fn post_object(
         SystemTime::now(),
     )
     .await?;
-    let owns = identity.is_root || identity.user == bucket.owner;
-    if !owns || identity.right_in(&bucket.name) != Some(BucketRight::ReadWrite) {
+    // Judged as a PutObject by whoever signed the form (or by no one): the
+    // bucket's owner, ACL and policy, the user's policy and the key's limits.
+    let writer = RequestContext {
+        state: ctx.state,
+        parts: ctx.parts,
+        request: VerifiedRequest::of_form(identity),
+    };
+    if !writer.allowed(Action::PutObject, bucket, None, Some(&key))? {
         return Err(S3Error::new(S3Code::AccessDenied));
     }
+    let access = written_access(&writer, bucket, fields.get("acl").map(String::as_str))?;
+    let tags = tags_of(&fields)?;
     let metadata = metadata_of(&fields)?;
     let encryption_fields = encryption_fields(&fields)?;
     encryption::refuse_keys_in_clear(
@@ -286,7 +308,10 @@ pub async fn post_object(
         &ctx.state.config.region,
     )
     .await?;
-    let range = policy.length_range().unwrap_or((0, MAX_OBJECT_UPLOAD));
+    let range = policy
+        .as_ref()
+        .and_then(PostPolicy::length_range)
+        .unwrap_or((0, MAX_OBJECT_UPLOAD));
     let replication = meta
         .call(meta_api::DefaultReplication {
             bucket: bucket.name.to_string(),
@@ -329,6 +354,9 @@ pub async fn post_object(
         inline: written.inline.map(meta_api::InlineBody),
         parts: vec![],
         attributes: ObjectAttributes {
+            owner: access.owner,
+            acl: access.acl,
+            tags,
             encryption: encryption.as_ref().map(NewEncryption::for_commit),
             ..Default::default()
         },
@@ -397,6 +425,16 @@ mod tests {
         assert_eq!(taken["x-amz-server-side-encryption"], "AES256");
         let refused = encryption_fields(&fields(&[("x-amz-server-side-encryption", "AES256\n")]));
         assert_eq!(refused.unwrap_err().code(), S3Code::InvalidArgument);
+    }
+
+    #[test]
+    fn tags_come_from_the_tagging_field() {
+        assert!(tags_of(&fields(&[])).unwrap().is_empty());
+        let document =
+            "<Tagging><TagSet><Tag><Key>0</Key><Value>1</Value></Tag></TagSet></Tagging>";
+        let tags = tags_of(&fields(&[("tagging", document)])).unwrap();
+        assert_eq!(tags.get("0").map(String::as_str), Some("1"));
+        assert!(tags_of(&fields(&[("tagging", "<Tagging>")])).is_err());
     }
 
     #[test]

@@ -101,6 +101,10 @@ fn protocol_error(addr: &str, message: impl Into<String>) -> ClientError {
 fn remote_error(addr: &str, key: BlockKey, e: ErrorReply) -> ClientError {
     match (e.code, e.offset) {
         (ErrorCode::ChecksumMismatch, Some(offset)) => ClientError::Checksum { block: key, offset },
+        (ErrorCode::NotFound, _) => ClientError::Missing {
+            addr: addr.to_string(),
+            block: key,
+        },
         _ => ClientError::Remote {
             addr: addr.to_string(),
             message: format!("{}: {}", e.code, e.message),

@@ -17,11 +17,15 @@ impl KeyReader {
     /// other cells of its stripe (RS codes each byte position on its own).
     /// Short cells count as zero-padded, as they were when encoded. Cells on
     /// suspect datanodes are asked last; each read has the read deadline.
+    /// Fails with [`ClientError::Lost`] when so many cells are gone for good
+    /// (`own_gone` says whether `seg`'s own is) that fewer than `data` are
+    /// left anywhere, with `Unavailable` when some may come back.
     pub(super) async fn reconstruct(
         &self,
         layout: &EcLayout,
         codec: &Arc<Codec>,
         seg: Segment,
+        own_gone: bool,
     ) -> Result<Bytes, ClientError> {
         let group = &self.groups[seg.group];
         let data = layout.data as usize;
@@ -53,13 +57,19 @@ impl KeyReader {
                 .is_none_or(|t| suspects.is_suspect(&t.addr))
         });
         let mut sources = sources.into_iter();
+        let mut gone = usize::from(own_gone);
         while present < data {
             let batch: Vec<(usize, u64)> = sources.by_ref().take(data - present).collect();
             if batch.is_empty() {
-                return Err(ClientError::Unavailable(format!(
+                let why = format!(
                     "block {} stripe {}: only {present} of the {data} cells needed are readable",
                     group.block, seg.stripe
-                )));
+                );
+                return Err(if layout.width() - gone < data {
+                    ClientError::Lost(format!("{why}, {gone} are missing or corrupt"))
+                } else {
+                    ClientError::Unavailable(why)
+                });
             }
             let reads = batch.iter().map(|&(i, wanted)| async move {
                 let result = match &group.targets[i] {
@@ -85,7 +95,8 @@ impl KeyReader {
                         present += 1;
                     }
                     Err(ClientError::Closed) => return Err(ClientError::Closed),
-                    Err(_) => {}
+                    // A cell with no location is as gone as a missing one.
+                    Err(e) => gone += usize::from(e.is_gone() || group.targets[i].is_none()),
                 }
             }
         }

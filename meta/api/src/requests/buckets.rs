@@ -110,7 +110,8 @@ pub struct GetBucket {
     pub name: String,
 }
 
-/// Deletes a bucket; fails with BucketNotEmpty while objects or uploads remain.
+/// Deletes a bucket and aborts its multipart uploads in progress; fails with
+/// BucketNotEmpty while objects, versions or delete markers remain.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DeleteBucket {
     /// Bucket name.

@@ -1,12 +1,17 @@
 //! Buckets and their settings (tags, CORS rules, public reads, default
 //! replication), and the credential lookups that precede every S3 request.
 
+use crate::ops::uploads::abort_upload;
 use crate::placement::validate_replication;
 use crate::state::MetaState;
-use crate::store::db::{all_json, any_with_prefix, decode, encode, get_json};
-use crate::store::tables::{
-    object_key, require_bucket, ACCESS_KEYS, BUCKETS, OBJECTS, UPLOAD_ORDER, USERS, VERSIONS,
+use crate::store::db::{
+    all_json, any_with_prefix, decode, encode, get_json, prefix_end, StoreError,
 };
+use crate::store::tables::{
+    object_key, require_bucket, ACCESS_KEYS, BUCKETS, OBJECTS, UPLOADS, UPLOAD_ORDER, USERS,
+    VERSIONS,
+};
+use crate::store::upload_index::split_entry;
 use crate::store::versions;
 use meta_api::naming::validate_bucket_name;
 use meta_api::{
@@ -14,9 +19,10 @@ use meta_api::{
     DefaultReplication, DeleteBucket, GetAccessKey, GetBucket, GetUser, Handle, ListBuckets,
     MetaError, ObjectLock, SetBucketAccess, SetBucketCors, SetBucketEncryption, SetBucketLifecycle,
     SetBucketPublicRead, SetBucketTags, SetBucketVersioning, SetObjectLockConfiguration,
-    UnixMillis, UserRecord, Versioning,
+    UnixMillis, UploadRecord, UserRecord, Versioning,
 };
 use proto::ReplicationConfig;
+use redb::{ReadableTable, WriteTransaction};
 use std::sync::Arc;
 
 impl Handle<GetAccessKey> for MetaState {
@@ -117,26 +123,49 @@ impl Handle<GetBucket> for MetaState {
 }
 
 impl Handle<DeleteBucket> for MetaState {
-    /// Deletes an empty bucket: no objects, versions, delete markers or
-    /// multipart uploads.
-    fn handle(&self, request: DeleteBucket, _now: UnixMillis) -> Result<(), MetaError> {
+    /// Deletes a bucket with no objects, versions or delete markers. Its
+    /// multipart uploads in progress are aborted with it, as S3 does: an
+    /// upload a client gave up on does not keep a bucket alive.
+    fn handle(&self, request: DeleteBucket, now: UnixMillis) -> Result<(), MetaError> {
         let name = request.name.as_str();
-        self.store.write(|txn| {
+        let aborted = self.store.write(|txn| {
             let mut buckets = txn.open_table(BUCKETS)?;
             require_bucket(&buckets, name)?;
             let contents = object_key(name, b"");
             if any_with_prefix(&txn.open_table(OBJECTS)?, &contents)?
                 || versions::any_in_bucket(&txn.open_table(VERSIONS)?, name)?
-                || any_with_prefix(&txn.open_table(UPLOAD_ORDER)?, &contents)?
             {
                 return Err(MetaError::BucketNotEmpty(name.to_string()).into());
             }
+            let uploads = uploads_in(txn, name)?;
+            for upload in &uploads {
+                abort_upload(txn, upload, self.deletion_not_before(now))?;
+            }
             buckets.remove(name)?;
-            Ok(())
+            Ok(uploads.len())
         })?;
-        tracing::info!(bucket = %name, "bucket deleted");
+        tracing::info!(bucket = %name, aborted_uploads = aborted, "bucket deleted");
         Ok(())
     }
+}
+
+/// Every multipart upload in progress in `bucket`.
+fn uploads_in(txn: &WriteTransaction, bucket: &str) -> Result<Vec<UploadRecord>, StoreError> {
+    let start = object_key(bucket, b"");
+    let order = txn.open_table(UPLOAD_ORDER)?;
+    let entries = match prefix_end(&start) {
+        Some(end) => order.range::<&[u8]>(start.as_slice()..end.as_slice())?,
+        None => order.range::<&[u8]>(start.as_slice()..)?,
+    };
+    let uploads = txn.open_table(UPLOADS)?;
+    let mut found = Vec::new();
+    for entry in entries {
+        let (entry, _) = entry?;
+        let (_, id) = split_entry(&entry.value()[start.len()..])?;
+        let upload: Option<UploadRecord> = get_json(&uploads, id)?;
+        found.extend(upload);
+    }
+    Ok(found)
 }
 
 impl Handle<ListBuckets> for MetaState {

@@ -247,7 +247,7 @@ pub(crate) fn announce(block: BlockId, health: &Health) {
             tracing::warn!(%block, missing = ?health.missing, "block group at risk: no spare block file left")
         }
         GroupState::Lost => {
-            tracing::error!(%block, missing = ?health.missing, "block group unreadable until a datanode returns")
+            tracing::error!(%block, missing = ?health.missing, "block group lost: too few of its block files are readable (on dead datanodes, missing or corrupt); its objects cannot be read unless a dead datanode returns")
         }
         GroupState::Healthy | GroupState::Degraded => {}
     }

@@ -150,8 +150,6 @@ async fn complete_splices_parts_into_one_object(transport: Transport) {
         meta.call(stranger).await.unwrap_err(),
         MetaError::NoSuchUpload("another-upload".into())
     );
-    let delete = meta.call(DeleteBucket { name: "bk1".into() }).await;
-    assert_eq!(delete.unwrap_err(), MetaError::BucketNotEmpty("bk1".into()));
     // Once the key holds another object, the upload is gone for good.
     meta.commit(object("bk1", "big/file", vec![group(91, &["dn2"])]))
         .await;
@@ -159,6 +157,8 @@ async fn complete_splices_parts_into_one_object(transport: Transport) {
         .call(complete_request(&[(1, &e1), (2, &quoted), (4, &e4)]))
         .await;
     assert_eq!(late.unwrap_err(), MetaError::NoSuchUpload(UPLOAD.into()));
+    let delete = meta.call(DeleteBucket { name: "bk1".into() }).await;
+    assert_eq!(delete.unwrap_err(), MetaError::BucketNotEmpty("bk1".into()));
 }
 
 async fn complete_checks_the_named_parts(transport: Transport) {
@@ -250,6 +250,29 @@ async fn abort_frees_every_part(transport: Transport) {
     // With the upload gone the bucket is empty again.
     let delete = meta.call(DeleteBucket { name: "bk1".into() }).await;
     assert!(delete.is_ok(), "{delete:?}");
+}
+
+/// An upload in progress does not keep a bucket: deleting the bucket aborts
+/// it and frees its parts, as S3 does.
+async fn deleting_a_bucket_aborts_its_uploads(transport: Transport) {
+    let meta = MetaUnderTest::open(transport).await;
+    start(&meta).await;
+    put_part(&meta, 1, 5 * MIB, "a", 41).await;
+    put_part(&meta, 2, 5, "b", 42).await;
+    let delete = meta.call(DeleteBucket { name: "bk1".into() }).await;
+    assert!(delete.is_ok(), "{delete:?}");
+    let mut queued: Vec<BlockKey> = meta.queued_for("dn0").await;
+    queued.sort();
+    assert_eq!(queued, vec![key(41), key(42)]);
+    let abort = AbortUpload {
+        bucket: "bk1".into(),
+        key: "big/file".into(),
+        upload_id: UPLOAD.into(),
+    };
+    assert!(
+        meta.call(abort).await.is_err(),
+        "the upload went with its bucket"
+    );
 }
 
 async fn uploads_and_parts_are_listed(transport: Transport) {
@@ -402,6 +425,7 @@ test_support::conformance!(
     complete_checks_the_named_part_checksums,
     a_reuploaded_part_replaces_the_old_one,
     abort_frees_every_part,
+    deleting_a_bucket_aborts_its_uploads,
     uploads_and_parts_are_listed,
     upload_ids_are_1_to_256_bytes,
     a_completed_object_has_no_whole_object_checksum,
