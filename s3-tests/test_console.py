@@ -114,12 +114,29 @@ class Browser:
         WebDriverWait(self.driver, WAIT_S).until(replaced(form))
         self.find("p.error" if refused else "form.signout")
 
-    def submit(self, form_css: str) -> None:
+    def submit(self, form_css: str, *, confirm: bool | None = None) -> str | None:
         """Submits the form and waits until the page it leads to replaced
-        this one."""
+        this one. A form that asks first (a destructive one) is answered
+        with `confirm`: yes sends it, no leaves the page as it is. Returns
+        the question asked."""
         button = self.find(f"{form_css} button[type=submit]")
         button.click()
+        question = None
+        if confirm is not None:
+            alert = WebDriverWait(self.driver, WAIT_S).until(ready.alert_is_present())
+            question = alert.text
+            if not confirm:
+                alert.dismiss()
+                return question
+            alert.accept()
         WebDriverWait(self.driver, WAIT_S).until(replaced(button))
+        return question
+
+    def has_navigation(self) -> bool:
+        """Whether the page is framed as a signed-in user's: the main
+        navigation and the sign-out form."""
+        nav = self.driver.find_elements(By.CSS_SELECTOR, "header.top nav a[href='/buckets']")
+        return bool(nav) and bool(self.driver.find_elements(By.CSS_SELECTOR, "form.signout"))
 
     def submit_text(self, css: str, text: str) -> None:
         """Types `text` into the field and submits its form, waiting for the
@@ -232,13 +249,13 @@ def test_buckets_and_objects_end_to_end(server, browser, s3, console_bucket, tmp
     tampered = requests.get(link.replace("X-Amz-Expires=900", "X-Amz-Expires=901"), timeout=30)
     assert tampered.status_code == 403
 
-    # Delete two objects at once from the listing.
+    # Delete two objects at once from the listing, after saying yes.
     browser.open(f"/buckets/{console_bucket}")
     for key in (small.name, "big.bin"):
         browser.find(f"input[name=key][value='{key}']").click()
-    delete = browser.find("form[action$='/delete-objects'] button.danger")
-    delete.click()
-    WebDriverWait(browser.driver, WAIT_S).until(replaced(delete))
+    question = browser.submit("form[action$='/delete-objects']", confirm=True)
+    assert question.startswith(f"Delete 2 of the listed objects from bucket {console_bucket}?")
+    assert "older version" in question, "a versioned bucket keeps what is deleted"
     browser.find("form.upload")
     assert "big.bin" not in browser.text()
     for key in (small.name, "big.bin"):
@@ -251,9 +268,164 @@ def test_buckets_and_objects_end_to_end(server, browser, s3, console_bucket, tmp
     # A version's own page deletes that version for good.
     version = versions["Versions"][0]["VersionId"]
     browser.open(f"/buckets/{console_bucket}/object?key=big.bin&version={version}")
-    browser.submit("form[action$='/delete-objects']")
+    question = browser.submit("form[action$='/delete-objects']", confirm=True)
+    assert question == f"Delete version {version} of big.bin from bucket {console_bucket} for good? This cannot be undone."
     versions = s3.list_object_versions(Bucket=console_bucket, Prefix="big.bin")
     assert "Versions" not in versions and len(versions["DeleteMarkers"]) == 1
+
+
+def version_rows(browser: Browser) -> set[tuple[str, str, bool, bool]]:
+    """The versions view's rows: key, version id, latest, delete marker."""
+    rows = set()
+    for row in browser.find("table#versions").find_elements(By.CSS_SELECTOR, "tbody tr"):
+        cells = [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
+        rows.add((cells[1], cells[2], cells[3] == "latest", cells[4] == "delete marker"))
+    return rows
+
+
+def listed_versions(s3, bucket: str) -> set[tuple[str, str, bool, bool]]:
+    """What ListObjectVersions says, as the versions view shows it."""
+    listed = s3.list_object_versions(Bucket=bucket)
+    versions = {(v["Key"], v["VersionId"], v["IsLatest"], False) for v in listed.get("Versions", [])}
+    markers = {(m["Key"], m["VersionId"], m["IsLatest"], True) for m in listed.get("DeleteMarkers", [])}
+    return versions | markers
+
+
+def deleted_twice_over(s3, bucket: str, key: str) -> tuple[str, str, str]:
+    """Two versions of `key` in versioned `bucket`, then a delete marker:
+    their version ids, oldest first."""
+    s3.create_bucket(Bucket=bucket)
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    first = s3.put_object(Bucket=bucket, Key=key, Body=b"first")["VersionId"]
+    second = s3.put_object(Bucket=bucket, Key=key, Body=b"second!")["VersionId"]
+    marker = s3.delete_object(Bucket=bucket, Key=key)["VersionId"]
+    return first, second, marker
+
+
+def test_a_versioned_bucket_shows_its_versions_and_is_emptied_and_deleted(server, browser, s3, console_bucket):
+    key = "notes v2.txt"
+    first, second, marker = deleted_twice_over(s3, console_bucket, key)
+    browser.sign_in(server.access_key, server.secret_key)
+
+    # Nothing is current, but the plain view says what remains and links to it.
+    browser.open(f"/buckets/{console_bucket}")
+    hint = browser.find("#hidden-versions")
+    assert "Nothing here yet" not in browser.text()
+    browser.shot("hidden-versions")
+    link = hint.find_element(By.TAG_NAME, "a")
+    link.click()
+    WebDriverWait(browser.driver, WAIT_S).until(replaced(link))
+    assert browser.path() == f"/buckets/{console_bucket}?versions=1"
+    expected = {(key, first, False, False), (key, second, False, False), (key, marker, True, True)}
+    assert listed_versions(s3, console_bucket) == expected
+    assert version_rows(browser) == expected
+    browser.shot("versions")
+    sizes = [cell.text for cell in browser.driver.find_elements(By.CSS_SELECTOR, "#versions td.num")]
+    assert sorted(sizes) == ["", "5 B", "7 B"]
+
+    # An old version downloads as it was written.
+    browser.find(f"a[href*='/download'][href$='version={first}']").click()
+    downloaded = browser.downloads / key
+    wait_for("the old version's download", lambda: downloaded.exists() and downloaded.read_bytes() == b"first")
+
+    # Deleting one version removes exactly that one, for good.
+    browser.find(f"input[name=entry][value='{second} {key}']").click()
+    question = browser.submit("#delete-versions", confirm=True)
+    assert question == (
+        f"Delete 1 of the listed versions and delete markers from bucket {console_bucket} for good? "
+        "This cannot be undone."
+    )
+    expected = {(key, first, False, False), (key, marker, True, True)}
+    assert listed_versions(s3, console_bucket) == expected
+    assert browser.path() == f"/buckets/{console_bucket}?versions=1"
+    assert version_rows(browser) == expected
+
+    # Everything else, then the bucket, all through the console.
+    browser.find("input.select-all").click()
+    question = browser.submit("#delete-versions", confirm=True)
+    assert question.startswith("Delete 2 of the listed versions and delete markers")
+    assert listed_versions(s3, console_bucket) == set()
+    settings = browser.find("#no-versions a[href$='/settings']")
+    settings.click()
+    WebDriverWait(browser.driver, WAIT_S).until(replaced(settings))
+    question = browser.submit(f"form[action='/buckets/{console_bucket}/delete']", confirm=True)
+    assert question == f"Delete bucket {console_bucket}? This cannot be undone."
+    assert browser.path() == "/buckets"
+    with pytest.raises(ClientError) as err:
+        s3.head_bucket(Bucket=console_bucket)
+    assert err.value.response["Error"]["Code"] == "404"
+
+
+def test_a_bucket_that_is_not_empty_says_what_it_still_holds(server, browser, s3, console_bucket):
+    key = "kept.txt"
+    first, second, marker = deleted_twice_over(s3, console_bucket, key)
+    browser.sign_in(server.access_key, server.secret_key)
+    browser.open(f"/buckets/{console_bucket}/settings")
+    browser.submit(f"form[action='/buckets/{console_bucket}/delete']", confirm=True)
+    assert browser.find("p.error").text == (
+        f"bucket {console_bucket} still holds 2 object versions and 1 delete marker; "
+        "delete them first, then delete the bucket"
+    )
+    assert browser.find("main h1").text == f"Bucket {console_bucket} is not empty"
+    assert browser.has_navigation(), "the error page keeps the navigation"
+    browser.shot("bucket-not-empty")
+    s3.head_bucket(Bucket=console_bucket)
+    # The page links to the versions that keep the bucket.
+    link = browser.find(f"main a[href='/buckets/{console_bucket}?versions=1']")
+    link.click()
+    WebDriverWait(browser.driver, WAIT_S).until(replaced(link))
+    assert version_rows(browser) == {(key, first, False, False), (key, second, False, False), (key, marker, True, True)}
+
+    # A bucket that never had versioning counts objects, and links to them.
+    plain = new_bucket_name("console")
+    s3.create_bucket(Bucket=plain)
+    try:
+        s3.put_object(Bucket=plain, Key="a.txt", Body=b"a")
+        browser.open(f"/buckets/{plain}/settings")
+        browser.submit(f"form[action='/buckets/{plain}/delete']", confirm=True)
+        assert browser.find("p.error").text.startswith(f"bucket {plain} still holds 1 object; delete it first")
+        browser.find(f"main a[href='/buckets/{plain}']")
+        assert browser.has_navigation()
+    finally:
+        empty_and_delete(s3, plain)
+
+    # Every other error is a page with the navigation too: an unknown page,
+    # a malformed address, an S3 refusal.
+    cookies = session_cookies(browser)
+    for path, status in (
+        ("/no-such-page", 404),
+        (f"/buckets/{console_bucket}/object", 400),
+        (f"/buckets/{console_bucket}/object?key=missing.txt", 404),
+    ):
+        browser.open(path)
+        assert browser.find("p.error").text, path
+        assert browser.has_navigation(), path
+        assert requests.get(server.console + path, cookies=cookies, timeout=30).status_code == status, path
+
+
+def test_deleting_asks_first(server, browser, s3, console_bucket):
+    s3.create_bucket(Bucket=console_bucket)
+    s3.put_object(Bucket=console_bucket, Key="keep.txt", Body=b"keep")
+    browser.sign_in(server.access_key, server.secret_key)
+    browser.open(f"/buckets/{console_bucket}")
+    browser.find("input[name=key][value='keep.txt']").click()
+
+    # No: nothing is sent, the object stays.
+    question = browser.submit("form[action$='/delete-objects']", confirm=False)
+    assert question == (
+        f"Delete 1 of the listed objects from bucket {console_bucket}? "
+        "The bucket keeps no versions: this cannot be undone."
+    )
+    assert browser.path() == f"/buckets/{console_bucket}"
+    s3.head_object(Bucket=console_bucket, Key="keep.txt")
+
+    # Yes: it is deleted.
+    browser.submit("form[action$='/delete-objects']", confirm=True)
+    browser.find("form.upload")
+    assert "keep.txt" not in browser.text()
+    with pytest.raises(ClientError) as err:
+        s3.head_object(Bucket=console_bucket, Key="keep.txt")
+    assert err.value.response["Error"]["Code"] == "404"
 
 
 def test_bucket_settings_change_what_s3_answers(server, browser, s3, console_bucket):
@@ -343,6 +515,26 @@ def test_the_cluster_and_users_pages(server, browser):
     assert made.list_buckets()["Buckets"] == []
     users = server.admin("user", "list")
     assert name in str(users)
+
+    # Deleting the key, then the user, asks first and names what is lost.
+    delete_key = f"form[action='/keys/{access_key}/delete']"
+    question = browser.submit(delete_key, confirm=True)
+    assert question.startswith(f"Delete access key {access_key} of user {name}?")
+
+    def refused() -> bool:
+        try:
+            made.list_buckets()
+        except ClientError as err:
+            return err.response["Error"]["Code"] == "InvalidAccessKeyId"
+        return False
+
+    # The gateway trusts a key it looked up for a few seconds.
+    wait_for("the deleted key refused", refused)
+    question = browser.submit(f"form[action='/users/{name}/delete']", confirm=False)
+    assert question == f"Delete user {name}? It has no access keys."
+    assert name in str(server.admin("user", "list"))
+    browser.submit(f"form[action='/users/{name}/delete']", confirm=True)
+    assert name not in str(server.admin("user", "list"))
 
 
 def test_a_limited_root_key_is_no_admin(server, browser, console_bucket, s3):
@@ -476,7 +668,9 @@ def test_every_page_passes_the_wcag_checks_of_axe(server, browser, s3, console_b
         f"/buckets/{console_bucket}",
         f"/buckets/{console_bucket}?prefix=docs%2F",
         f"/buckets/{console_bucket}/object?key=docs%2Fa.txt",
+        f"/buckets/{console_bucket}?versions=1",
         f"/buckets/{console_bucket}/settings",
+        "/no-such-page",
         "/cluster",
         "/users",
     ):

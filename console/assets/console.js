@@ -1,7 +1,9 @@
 // Tessera console: the upload queue (file picker and drag and drop; files
 // over 16 MiB go up in 8 MiB parts of a multipart upload, with progress), a
-// copy button for share links and "select all" for deleting many objects.
-// Everything else works without script.
+// copy button for share links, "select all" for deleting many objects or
+// versions, and a question before any form that destroys something is sent.
+// Everything else works without script (a destructive form then goes
+// without the question).
 "use strict";
 
 const MIB = 1024 * 1024;
@@ -134,7 +136,28 @@ function setUpUploads(form) {
   });
 }
 
+// The boxes a form ticks for deletion (every named checkbox in it).
+function tickedIn(form) {
+  return form.querySelectorAll('input[type="checkbox"][name]:checked').length;
+}
+
+// A form with data-confirm asks its question before it is sent, and is not
+// sent unless the answer is yes. "{count}" in the question is the number of
+// ticked boxes; with none ticked nothing is lost, so nothing is asked.
+function askBeforeSending(form) {
+  form.addEventListener("submit", (e) => {
+    let question = form.dataset.confirm;
+    if (question.includes("{count}")) {
+      const count = tickedIn(form);
+      if (count === 0) return;
+      question = question.replaceAll("{count}", String(count));
+    }
+    if (!window.confirm(question)) e.preventDefault();
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  for (const form of document.querySelectorAll("form[data-confirm]")) askBeforeSending(form);
   for (const form of document.querySelectorAll("form.upload")) setUpUploads(form);
   for (const button of document.querySelectorAll("button.copy")) {
     button.hidden = false;
@@ -146,7 +169,7 @@ document.addEventListener("DOMContentLoaded", () => {
   for (const all of document.querySelectorAll("input.select-all")) {
     all.hidden = false;
     all.addEventListener("change", () => {
-      for (const box of all.form.querySelectorAll('input[name="key"]')) box.checked = all.checked;
+      for (const box of all.form.querySelectorAll('input[type="checkbox"][name]')) box.checked = all.checked;
     });
   }
 });

@@ -1,4 +1,4 @@
-//! The stylesheet and the upload script, built into the binary (nothing is
+//! The stylesheet and the script, built into the binary (nothing is
 //! fetched at build or run time).
 
 use axum::response::IntoResponse;

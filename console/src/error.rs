@@ -1,13 +1,26 @@
-//! Why a console request failed, and the page (or upload answer) that says so.
+//! Why a console request failed, and the page (or upload answer) that says
+//! so: inside the navigation for a signed-in browser ([`framed`]), alone
+//! otherwise.
 
 use crate::document;
+use crate::layout;
+use crate::Console;
+use axum::body::to_bytes;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use http::{HeaderValue, StatusCode};
-use maud::html;
+use http::{header, HeaderValue, StatusCode};
+use maud::{html, Markup};
 use meta_api::MetaError;
+use std::fmt;
+use std::sync::Arc;
 
 /// The header that carries an error's text to the upload script.
 pub(crate) const ERROR_HEADER: &str = "x-console-error";
+
+/// The most of a plain-text refusal (axum's extractors and router) read to
+/// show it on a page.
+const MAX_REFUSAL_TEXT: usize = 16 * 1024;
 
 /// Why a console request failed.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +45,13 @@ pub(crate) enum ConsoleError {
     /// A form field or parameter is not acceptable.
     #[error("{0}")]
     BadInput(String),
+    /// A bucket that S3 would not delete (BucketNotEmpty), with what it
+    /// still holds.
+    #[error("{0}")]
+    BucketNotEmpty(Leftovers),
+    /// An address that names no page of the console.
+    #[error("there is no page at this address")]
+    NoSuchPage,
     /// An admin page asked for by someone else.
     #[error("this page is for the root user and the admin token")]
     NotAdmin,
@@ -52,6 +72,98 @@ pub(crate) enum ConsoleError {
     Forged,
 }
 
+/// What a bucket that S3 would not delete still holds, as far as one page
+/// of each listing shows (none of it when the user may not list it).
+#[derive(Debug, Default)]
+pub(crate) struct Leftovers {
+    /// The bucket.
+    pub(crate) bucket: String,
+    /// Versions of objects, the current ones included (in a bucket that
+    /// never had versioning, its objects).
+    pub(crate) versions: usize,
+    /// Delete markers.
+    pub(crate) delete_markers: usize,
+    /// Whether a version has an id of its own: the bucket has had versioning.
+    pub(crate) versioned: bool,
+    /// Multipart uploads neither completed nor aborted.
+    pub(crate) uploads: usize,
+    /// A listing had more than its page: the counts are lower bounds.
+    pub(crate) more: bool,
+}
+
+/// `n` of `what`, with the plural `s` when not one.
+fn count(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
+impl Leftovers {
+    /// The view that lists what is left, and its label.
+    fn where_to_look(&self) -> Option<(String, String)> {
+        let bucket = &self.bucket;
+        if self.versioned || self.delete_markers > 0 {
+            Some((
+                format!("/buckets/{bucket}?versions=1"),
+                format!("Show every version in {bucket}"),
+            ))
+        } else if self.versions > 0 {
+            Some((
+                format!("/buckets/{bucket}"),
+                format!("Show the objects in {bucket}"),
+            ))
+        } else {
+            None
+        }
+    }
+}
+
+impl fmt::Display for Leftovers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut held = Vec::new();
+        if self.versioned || self.delete_markers > 0 {
+            if self.versions > 0 {
+                held.push(count(self.versions, "object version"));
+            }
+            if self.delete_markers > 0 {
+                held.push(count(self.delete_markers, "delete marker"));
+            }
+        } else if self.versions > 0 {
+            held.push(count(self.versions, "object"));
+        }
+        if self.uploads > 0 {
+            held.push(count(self.uploads, "unfinished multipart upload"));
+        }
+        let bucket = &self.bucket;
+        let Some((last, rest)) = held.split_last() else {
+            return write!(
+                f,
+                "bucket {bucket} is not empty: delete its objects, their versions and delete \
+                 markers and abort its unfinished uploads first, then delete the bucket"
+            );
+        };
+        let list = match rest {
+            [] => last.clone(),
+            _ => format!("{} and {last}", rest.join(", ")),
+        };
+        let at_least = if self.more { "at least " } else { "" };
+        let them = if rest.is_empty() && last.starts_with("1 ") {
+            "it"
+        } else {
+            "them"
+        };
+        write!(
+            f,
+            "bucket {bucket} still holds {at_least}{list}; delete {them} first, then delete the bucket"
+        )?;
+        if self.uploads > 0 {
+            write!(
+                f,
+                " (unfinished uploads are aborted with an S3 client: aws s3api list-multipart-uploads, then abort-multipart-upload)"
+            )?;
+        }
+        Ok(())
+    }
+}
+
 impl ConsoleError {
     fn status(&self) -> StatusCode {
         match self {
@@ -67,10 +179,54 @@ impl ConsoleError {
             ConsoleError::SignedOut => StatusCode::UNAUTHORIZED,
             ConsoleError::Gateway(_) | ConsoleError::Meta(_) => StatusCode::BAD_GATEWAY,
             ConsoleError::BadInput(_) => StatusCode::BAD_REQUEST,
+            ConsoleError::BucketNotEmpty(_) => StatusCode::CONFLICT,
+            ConsoleError::NoSuchPage => StatusCode::NOT_FOUND,
             ConsoleError::TooManySignIns(_) => StatusCode::TOO_MANY_REQUESTS,
             ConsoleError::NotAdmin | ConsoleError::NoKeys | ConsoleError::Forged => {
                 StatusCode::FORBIDDEN
             }
+        }
+    }
+
+    fn page(&self) -> ErrorPage {
+        match self {
+            ConsoleError::BucketNotEmpty(leftovers) => ErrorPage {
+                heading: format!("Bucket {} is not empty", leftovers.bucket),
+                text: self.to_string(),
+                next_step: leftovers.where_to_look(),
+            },
+            _ => ErrorPage::plain(self.to_string()),
+        }
+    }
+}
+
+/// What an error page says; kept in the answer's extensions so that
+/// [`framed`] can draw it again inside the navigation.
+#[derive(Clone, Debug)]
+struct ErrorPage {
+    heading: String,
+    text: String,
+    /// A link to where the user can act on the error, and its label.
+    next_step: Option<(String, String)>,
+}
+
+impl ErrorPage {
+    fn plain(text: String) -> Self {
+        Self {
+            heading: "Something went wrong".into(),
+            text,
+            next_step: None,
+        }
+    }
+
+    fn body(&self) -> Markup {
+        html! {
+            h1 { (self.heading) }
+            p.error role="alert" { (self.text) }
+            @if let Some((href, label)) = &self.next_step {
+                p { a.button href=(href) { (label) } }
+            }
+            p { a href="/buckets" { "Back to the buckets" } }
         }
     }
 }
@@ -78,18 +234,11 @@ impl ConsoleError {
 impl IntoResponse for ConsoleError {
     fn into_response(self) -> Response {
         let status = self.status();
-        let text = self.to_string();
-        let page = document::bare(
-            "Error",
-            html! {
-                h1 { "Something went wrong" }
-                p.error role="alert" { (text) }
-                p { a href="/buckets" { "Back to the buckets" } }
-            },
-        );
-        let mut response = (status, page).into_response();
+        let page = self.page();
+        let mut response = (status, document::bare("Error", page.body())).into_response();
         // Header values are visible ASCII: anything else is replaced.
-        let header: String = text
+        let header: String = page
+            .text
             .chars()
             .map(|c| {
                 if c.is_ascii_graphic() || c == ' ' {
@@ -102,6 +251,118 @@ impl IntoResponse for ConsoleError {
         if let Ok(value) = HeaderValue::from_str(&header) {
             response.headers_mut().insert(ERROR_HEADER, value);
         }
+        response.extensions_mut().insert(page);
         response
+    }
+}
+
+/// Draws every error page inside the navigation when the browser is signed
+/// in (handlers and extractors return a [`ConsoleError`] and know nothing of
+/// the layout), and gives the plain-text refusals of axum's extractors and
+/// router (a malformed query, an unknown method) a page of their own.
+/// Pages with a body of their own (the sign-in form's refusal) pass as
+/// they are.
+pub(crate) async fn framed(
+    State(console): State<Arc<Console>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let jar = console.jar(request.headers());
+    let response = next.run(request).await;
+    let status = response.status();
+    if !status.is_client_error() && !status.is_server_error() {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let session = console.sessions.of_jar(&jar);
+    let page = match (parts.extensions.remove::<ErrorPage>(), &session) {
+        (Some(page), Some(_)) => page,
+        (Some(_), None) => return Response::from_parts(parts, body),
+        (None, _) => {
+            let plain = parts.headers.get(header::CONTENT_TYPE).is_none_or(|kind| {
+                kind.to_str()
+                    .is_ok_and(|kind| kind.starts_with("text/plain"))
+            });
+            if !plain {
+                return Response::from_parts(parts, body);
+            }
+            let text = to_bytes(body, MAX_REFUSAL_TEXT)
+                .await
+                .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_string())
+                .unwrap_or_default();
+            if text.is_empty() {
+                ErrorPage::plain(status.canonical_reason().unwrap_or("Error").to_string())
+            } else {
+                ErrorPage::plain(text)
+            }
+        }
+    };
+    let html = match &session {
+        Some(session) => layout::page("Error", session, page.body()),
+        None => document::bare("Error", page.body()),
+    };
+    let mut response = (status, html).into_response();
+    if let Some(value) = parts.headers.get(ERROR_HEADER) {
+        response.headers_mut().insert(ERROR_HEADER, value.clone());
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn leftovers(versions: usize, delete_markers: usize, versioned: bool) -> Leftovers {
+        Leftovers {
+            bucket: "bk".into(),
+            versions,
+            delete_markers,
+            versioned,
+            ..Leftovers::default()
+        }
+    }
+
+    #[test]
+    fn a_bucket_that_is_not_empty_says_what_it_holds_and_where_to_see_it() {
+        let versioned = leftovers(2, 1, true);
+        assert_eq!(
+            versioned.to_string(),
+            "bucket bk still holds 2 object versions and 1 delete marker; delete them first, then delete the bucket"
+        );
+        assert_eq!(
+            versioned.where_to_look().unwrap().0,
+            "/buckets/bk?versions=1"
+        );
+        let plain = leftovers(1, 0, false);
+        assert_eq!(
+            plain.to_string(),
+            "bucket bk still holds 1 object; delete it first, then delete the bucket"
+        );
+        assert_eq!(plain.where_to_look().unwrap().0, "/buckets/bk");
+        let many = Leftovers {
+            uploads: 3,
+            more: true,
+            ..leftovers(1000, 0, true)
+        };
+        assert!(
+            many.to_string()
+                .starts_with("bucket bk still holds at least 1000 object versions and 3 unfinished multipart uploads;"),
+            "{many}"
+        );
+        let unknown = leftovers(0, 0, false);
+        assert!(unknown.to_string().contains("is not empty"), "{unknown}");
+        assert!(unknown.where_to_look().is_none());
+    }
+
+    #[test]
+    fn an_error_page_links_to_its_next_step() {
+        let error = ConsoleError::BucketNotEmpty(leftovers(2, 1, true));
+        assert_eq!(error.status(), StatusCode::CONFLICT);
+        let html = error.page().body().into_string();
+        assert!(html.contains("<h1>Bucket bk is not empty</h1>"), "{html}");
+        assert!(
+            html.contains(r#"<a class="button" href="/buckets/bk?versions=1">"#),
+            "{html}"
+        );
     }
 }

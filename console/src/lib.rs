@@ -7,7 +7,9 @@
 //! pages, which the root user and the admin token reach.
 //!
 //! Pages are rendered on the server ([`maud`]); the only script is the
-//! upload queue (drag and drop, multipart with progress) and a copy button.
+//! upload queue (drag and drop, multipart with progress), a copy button,
+//! "select all" and the question asked before a destructive form is sent.
+//! Every error is a page with the navigation for a signed-in browser.
 //! Sessions live in this process's memory behind a signed, HttpOnly,
 //! SameSite=Strict cookie, and every form carries a per-session token
 //! ([`csrf`]).

@@ -1,8 +1,10 @@
 //! Every page and action of the console, in one table, and the checks every
-//! request passes first (the Host, the CSRF token, the security headers).
+//! request passes first (the Host, the CSRF token, the security headers);
+//! every error answer becomes a page with the navigation ([`error::framed`]).
 //! Forms and JSON bodies keep axum's 2 MB bound; uploads stream their body
 //! to the gateway as it arrives and hold none of it.
 
+use crate::error::{self, ConsoleError};
 use crate::pages::{buckets, cluster, login, objects, settings, uploads, users};
 use crate::{assets, csrf, Console};
 use axum::middleware;
@@ -56,7 +58,12 @@ pub(crate) fn router(console: Arc<Console>) -> Router {
         .route("/keys/{key}/delete", post(users::delete_key))
         .route("/static/console.css", get(assets::stylesheet))
         .route("/static/console.js", get(assets::script))
+        .fallback(|| async { ConsoleError::NoSuchPage })
         .layer(middleware::from_fn_with_state(console.clone(), csrf::check))
+        .layer(middleware::from_fn_with_state(
+            console.clone(),
+            error::framed,
+        ))
         .layer(middleware::from_fn_with_state(
             console.clone(),
             csrf::check_host,

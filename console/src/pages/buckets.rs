@@ -1,10 +1,11 @@
 //! The bucket list: every bucket the user may see, a new bucket with its
-//! options, and deleting an empty one.
+//! options, and deleting an empty one (or saying what keeps one from it).
 
-use crate::error::ConsoleError;
-use crate::gateway::S3Request;
+use crate::error::{ConsoleError, Leftovers};
+use crate::gateway::{Keys, S3Request};
 use crate::layout::{self, csrf_field};
 use crate::named::Named;
+use crate::pages::objects::if_allowed;
 use crate::pages::settings::{self, DefaultEncryption};
 use crate::session::SignedIn;
 use crate::xml;
@@ -134,17 +135,78 @@ pub(crate) async fn create(
     Ok(Redirect::to(&format!("/buckets/{name}")).into_response())
 }
 
-/// POST /buckets/{bucket}/delete: DeleteBucket (S3 refuses a bucket that
-/// still holds objects, and says so).
+/// The most entries of each kind counted to say what a bucket still holds.
+const LEFTOVERS_COUNTED: usize = 1000;
+
+/// POST /buckets/{bucket}/delete: DeleteBucket. S3 refuses a bucket that
+/// still holds objects, versions or uploads; the page then says how many
+/// and where to see them.
 pub(crate) async fn delete(
     State(console): State<Arc<Console>>,
     SignedIn(session): SignedIn,
     Named(bucket): Named,
 ) -> Result<Response, ConsoleError> {
     let keys = session.keys()?;
-    console
+    match console
         .gateway
         .call(keys, S3Request::bucket(Method::DELETE, &bucket))
-        .await?;
-    Ok(Redirect::to("/buckets").into_response())
+        .await
+    {
+        Ok(_) => Ok(Redirect::to("/buckets").into_response()),
+        Err(ConsoleError::S3 { code, .. }) if code == "BucketNotEmpty" => Err(
+            ConsoleError::BucketNotEmpty(leftovers(&console, keys, bucket).await?),
+        ),
+        Err(e) => Err(e),
+    }
+}
+
+/// What `bucket` still holds, from the first page of its versions and of
+/// its multipart uploads (nothing of what the user may not list).
+async fn leftovers(
+    console: &Console,
+    keys: &Keys,
+    bucket: String,
+) -> Result<Leftovers, ConsoleError> {
+    let mut leftovers = Leftovers::default();
+    let page = LEFTOVERS_COUNTED.to_string();
+    let versions = S3Request::bucket(Method::GET, &bucket)
+        .query("versions", "")
+        .query("max-keys", page.as_str());
+    if let Some(answer) = if_allowed(console, keys, versions).await? {
+        let found = xml::elements(
+            &answer.body,
+            &["ListVersionsResult", "Version", "DeleteMarker"],
+        )
+        .map_err(ConsoleError::Gateway)?;
+        for (name, fields) in found {
+            match name.as_str() {
+                "ListVersionsResult" => {
+                    leftovers.more |= fields.get("IsTruncated").map(String::as_str) == Some("true");
+                }
+                "DeleteMarker" => leftovers.delete_markers += 1,
+                _ => {
+                    leftovers.versions += 1;
+                    leftovers.versioned |=
+                        fields.get("VersionId").map(String::as_str) != Some("null");
+                }
+            }
+        }
+    }
+    let uploads = S3Request::bucket(Method::GET, &bucket)
+        .query("uploads", "")
+        .query("max-uploads", page.as_str());
+    if let Some(answer) = if_allowed(console, keys, uploads).await? {
+        let found = xml::elements(&answer.body, &["ListMultipartUploadsResult", "Upload"])
+            .map_err(ConsoleError::Gateway)?;
+        for (name, fields) in found {
+            match name.as_str() {
+                "ListMultipartUploadsResult" => {
+                    leftovers.more |= fields.get("IsTruncated").map(String::as_str) == Some("true");
+                }
+                _ => leftovers.uploads += 1,
+            }
+        }
+    }
+    leftovers.bucket = bucket;
+    Ok(leftovers)
 }

@@ -1,5 +1,6 @@
 //! The console's pages, one module per family: signing in, buckets and
-//! their settings, the object browser, uploads, and the admin pages.
+//! their settings, the object browser and its versions view, uploads, and
+//! the admin pages.
 
 pub(crate) mod buckets;
 pub(crate) mod cluster;
@@ -8,3 +9,4 @@ pub(crate) mod objects;
 pub(crate) mod settings;
 pub(crate) mod uploads;
 pub(crate) mod users;
+pub(crate) mod versions;

@@ -1,12 +1,14 @@
 //! The object browser: prefixes as folders with breadcrumbs, pages of a
 //! large listing, an object's details and versions, downloads, share links
-//! and deleting one or many objects.
+//! and deleting one or many objects or versions (the versions view is in
+//! [`versions`]).
 
 use crate::document::size;
 use crate::error::ConsoleError;
 use crate::gateway::{S3Request, MAX_LINK_LIFETIME};
 use crate::layout::{self, csrf_field};
 use crate::named::Named;
+use crate::pages::versions;
 use crate::session::{Session, SignedIn};
 use crate::xml::{self, Fields};
 use crate::Console;
@@ -21,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Entries on one page of the browser.
-const PAGE_SIZE: usize = 100;
+pub(crate) const PAGE_SIZE: usize = 100;
 
 /// The link to `path` with these query parameters.
 pub(crate) fn link(path: &str, params: &[(&str, &str)]) -> String {
@@ -35,17 +37,32 @@ pub(crate) fn link(path: &str, params: &[(&str, &str)]) -> String {
     )
 }
 
-/// Where the browser is: a prefix and a page.
+/// Where the browser is: a prefix, a page, and whether it shows every
+/// version (`versions=1`) or the current objects.
 #[derive(Deserialize, Default)]
 pub(crate) struct BrowseQuery {
     #[serde(default)]
-    prefix: String,
+    pub(crate) prefix: String,
+    /// The continuation token of the objects' page.
     #[serde(default)]
-    token: String,
+    pub(crate) token: String,
+    #[serde(default)]
+    versions: String,
+    /// Where the versions' page starts, as ListObjectVersions names it.
+    #[serde(default, rename = "key-marker")]
+    pub(crate) key_marker: String,
+    #[serde(default, rename = "version-id-marker")]
+    pub(crate) version_marker: String,
+}
+
+impl BrowseQuery {
+    fn shows_versions(&self) -> bool {
+        self.versions == "1"
+    }
 }
 
 /// The breadcrumbs of `prefix` in `bucket`: each folder links to itself.
-fn breadcrumbs(bucket: &str, prefix: &str, last: Option<&str>) -> Markup {
+pub(crate) fn breadcrumbs(bucket: &str, prefix: &str, last: Option<&str>) -> Markup {
     let base = format!("/buckets/{bucket}");
     let mut folders = Vec::new();
     let mut at = 0;
@@ -69,13 +86,17 @@ fn breadcrumbs(bucket: &str, prefix: &str, last: Option<&str>) -> Markup {
     }
 }
 
-/// GET /buckets/{bucket}?prefix=&token=
+/// GET /buckets/{bucket}?prefix=&token= (and `versions=1`: the versions
+/// view)
 pub(crate) async fn browse(
     State(console): State<Arc<Console>>,
     SignedIn(session): SignedIn,
     Named(bucket): Named,
     Query(query): Query<BrowseQuery>,
 ) -> Result<Markup, ConsoleError> {
+    if query.shows_versions() {
+        return versions::browse(&console, &session, &bucket, &query).await;
+    }
     let keys = session.keys()?;
     let mut request = S3Request::bucket(Method::GET, &bucket)
         .query("list-type", "2")
@@ -105,6 +126,14 @@ pub(crate) async fn browse(
         .flatten();
     let base = format!("/buckets/{bucket}");
     let prefix = query.prefix.as_str();
+    let versioning = versions::versioning(&console, keys, &bucket).await?;
+    let empty = folders.is_empty() && objects.is_empty();
+    // An empty page of a versioned bucket may hide old versions and delete
+    // markers, which would keep the bucket from being deleted.
+    let hidden_versions = empty
+        && query.token.is_empty()
+        && versions::any_under(&console, keys, &bucket, prefix).await?;
+    let versions_link = link(&base, &[("versions", "1"), ("prefix", prefix)]);
     let title = format!("{bucket}/{prefix}");
     Ok(layout::page(
         &title,
@@ -113,13 +142,21 @@ pub(crate) async fn browse(
             (breadcrumbs(&bucket, prefix, None))
             h1 { (title) }
             div.actions {
+                @if versioning.keeps_versions() || hidden_versions {
+                    a.button.secondary #show-versions href=(versions_link) { "Show versions" }
+                }
                 a.button.secondary href={ (base) "/settings" } { "Bucket settings" }
             }
             (upload_form(&bucket, prefix))
-            form method="post" action={ (base) "/delete-objects" } {
+            form method="post" action={ (base) "/delete-objects" } data-confirm=(versions::delete_question(&bucket, versioning)) {
                 (csrf_field(&session))
                 input type="hidden" name="prefix" value=(prefix);
-                @if folders.is_empty() && objects.is_empty() {
+                @if empty && hidden_versions {
+                    p #hidden-versions {
+                        "No current objects here, but older versions or delete markers remain. "
+                        a href=(versions_link) { "Show the versions" }
+                    }
+                } @else if empty {
                     p { "Nothing here yet." }
                 } @else {
                     div.table-wrap {
@@ -229,7 +266,7 @@ fn object_request<'a>(
 /// The answer to a request the user may not be allowed (a tag set, the
 /// versions), or None when the gateway says AccessDenied: the page shows the
 /// rest.
-async fn if_allowed(
+pub(crate) async fn if_allowed(
     console: &Console,
     keys: &crate::gateway::Keys,
     request: S3Request<'_>,
@@ -286,6 +323,7 @@ async fn details_page(
             .collect(),
         None => Vec::new(),
     };
+    let versioning = versions::versioning(console, keys, bucket).await?;
     let meta: Vec<(&str, &str)> = headers
         .iter()
         .filter_map(|(name, value)| {
@@ -386,7 +424,8 @@ async fn details_page(
                 @if query.version().is_some() {
                     p { "Deleting this version removes it for good; the others stay." }
                 }
-                form method="post" action={ (base) "/delete-objects" } {
+                form method="post" action={ (base) "/delete-objects" }
+                    data-confirm=(versions::delete_one_question(bucket, &query.key, query.version(), versioning)) {
                     (csrf_field(session))
                     input type="hidden" name="key" value=(query.key);
                     input type="hidden" name="version" value=(version_param);
@@ -508,8 +547,9 @@ fn form_values<'a>(
         .map(|(_, value)| value.as_str())
 }
 
-/// POST /buckets/{bucket}/delete-objects: deletes every `key` of the form,
-/// then shows the folder again.
+/// POST /buckets/{bucket}/delete-objects: deletes every `key` of the form
+/// (or its one `version`) and every version an `entry` names, then shows
+/// the folder again, or its versions when `view` says so.
 pub(crate) async fn delete(
     State(console): State<Arc<Console>>,
     SignedIn(session): SignedIn,
@@ -523,14 +563,29 @@ pub(crate) async fn delete(
     if version.is_some() && objects.len() != 1 {
         return Err(ConsoleError::BadInput("a version is deleted alone".into()));
     }
+    // Every target is checked before the first is deleted.
+    let mut targets: Vec<(&str, Option<&str>)> = Vec::new();
     for key in objects {
-        let mut request = S3Request::object(Method::DELETE, &bucket, object_key(key)?);
+        targets.push((object_key(key)?, version));
+    }
+    for entry in form_values(&fields, "entry") {
+        let (version, key) = versions::parse_entry(entry)?;
+        targets.push((key, Some(version)));
+    }
+    for (key, version) in targets {
+        let mut request = S3Request::object(Method::DELETE, &bucket, key);
         if let Some(version) = version {
             request = request.query("versionId", version);
         }
         console.gateway.call(keys, request).await?;
     }
-    Ok(Redirect::to(&link(&format!("/buckets/{bucket}"), &[("prefix", prefix)])).into_response())
+    let base = format!("/buckets/{bucket}");
+    let back = if form_values(&fields, "view").any(|view| view == versions::VIEW) {
+        link(&base, &[("versions", "1"), ("prefix", prefix)])
+    } else {
+        link(&base, &[("prefix", prefix)])
+    };
+    Ok(Redirect::to(&back).into_response())
 }
 
 #[cfg(test)]

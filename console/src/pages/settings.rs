@@ -214,8 +214,12 @@ pub(crate) async fn show(
             }
             section.card {
                 h2 { "Delete the bucket" }
-                p { "S3 deletes only an empty bucket (with no versions either)." }
-                form method="post" action={ "/buckets/" (bucket) "/delete" } {
+                p {
+                    "S3 deletes only an empty bucket, with no versions or delete markers either: "
+                    a href={ "/buckets/" (bucket) "?versions=1" } { "every version in " (bucket) } "."
+                }
+                form method="post" action={ "/buckets/" (bucket) "/delete" }
+                    data-confirm={ "Delete bucket " (bucket) "? This cannot be undone." } {
                     (csrf_field(&session))
                     button.danger type="submit" { "Delete bucket " (bucket) }
                 }

@@ -62,7 +62,8 @@ async fn users_page(
                                             @for grant in grants { (grant.bucket) " (" (format!("{:?}", grant.right)) ") " }
                                         }
                                     } }
-                                    td { form method="post" action={ "/keys/" (key.access_key) "/delete" } {
+                                    td { form method="post" action={ "/keys/" (key.access_key) "/delete" }
+                                        data-confirm={ "Delete access key " (key.access_key) " of user " (user.name) "? Every request signed with it is refused from then on." } {
                                         (csrf_field(session))
                                         button.danger type="submit" aria-label={ "Delete access key " (key.access_key) } { "Delete" }
                                     } }
@@ -76,7 +77,8 @@ async fn users_page(
                             button type="submit" { "New access key" }
                         }
                         @if !user.is_root {
-                            form method="post" action={ "/users/" (user.name) "/delete" } {
+                            form method="post" action={ "/users/" (user.name) "/delete" }
+                                data-confirm=(delete_user_question(&keys, &user.name)) {
                                 (csrf_field(session))
                                 button.danger type="submit" { "Delete user " (user.name) }
                             }
@@ -103,6 +105,19 @@ async fn users_page(
             }
         },
     ))
+}
+
+/// What a confirmation asks before `user` is deleted with its keys.
+fn delete_user_question(keys: &[AccessKeyRecord], user: &str) -> String {
+    match keys.iter().filter(|k| k.user == user).count() {
+        0 => format!("Delete user {user}? It has no access keys."),
+        1 => format!(
+            "Delete user {user} and its access key? Every request signed with it is refused from then on."
+        ),
+        n => format!(
+            "Delete user {user} and its {n} access keys? Every request signed with them is refused from then on."
+        ),
+    }
 }
 
 /// The new user form.
