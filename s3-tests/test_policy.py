@@ -326,3 +326,27 @@ def test_versions_need_the_version_actions(alice, bob, b):
     assert outcome(lambda: other.get_object(Bucket=b, Key="k")) == "AccessDenied"
     other.delete_object(Bucket=b, Key="k", VersionId=old)
     assert outcome(lambda: c.get_object(Bucket=b, Key="k", VersionId=old)) == "NoSuchVersion"
+
+
+def test_deny_policies_on_encryption_headers_hold_the_owner_to_them(alice, b):
+    """The bucket policies AWS documents for requiring encryption deny the
+    owner's own writes that do not meet them, and are judged before the
+    encryption headers are read: an unknown algorithm is AccessDenied, not
+    a header error."""
+    c = alice.client
+    objects = f"arn:aws:s3:::{b}/*"
+
+    def deny(condition):
+        c.put_bucket_policy(Bucket=b, Policy=document(statement("*", "s3:PutObject", objects, condition, effect="Deny")))
+
+    deny({"Null": {"s3:x-amz-server-side-encryption": "true"}})
+    assert outcome(lambda: c.put_object(Bucket=b, Key="plain", Body=b"x")) == "AccessDenied"
+    assert outcome(lambda: c.put_object(Bucket=b, Key="sse", Body=b"x", ServerSideEncryption="AES256")) == "ok"
+    deny({"StringNotEquals": {"s3:x-amz-server-side-encryption": "AES256"}})
+    assert outcome(lambda: c.put_object(Bucket=b, Key="kms", Body=b"x", ServerSideEncryption="aws:kms")) == "AccessDenied"
+    assert outcome(lambda: c.put_object(Bucket=b, Key="odd", Body=b"x", ServerSideEncryption="AES192")) == "AccessDenied"
+    assert outcome(lambda: c.put_object(Bucket=b, Key="sse2", Body=b"x", ServerSideEncryption="AES256")) == "ok"
+    deny({"Null": {"s3:x-amz-server-side-encryption-customer-algorithm": "true"}})
+    assert outcome(lambda: c.put_object(Bucket=b, Key="no-c", Body=b"x", ServerSideEncryption="AES256")) == "AccessDenied"
+    c.delete_bucket_policy(Bucket=b)
+    assert sorted(o["Key"] for o in c.list_objects_v2(Bucket=b).get("Contents", [])) == ["sse", "sse2"]

@@ -85,8 +85,6 @@ pub(crate) struct Leftovers {
     pub(crate) delete_markers: usize,
     /// Whether a version has an id of its own: the bucket has had versioning.
     pub(crate) versioned: bool,
-    /// Multipart uploads neither completed nor aborted.
-    pub(crate) uploads: usize,
     /// A listing had more than its page: the counts are lower bounds.
     pub(crate) more: bool,
 }
@@ -129,15 +127,12 @@ impl fmt::Display for Leftovers {
         } else if self.versions > 0 {
             held.push(count(self.versions, "object"));
         }
-        if self.uploads > 0 {
-            held.push(count(self.uploads, "unfinished multipart upload"));
-        }
         let bucket = &self.bucket;
         let Some((last, rest)) = held.split_last() else {
             return write!(
                 f,
                 "bucket {bucket} is not empty: delete its objects, their versions and delete \
-                 markers and abort its unfinished uploads first, then delete the bucket"
+                 markers first, then delete the bucket"
             );
         };
         let list = match rest {
@@ -153,14 +148,7 @@ impl fmt::Display for Leftovers {
         write!(
             f,
             "bucket {bucket} still holds {at_least}{list}; delete {them} first, then delete the bucket"
-        )?;
-        if self.uploads > 0 {
-            write!(
-                f,
-                " (unfinished uploads are aborted with an S3 client: aws s3api list-multipart-uploads, then abort-multipart-upload)"
-            )?;
-        }
-        Ok(())
+        )
     }
 }
 
@@ -340,13 +328,12 @@ mod tests {
         );
         assert_eq!(plain.where_to_look().unwrap().0, "/buckets/bk");
         let many = Leftovers {
-            uploads: 3,
             more: true,
             ..leftovers(1000, 0, true)
         };
         assert!(
             many.to_string()
-                .starts_with("bucket bk still holds at least 1000 object versions and 3 unfinished multipart uploads;"),
+                .starts_with("bucket bk still holds at least 1000 object versions;"),
             "{many}"
         );
         let unknown = leftovers(0, 0, false);

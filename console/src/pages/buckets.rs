@@ -139,8 +139,8 @@ pub(crate) async fn create(
 const LEFTOVERS_COUNTED: usize = 1000;
 
 /// POST /buckets/{bucket}/delete: DeleteBucket. S3 refuses a bucket that
-/// still holds objects, versions or uploads; the page then says how many
-/// and where to see them.
+/// still holds objects, versions or delete markers (uploads in progress go
+/// with it); the page then says how many and where to see them.
 pub(crate) async fn delete(
     State(console): State<Arc<Console>>,
     SignedIn(session): SignedIn,
@@ -160,8 +160,8 @@ pub(crate) async fn delete(
     }
 }
 
-/// What `bucket` still holds, from the first page of its versions and of
-/// its multipart uploads (nothing of what the user may not list).
+/// What `bucket` still holds, from the first page of its versions
+/// (nothing of what the user may not list).
 async fn leftovers(
     console: &Console,
     keys: &Keys,
@@ -189,21 +189,6 @@ async fn leftovers(
                     leftovers.versioned |=
                         fields.get("VersionId").map(String::as_str) != Some("null");
                 }
-            }
-        }
-    }
-    let uploads = S3Request::bucket(Method::GET, &bucket)
-        .query("uploads", "")
-        .query("max-uploads", page.as_str());
-    if let Some(answer) = if_allowed(console, keys, uploads).await? {
-        let found = xml::elements(&answer.body, &["ListMultipartUploadsResult", "Upload"])
-            .map_err(ConsoleError::Gateway)?;
-        for (name, fields) in found {
-            match name.as_str() {
-                "ListMultipartUploadsResult" => {
-                    leftovers.more |= fields.get("IsTruncated").map(String::as_str) == Some("true");
-                }
-                _ => leftovers.uploads += 1,
             }
         }
     }
