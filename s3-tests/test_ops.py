@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import re
 import signal
 import socket
 import subprocess
@@ -100,6 +101,22 @@ def test_admin_options_go_before_or_after_the_operation(server, tessera_bin):
         assert result.returncode == 0, result.stderr
         answers.append(json.loads(result.stdout))
     assert answers[0].keys() == answers[1].keys() and "datanodes" in answers[1], answers
+
+
+def test_admin_prints_sizes_and_instants_for_people(server, tessera_bin):
+    """Without --json, capacities are in binary units and times in UTC, not
+    raw bytes and Unix milliseconds; --json keeps the raw numbers."""
+    admin = [str(tessera_bin), "admin", "--meta", server.meta, "--token", server.creds.admin_token]
+    shown = subprocess.run([*admin, "status"], capture_output=True, text=True, timeout=30, check=True).stdout
+    datanode_rows = [line for line in shown.splitlines() if re.match(r"^[0-9a-f]{8}-", line)]
+    assert datanode_rows and all(re.search(r"\d\.\d [KMGT]iB", row) for row in datanode_rows), shown
+    assert re.search(r"last scan (never|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)", shown), shown
+    without_ids = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "", shown)
+    assert not re.search(r"\d{10,}", without_ids), f"a raw number left: {shown}"
+    users = subprocess.run([*admin, "user", "list"], capture_output=True, text=True, timeout=30, check=True).stdout
+    assert re.search(r"created=\d{4}-\d\d-\d\dT", users), users
+    raw = json.loads(subprocess.run([*admin, "--json", "status"], capture_output=True, text=True, timeout=30, check=True).stdout)
+    assert isinstance(raw["datanodes"][0]["capacity"], int)
 
 
 def test_a_port_in_use_or_a_file_for_data_fails_at_once_naming_it(tessera_bin, tmp_path):

@@ -5,6 +5,7 @@
 
 mod balance;
 mod certs;
+mod human;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
@@ -762,9 +763,9 @@ fn print_human(value: &Value) {
                         n["location"].as_str().unwrap_or(""),
                         n["state"].as_str().unwrap_or(""),
                         n["admin"].as_str().unwrap_or(""),
-                        n["capacity"],
-                        n["used"],
-                        n["garbage"],
+                        human::bytes(&n["capacity"]),
+                        human::bytes(&n["used"]),
+                        human::bytes(&n["garbage"]),
                         n["blocks"],
                         (100.0 * done / all).min(100.0),
                         scrub["damaged"]
@@ -777,8 +778,8 @@ fn print_human(value: &Value) {
                         println!(
                             "  disk {}  used {}  available {}  blocks {}  {health}",
                             disk["path"].as_str().unwrap_or(""),
-                            disk["used"],
-                            disk["available"],
+                            human::bytes(&disk["used"]),
+                            human::bytes(&disk["available"]),
                             disk["blocks"]
                         );
                     }
@@ -802,16 +803,19 @@ fn print_human(value: &Value) {
                     println!("block groups: not counted yet (meta's first scan runs seconds after it starts)");
                 }
                 println!(
-                    "repair: queued {}  running {}  repaired bytes {}",
-                    repair["queued"], repair["running"], repair["repaired_bytes"]
+                    "repair: queued {}  running {}  repaired {}  last scan {}",
+                    repair["queued"],
+                    repair["running"],
+                    human::bytes(&repair["repaired_bytes"]),
+                    human::instant(&repair["last_scan"])
                 );
                 let balance = &map["balance"];
                 println!(
-                    "balancer: {}  queued {}  moved {} ({} bytes)",
+                    "balancer: {}  queued {}  moved {} ({})",
                     balance["state"].as_str().unwrap_or(""),
                     balance["queued"],
                     balance["moved"],
-                    balance["moved_bytes"]
+                    human::bytes(&balance["moved_bytes"])
                 );
                 let lifecycle = &map["lifecycle"];
                 for (name, pass) in [
@@ -827,7 +831,7 @@ fn print_human(value: &Value) {
                 }
                 return;
             }
-            let fields: Vec<String> = map.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let fields: Vec<String> = map.iter().map(|(k, v)| human::field(k, v)).collect();
             println!("{}", fields.join("  "));
         }
         other => println!("{other}"),

@@ -1,26 +1,15 @@
 //! Why a console request failed, and the page (or upload answer) that says
-//! so: inside the navigation for a signed-in browser ([`framed`]), alone
-//! otherwise.
+//! so (drawn inside the navigation by [`crate::framing`]).
 
 use crate::document;
-use crate::layout;
-use crate::Console;
-use axum::body::to_bytes;
-use axum::extract::{Request, State};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use http::{header, HeaderValue, StatusCode};
+use http::{HeaderValue, StatusCode};
 use maud::{html, Markup};
 use meta_api::MetaError;
 use std::fmt;
-use std::sync::Arc;
 
 /// The header that carries an error's text to the upload script.
 pub(crate) const ERROR_HEADER: &str = "x-console-error";
-
-/// The most of a plain-text refusal (axum's extractors and router) read to
-/// show it on a page.
-const MAX_REFUSAL_TEXT: usize = 16 * 1024;
 
 /// Why a console request failed.
 #[derive(Debug, thiserror::Error)]
@@ -189,9 +178,9 @@ impl ConsoleError {
 }
 
 /// What an error page says; kept in the answer's extensions so that
-/// [`framed`] can draw it again inside the navigation.
+/// [`crate::framing::framed`] can draw it again inside the navigation.
 #[derive(Clone, Debug)]
-struct ErrorPage {
+pub(crate) struct ErrorPage {
     heading: String,
     text: String,
     /// A link to where the user can act on the error, and its label.
@@ -199,7 +188,8 @@ struct ErrorPage {
 }
 
 impl ErrorPage {
-    fn plain(text: String) -> Self {
+    /// A page that says `text` under a generic heading.
+    pub(crate) fn plain(text: String) -> Self {
         Self {
             heading: "Something went wrong".into(),
             text,
@@ -207,7 +197,8 @@ impl ErrorPage {
         }
     }
 
-    fn body(&self) -> Markup {
+    /// The page's content, to go inside a document.
+    pub(crate) fn body(&self) -> Markup {
         html! {
             h1 { (self.heading) }
             p.error role="alert" { (self.text) }
@@ -242,58 +233,6 @@ impl IntoResponse for ConsoleError {
         response.extensions_mut().insert(page);
         response
     }
-}
-
-/// Draws every error page inside the navigation when the browser is signed
-/// in (handlers and extractors return a [`ConsoleError`] and know nothing of
-/// the layout), and gives the plain-text refusals of axum's extractors and
-/// router (a malformed query, an unknown method) a page of their own.
-/// Pages with a body of their own (the sign-in form's refusal) pass as
-/// they are.
-pub(crate) async fn framed(
-    State(console): State<Arc<Console>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let jar = console.jar(request.headers());
-    let response = next.run(request).await;
-    let status = response.status();
-    if !status.is_client_error() && !status.is_server_error() {
-        return response;
-    }
-    let (mut parts, body) = response.into_parts();
-    let session = console.sessions.of_jar(&jar);
-    let page = match (parts.extensions.remove::<ErrorPage>(), &session) {
-        (Some(page), Some(_)) => page,
-        (Some(_), None) => return Response::from_parts(parts, body),
-        (None, _) => {
-            let plain = parts.headers.get(header::CONTENT_TYPE).is_none_or(|kind| {
-                kind.to_str()
-                    .is_ok_and(|kind| kind.starts_with("text/plain"))
-            });
-            if !plain {
-                return Response::from_parts(parts, body);
-            }
-            let text = to_bytes(body, MAX_REFUSAL_TEXT)
-                .await
-                .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_string())
-                .unwrap_or_default();
-            if text.is_empty() {
-                ErrorPage::plain(status.canonical_reason().unwrap_or("Error").to_string())
-            } else {
-                ErrorPage::plain(text)
-            }
-        }
-    };
-    let html = match &session {
-        Some(session) => layout::page("Error", session, page.body()),
-        None => document::bare("Error", page.body()),
-    };
-    let mut response = (status, html).into_response();
-    if let Some(value) = parts.headers.get(ERROR_HEADER) {
-        response.headers_mut().insert(ERROR_HEADER, value.clone());
-    }
-    response
 }
 
 #[cfg(test)]

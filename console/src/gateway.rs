@@ -326,6 +326,22 @@ impl Gateway {
             .map_err(|e| ConsoleError::Gateway(with_causes(&e)))
     }
 
+    /// [`Self::call`], with None for an S3 error answer of status `absent`
+    /// (a setting not set, a listing the user may not see), which the page
+    /// shows as missing rather than as an error.
+    pub(crate) async fn call_unless(
+        &self,
+        keys: &Keys,
+        request: S3Request<'_>,
+        absent: http::StatusCode,
+    ) -> Result<Option<Answer>, ConsoleError> {
+        match self.call(keys, request).await {
+            Ok(answer) => Ok(Some(answer)),
+            Err(ConsoleError::S3 { status, .. }) if status == absent => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Signs and sends `request` and reads the answer whole; an S3 error
     /// answer becomes [`ConsoleError::S3`].
     pub(crate) async fn call(

@@ -21,6 +21,7 @@ mod charts;
 mod csrf;
 mod document;
 mod error;
+mod framing;
 mod gateway;
 mod layout;
 mod limiter;

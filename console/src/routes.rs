@@ -1,10 +1,11 @@
 //! Every page and action of the console, in one table, and the checks every
 //! request passes first (the Host, the CSRF token, the security headers);
-//! every error answer becomes a page with the navigation ([`error::framed`]).
+//! every error answer becomes a page with the navigation ([`framing::framed`]).
 //! Forms and JSON bodies keep axum's 2 MB bound; uploads stream their body
 //! to the gateway as it arrives and hold none of it.
 
-use crate::error::{self, ConsoleError};
+use crate::error::ConsoleError;
+use crate::framing;
 use crate::pages::{buckets, cluster, login, objects, settings, uploads, users};
 use crate::{assets, csrf, Console};
 use axum::middleware;
@@ -62,7 +63,7 @@ pub(crate) fn router(console: Arc<Console>) -> Router {
         .layer(middleware::from_fn_with_state(console.clone(), csrf::check))
         .layer(middleware::from_fn_with_state(
             console.clone(),
-            error::framed,
+            framing::framed,
         ))
         .layer(middleware::from_fn_with_state(
             console.clone(),

@@ -1,6 +1,7 @@
 //! `tessera admin balance start|stop|status`: the balancer, which moves
 //! block files until every datanode's use is within a threshold of the mean.
 
+use super::human;
 use anyhow::Result;
 use clap::Subcommand;
 use meta_api::{BalanceState, BalanceStatus, GetClusterStatus, MetaClient, SetBalancer};
@@ -102,13 +103,13 @@ pub fn status_json(balance: &BalanceStatus) -> Value {
 /// Prints `admin balance status` for people.
 pub fn print_status(value: &Value) {
     println!(
-        "balancer {}  threshold {} points  bandwidth {} B/s  queued {}  moved {} ({} bytes)  failed {}",
+        "balancer {}  threshold {} points  bandwidth {}/s  queued {}  moved {} ({})  failed {}",
         value["state"].as_str().unwrap_or(""),
         value["threshold_percent"],
-        value["bandwidth"],
+        human::bytes(&value["bandwidth"]),
         value["queued"],
         value["moved"],
-        value["moved_bytes"],
+        human::bytes(&value["moved_bytes"]),
         value["failed"]
     );
     println!(
@@ -119,8 +120,8 @@ pub fn print_status(value: &Value) {
         println!(
             "{:<38} {:>16} {:>16} {:>7.2}% {:>+10.2}",
             d["id"].as_str().unwrap_or(""),
-            d["listed_bytes"].as_u64().unwrap_or(0),
-            d["capacity"].as_u64().unwrap_or(0),
+            human::bytes(&d["listed_bytes"]),
+            human::bytes(&d["capacity"]),
             d["use_percent"].as_f64().unwrap_or(0.0),
             d["from_mean_points"].as_f64().unwrap_or(0.0)
         );

@@ -5,7 +5,7 @@ use crate::error::{ConsoleError, Leftovers};
 use crate::gateway::{Keys, S3Request};
 use crate::layout::{self, csrf_field};
 use crate::named::Named;
-use crate::pages::objects::if_allowed;
+use crate::pages::listing::if_allowed;
 use crate::pages::settings::{self, DefaultEncryption};
 use crate::session::SignedIn;
 use crate::xml;

@@ -4,6 +4,7 @@
 
 pub(crate) mod buckets;
 pub(crate) mod cluster;
+pub(crate) mod listing;
 pub(crate) mod login;
 pub(crate) mod objects;
 pub(crate) mod settings;

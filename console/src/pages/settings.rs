@@ -2,7 +2,7 @@
 //! policy and lifecycle documents, edited as S3 takes them.
 
 use crate::error::ConsoleError;
-use crate::gateway::{Answer, Keys, S3Request};
+use crate::gateway::{Keys, S3Request};
 use crate::layout::{self, csrf_field};
 use crate::named::Named;
 use crate::session::SignedIn;
@@ -104,26 +104,17 @@ impl DocumentKind {
     }
 }
 
-/// The answer to a GET of a setting, or None when the bucket has none (404).
-async fn optional(
-    console: &Console,
-    keys: &Keys,
-    request: S3Request<'_>,
-) -> Result<Option<Answer>, ConsoleError> {
-    match console.gateway.call(keys, request).await {
-        Ok(answer) => Ok(Some(answer)),
-        Err(ConsoleError::S3 { status, .. }) if status == StatusCode::NOT_FOUND => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
 async fn current_encryption(
     console: &Console,
     keys: &Keys,
     bucket: &str,
 ) -> Result<DefaultEncryption, ConsoleError> {
     let request = S3Request::bucket(Method::GET, bucket).query("encryption", "");
-    let Some(answer) = optional(console, keys, request).await? else {
+    let Some(answer) = console
+        .gateway
+        .call_unless(keys, request, StatusCode::NOT_FOUND)
+        .await?
+    else {
         return Ok(DefaultEncryption::None);
     };
     let rule = xml::first(&answer.body, "ApplyServerSideEncryptionByDefault")
@@ -155,17 +146,21 @@ pub(crate) async fn show(
         .cloned()
         .unwrap_or_else(|| "Off".into());
     let encryption = current_encryption(&console, keys, &bucket).await?;
-    let lock = optional(
-        &console,
-        keys,
-        S3Request::bucket(Method::GET, &bucket).query("object-lock", ""),
-    )
-    .await?
-    .is_some();
+    let lock = console
+        .gateway
+        .call_unless(
+            keys,
+            S3Request::bucket(Method::GET, &bucket).query("object-lock", ""),
+            StatusCode::NOT_FOUND,
+        )
+        .await?
+        .is_some();
     let mut documents = Vec::new();
     for kind in DocumentKind::ALL {
         let request = S3Request::bucket(Method::GET, &bucket).query(kind.subresource(), "");
-        let text = optional(&console, keys, request)
+        let text = console
+            .gateway
+            .call_unless(keys, request, StatusCode::NOT_FOUND)
             .await?
             .map(|answer| String::from_utf8_lossy(&answer.body).into_owned())
             .unwrap_or_default();

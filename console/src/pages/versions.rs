@@ -7,7 +7,7 @@ use crate::document::size;
 use crate::error::ConsoleError;
 use crate::gateway::{Keys, S3Request};
 use crate::layout::{self, csrf_field};
-use crate::pages::objects::{breadcrumbs, if_allowed, link, BrowseQuery, PAGE_SIZE};
+use crate::pages::listing::{breadcrumbs, if_allowed, link, BrowseQuery, PAGE_SIZE};
 use crate::session::Session;
 use crate::xml::{self, Fields};
 use crate::Console;
