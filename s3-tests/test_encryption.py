@@ -556,6 +556,25 @@ def test_kms_multipart_copies_and_bucket_default(server, s3, bucket):
     parts = [body_of(5 * MiB + 9, 31), body_of(PACKAGE + 1, 32)]
     started, completed, body = upload_parts(s3, bucket, "kms-mp", parts, **kms)
     assert started["ServerSideEncryption"] == "aws:kms" and completed["SSEKMSKeyId"].endswith(key_id)
+    # The encryption is the upload's: S3 refuses the header on a part, naming it.
+    upload = s3.create_multipart_upload(Bucket=bucket, Key="kms-part", **kms)["UploadId"]
+
+    def add_sse(request, **_):
+        request.headers["x-amz-server-side-encryption"] = "aws:kms"
+
+    s3.meta.events.register("before-sign.s3.UploadPart", add_sse, unique_id="sse-on-part")
+    try:
+        with pytest.raises(ClientError) as refused:
+            s3.upload_part(Bucket=bucket, Key="kms-part", UploadId=upload, PartNumber=1, Body=b"x")
+    finally:
+        s3.meta.events.unregister("before-sign.s3.UploadPart", unique_id="sse-on-part")
+    error = refused.value.response["Error"]
+    assert (error["Code"], error["ArgumentName"], error["ArgumentValue"]) == (
+        "InvalidArgument",
+        "x-amz-server-side-encryption",
+        "aws:kms",
+    )
+    s3.abort_multipart_upload(Bucket=bucket, Key="kms-part", UploadId=upload)
     cut = len(parts[0])
     got = s3.get_object(Bucket=bucket, Key="kms-mp", Range=f"bytes={cut - 3}-{cut + 3}")
     assert got["Body"].read() == body[cut - 3 : cut + 4] and got["ServerSideEncryption"] == "aws:kms"

@@ -259,11 +259,12 @@ pub fn requested(headers: &HeaderMap) -> Result<Option<Requested>, S3Error> {
 /// Refuses `x-amz-server-side-encryption` on a request that takes none: a
 /// read or an upload part (S3 answers it 400).
 pub fn refuse_on_read(headers: &HeaderMap) -> Result<(), S3Error> {
-    if headers.contains_key(SSE_HEADER) {
+    if let Some(value) = headers.get(SSE_HEADER) {
         return Err(S3Error::invalid_argument(
             "x-amz-server-side-encryption header is not supported for this operation.",
         )
-        .detail("ArgumentName", SSE_HEADER));
+        .detail("ArgumentName", SSE_HEADER)
+        .detail("ArgumentValue", value.to_str().unwrap_or_default()));
     }
     Ok(())
 }

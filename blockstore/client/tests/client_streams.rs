@@ -240,9 +240,13 @@ async fn abort_deletes_written_blocks() {
         writer.flush().await.unwrap();
         assert!(committed_blocks(&cluster) > 0);
         writer.abort().await;
-        // The writer's token drops the uploads still open; meta has the
-        // committed groups deleted by their datanodes' next heartbeats.
-        assert!(files_under(&cluster, "tmp").is_empty());
+        // The writer's token drops the uploads still open (as each datanode
+        // sees the discard); meta has the committed groups deleted by their
+        // datanodes' next heartbeats.
+        test_support::data::eventually("the open uploads are dropped", || {
+            files_under(&cluster, "tmp").is_empty()
+        })
+        .await;
         test_support::data::eventually("meta deletes the sealed groups", || {
             committed_blocks(&cluster) == 0
         })
