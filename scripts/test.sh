@@ -74,6 +74,7 @@ tools() {
 lint() {
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets --locked -- -D warnings
+    python3 "$TESSERA_ROOT/scripts/module-cycles.py" --self-test
     python3 "$TESSERA_ROOT/scripts/module-cycles.py"
 }
 

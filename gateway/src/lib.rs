@@ -19,6 +19,7 @@ pub mod endpoint;
 pub mod error;
 pub mod handlers;
 pub mod headers;
+pub mod host_style;
 pub mod keep_alive;
 pub mod listener;
 pub mod object_checksum;

@@ -351,7 +351,7 @@ fn canonical_resources(
         "" => "/",
         path => path,
     };
-    let prefix = crate::router::virtual_host_bucket(&parts.headers, domain)
+    let prefix = crate::host_style::virtual_host_bucket(&parts.headers, domain)
         .map(|bucket| format!("/{bucket}"))
         .unwrap_or_default();
     let mut paths = vec![format!("{prefix}{raw_path}")];

@@ -12,6 +12,7 @@ pub use fields::{ObjectKey, PartNumber, RouteField, UploadId, VersionParam};
 pub(crate) use table::s3_endpoints;
 
 use crate::error::{S3Code, S3Error};
+use crate::host_style::virtual_host_bucket;
 use crate::params::Query;
 use access::{Action, Right};
 use http::{HeaderMap, Method, Uri};
@@ -45,25 +46,6 @@ fn decode_path_part(raw: &str) -> Result<String, S3Error> {
         .decode_utf8()
         .map(|s| s.into_owned())
         .map_err(|_| S3Error::new(S3Code::InvalidURI))
-}
-
-/// The host name without port, lower-cased.
-fn host_name(headers: &HeaderMap) -> Option<String> {
-    let host = headers.get(http::header::HOST)?.to_str().ok()?;
-    let name = match host.rsplit_once(':') {
-        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
-        _ => host,
-    };
-    Some(name.to_ascii_lowercase())
-}
-
-/// The bucket a virtual-hosted-style request names in its Host
-/// (`bucket.domain`), when a domain is configured and the Host is under it.
-pub fn virtual_host_bucket(headers: &HeaderMap, domain: Option<&str>) -> Option<String> {
-    let host = host_name(headers)?;
-    let domain = domain?.trim_end_matches('.').to_ascii_lowercase();
-    let bucket = host.strip_suffix(&domain)?.strip_suffix('.')?;
-    (!bucket.is_empty()).then(|| bucket.to_string())
 }
 
 /// Finds bucket and key: virtual-hosted style (`bucket.domain`) when a domain
