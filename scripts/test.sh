@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of Tessera, stage by stage, stopping at the first failure:
 #   1. tools      Python venv (.venv) with s3-tests/requirements.txt
-#   2. lint       cargo fmt --check, cargo clippy --all-targets -D warnings, no module cycles
+#   2. lint       cargo fmt --check, cargo clippy --all-targets -D warnings, no module cycles,
+#                 the crate map of docs/architecture.md matches the manifests
 #   3. cargo test the workspace's unit and integration tests (debug build)
 #      mutants    one shard of cargo-mutants over the wire protocol (docs/testing.md)
 #   4. binaries   tessera and powercut-fs (the FUSE filesystem of the power-loss
@@ -76,6 +77,8 @@ lint() {
     cargo clippy --workspace --all-targets --locked -- -D warnings
     python3 "$TESSERA_ROOT/scripts/module-cycles.py" --self-test
     python3 "$TESSERA_ROOT/scripts/module-cycles.py"
+    python3 "$TESSERA_ROOT/scripts/crate-map.py" --self-test
+    python3 "$TESSERA_ROOT/scripts/crate-map.py"
 }
 
 cargo_tests() {
@@ -131,7 +134,7 @@ compose_smoke() {
 }
 
 stage tools "Python venv with boto3, aws-cli v1, pytest" tools
-stage lint "rustfmt, clippy, module cycles" lint
+stage lint "rustfmt, clippy, module cycles, crate map" lint
 stage cargo "cargo test --workspace (debug)" cargo_tests
 stage mutants "cargo-mutants: today's shard of the protocol modules" bash scripts/mutants.sh --sample
 stage binaries "the tessera and powercut-fs binaries under test" binaries
