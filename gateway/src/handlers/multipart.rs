@@ -330,11 +330,13 @@ async fn check_claimed_checksum(
             break;
         }
     }
+    // ListParts answers in part-number order: up to 10,000 parts are found
+    // by halving, not by a scan each.
     let mut chosen = Vec::with_capacity(parts.len());
     for part in parts {
         let etag = part.etag.trim_matches('"');
-        match stored.iter().find(|p| p.number == part.number) {
-            Some(p) if p.etag.eq_ignore_ascii_case(etag) => chosen.push(p),
+        match stored.binary_search_by_key(&part.number, |p| p.number) {
+            Ok(i) if stored[i].etag.eq_ignore_ascii_case(etag) => chosen.push(&stored[i]),
             _ => return Ok(()),
         }
     }
